@@ -1,0 +1,125 @@
+// Package api is netdisk's HTTP JSON API under /api/v1: the upload protocol of
+// shared/API.md, file operations for the client and mount, and admin calls.
+// Handlers are thin: they decode, call the drive (or a service beside it) and
+// encode; error kinds become statuses in one table (Status).
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"netdisk/chunker"
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// Version is reported by /api/v1/info; set at build time.
+var Version = "dev"
+
+// MaxJSONBody bounds every JSON request body.
+const MaxJSONBody = 1 << 20
+
+// Handler is an authenticated handler: the server has checked the credentials.
+type Handler func(w http.ResponseWriter, r *http.Request, u meta.User)
+
+// Route is one endpoint.
+type Route struct {
+	Pattern string // net/http ServeMux pattern, e.g. "POST /api/v1/file/init"
+	Handler Handler
+	Admin   bool // only for admins
+	Public  bool // no authentication (info)
+}
+
+// API holds what handlers need.
+type API struct {
+	D   *drive.Drive
+	Log *slog.Logger
+}
+
+// New returns the API over a drive.
+func New(d *drive.Drive, log *slog.Logger) *API {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &API{D: d, Log: log}
+}
+
+// Routes lists every endpoint; each group lives in its own file.
+func (a *API) Routes() []Route {
+	rs := []Route{{Pattern: "GET /api/v1/info", Handler: a.info, Public: true}}
+	rs = append(rs, a.adminRoutes()...)
+	rs = append(rs, a.fileRoutes()...)
+	return rs
+}
+
+func (a *API) info(w http.ResponseWriter, _ *http.Request, _ meta.User) {
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"chunkSize":      a.D.ChunkSize(),
+		"smallFileLimit": chunker.SmallFileLimit,
+		"version":        Version,
+	})
+}
+
+// WriteJSON writes v with a status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// ErrorBody is every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// WriteError writes err as {"error": "..."} with the status of its kind;
+// unexpected errors are logged and shown as "internal error".
+func (a *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	status := Status(err)
+	if status >= 500 {
+		a.Log.Error("api", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	WriteJSON(w, status, ErrorBody{Error: errs.Message(err)})
+}
+
+// ReadJSON decodes a bounded JSON body into v, refusing unknown fields' types
+// and trailing garbage with Invalid.
+func ReadJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, MaxJSONBody+1))
+	if err := dec.Decode(v); err != nil {
+		return errs.E("api.ReadJSON", errs.Invalid, "", errors.New("bad JSON body: "+err.Error()))
+	}
+	if dec.More() {
+		return errs.E("api.ReadJSON", errs.Invalid, "", errors.New("bad JSON body: trailing data"))
+	}
+	return nil
+}
+
+// Status maps an error kind to an HTTP status.
+func Status(err error) int {
+	switch errs.KindOf(err) {
+	case errs.NotFound:
+		return http.StatusNotFound
+	case errs.Exists, errs.IsDir, errs.NotDir, errs.NoParent, errs.Conflict, errs.NotEmpty:
+		return http.StatusConflict
+	case errs.Invalid:
+		return http.StatusBadRequest
+	case errs.Permission:
+		return http.StatusForbidden
+	case errs.Quota:
+		return http.StatusInsufficientStorage
+	case errs.Unauthenticated:
+		return http.StatusUnauthorized
+	case errs.Unavailable:
+		return http.StatusServiceUnavailable
+	case errs.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case errs.Mismatch:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,83 @@
+// Package chunker defines netdisk's content identity — how bytes are cut into
+// chunks and how chunks and files are named — and the hashing that goes with it.
+//
+// Every transport (WebDAV PUT, the upload API, FUSE) cuts a file at multiples of
+// the same chunk size, so identical content always yields identical chunks.
+// The names here are part of the wire contract (shared/API.md): do not change
+// them without changing the protocol.
+package chunker
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+)
+
+const (
+	// DefaultChunkSize is the server's chunk size unless configured otherwise (seed 004: 4 MiB).
+	DefaultChunkSize = 4 << 20
+	// SmallFileLimit is the size under which a file may be sent in one request (seed 004: 8 MiB).
+	SmallFileLimit = 8 << 20
+)
+
+// Sum is a chunk's identity: MD5 is the protocol's name for the bytes, SHA-256
+// is what storage trusts, so two chunks sharing an MD5 are never confused.
+type Sum struct {
+	MD5    string // lowercase hex
+	SHA256 string // lowercase hex
+	Size   int64
+}
+
+// HashChunk returns the identity of one chunk's bytes.
+func HashChunk(b []byte) Sum {
+	m := md5.Sum(b)
+	s := sha256.Sum256(b)
+	return Sum{MD5: hex.EncodeToString(m[:]), SHA256: hex.EncodeToString(s[:]), Size: int64(len(b))}
+}
+
+// ChunkMD5 returns the lowercase hex MD5 of b, the protocol's chunk hash.
+func ChunkMD5(b []byte) string {
+	m := md5.Sum(b)
+	return hex.EncodeToString(m[:])
+}
+
+// FileHasher computes a file hash incrementally: MD5 over the concatenation of
+// the chunk hashes' hex strings, in order (what Spark-MD5's append of the hex
+// strings gives). The zero chunk list gives MD5("").
+type FileHasher struct{ h hash.Hash }
+
+// NewFileHasher returns an empty FileHasher.
+func NewFileHasher() *FileHasher { return &FileHasher{h: md5.New()} }
+
+// Add appends the next chunk's hex MD5.
+func (f *FileHasher) Add(chunkMD5 string) { f.h.Write([]byte(chunkMD5)) }
+
+// Sum returns the file hash of the chunks added so far.
+func (f *FileHasher) Sum() string { return hex.EncodeToString(f.h.Sum(nil)) }
+
+// FileHash returns the file hash of the given ordered chunk hashes.
+func FileHash(chunkMD5s []string) string {
+	f := NewFileHasher()
+	for _, c := range chunkMD5s {
+		f.Add(c)
+	}
+	return f.Sum()
+}
+
+// ChunkCount returns how many chunks a file of size bytes has (0 for an empty file).
+func ChunkCount(size, chunkSize int64) int64 {
+	if size <= 0 {
+		return 0
+	}
+	return (size + chunkSize - 1) / chunkSize
+}
+
+// ChunkLen returns the length of chunk index of a file of size bytes.
+func ChunkLen(size, chunkSize, index int64) int64 {
+	off := index * chunkSize
+	if off >= size {
+		return 0
+	}
+	return min(chunkSize, size-off)
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"netdisk/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		o         server.Options
+		chunkSize string
+		logLevel  string
+		logJSON   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon (WebDAV at /dav/, API at /api/v1/)",
+		Long: `Run the netdisk daemon with embedded defaults: a SQLite database and a
+chunk directory under --data, no other service needed.
+
+On first start with an empty data directory it creates the user "admin", with
+the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			hopts := &slog.HandlerOptions{Level: lvl}
+			var h slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
+			if logJSON {
+				h = slog.NewJSONHandler(os.Stderr, hopts)
+			}
+			o.Logger = slog.New(h)
+			cs, err := humanize.ParseBytes(chunkSize)
+			if err != nil || cs < 64<<10 || cs > 64<<20 {
+				return fmt.Errorf("--chunk-size %q: want a size between 64KiB and 64MiB", chunkSize)
+			}
+			o.ChunkSize = int64(cs)
+			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
+			o.Out = cmd.OutOrStdout()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			d, err := server.Open(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			return d.Serve(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data", "./netdisk-data", "data directory (database and chunks)")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&chunkSize, "chunk-size", "4MiB", "chunk size for new data (part of content identity: keep it fixed)")
+	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
+	f.StringVar(&o.ReadyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
+	_ = strings.TrimSpace
+	return cmd
+}

@@ -1,0 +1,309 @@
+// Package dav adapts the drive core to WebDAV: a webdav.FileSystem bound to one
+// user, and the handler that fronts golang.org/x/net/webdav. It holds no
+// business rules; it translates between WebDAV and drive calls and maps
+// error kinds to what x/net/webdav expects.
+package dav
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"io/fs"
+	"mime"
+	"os"
+	"path"
+	"strconv"
+	"time"
+
+	"golang.org/x/net/webdav"
+
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// FS is one user's drive as a webdav.FileSystem.
+type FS struct {
+	D   *drive.Drive
+	UID int64
+}
+
+var _ webdav.FileSystem = (*FS)(nil)
+
+// toOS maps error kinds to the os errors x/net/webdav turns into statuses
+// (ErrNotExist → 404/409, ErrExist → 405, ErrPermission → 403).
+func toOS(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var target error
+	switch errs.KindOf(err) {
+	case errs.NotFound, errs.NoParent, errs.NotDir:
+		target = fs.ErrNotExist
+	case errs.Exists:
+		target = fs.ErrExist
+	case errs.Permission, errs.Invalid:
+		target = fs.ErrPermission
+	default:
+		return err
+	}
+	return &fs.PathError{Op: op, Path: name, Err: errors.Join(target, err)}
+}
+
+// Mkdir creates a collection.
+func (f *FS) Mkdir(ctx context.Context, name string, _ os.FileMode) error {
+	_, err := f.D.Mkdir(ctx, f.UID, name)
+	return toOS("mkdir", name, err)
+}
+
+// OpenFile opens a file or directory. Truncating or creating opens a staging
+// writer whose Close commits atomically: x/net/webdav would otherwise truncate
+// the live file and copy into it in place.
+func (f *FS) OpenFile(ctx context.Context, name string, flag int, _ os.FileMode) (webdav.File, error) {
+	n, err := f.D.Stat(ctx, f.UID, name)
+	create := flag&os.O_TRUNC != 0 || (flag&os.O_CREATE != 0 && errs.Is(err, errs.NotFound))
+	if create {
+		if err == nil && flag&os.O_EXCL != 0 {
+			return nil, toOS("open", name, errs.E("dav.OpenFile", errs.Exists, name, nil))
+		}
+		w, err := f.D.Create(ctx, f.UID, name, drive.WriteOptions{ExpectedSize: -1})
+		if err != nil {
+			return nil, toOS("open", name, err)
+		}
+		return &writeFile{fs: f, ctx: ctx, w: w}, nil
+	}
+	if err != nil {
+		return nil, toOS("open", name, err)
+	}
+	if n.IsDir {
+		return &dirFile{fs: f, ctx: ctx, node: n}, nil
+	}
+	r, err := f.D.Open(ctx, f.UID, name)
+	if err != nil {
+		return nil, toOS("open", name, err)
+	}
+	return &readFile{fs: f, ctx: ctx, Reader: r}, nil
+}
+
+// RemoveAll removes name and its subtree; a missing name is success, as
+// webdav.FileSystem documents.
+func (f *FS) RemoveAll(ctx context.Context, name string) error {
+	err := f.D.Remove(ctx, f.UID, name)
+	if errs.Is(err, errs.NotFound) {
+		return nil
+	}
+	return toOS("remove", name, err)
+}
+
+// Rename moves a node; x/net/webdav has already removed an overwritten target.
+func (f *FS) Rename(ctx context.Context, oldName, newName string) error {
+	return toOS("rename", oldName, f.D.Move(ctx, f.UID, oldName, newName, false))
+}
+
+// Stat returns a node's FileInfo.
+func (f *FS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	n, err := f.D.Stat(ctx, f.UID, name)
+	if err != nil {
+		return nil, toOS("stat", name, err)
+	}
+	return FileInfo{n}, nil
+}
+
+// FileInfo is a node as os.FileInfo, with the ETag and content type
+// x/net/webdav would otherwise compute by reading the file.
+type FileInfo struct{ N meta.Node }
+
+var (
+	_ webdav.ETager       = FileInfo{}
+	_ webdav.ContentTyper = FileInfo{}
+)
+
+func (i FileInfo) Name() string       { return path.Base(i.N.Path) }
+func (i FileInfo) Size() int64        { return i.N.Size }
+func (i FileInfo) ModTime() time.Time { return i.N.ModTime }
+func (i FileInfo) IsDir() bool        { return i.N.IsDir }
+func (i FileInfo) Sys() any           { return i.N }
+
+// Mode returns the stored permission bits, with defaults for nodes that have none.
+func (i FileInfo) Mode() fs.FileMode {
+	m := fs.FileMode(i.N.Mode & 0o7777)
+	if i.N.IsDir {
+		if m == 0 {
+			m = 0o755
+		}
+		return m | fs.ModeDir
+	}
+	if m == 0 {
+		m = 0o644
+	}
+	return m
+}
+
+// ETag is the file hash for files (content identity, so equal content has an
+// equal tag) and id plus mtime for directories.
+func (i FileInfo) ETag(context.Context) (string, error) { return ETag(i.N), nil }
+
+// ETag returns the entity tag of a node, quoted.
+func ETag(n meta.Node) string {
+	if n.IsDir {
+		return `"d` + strconv.FormatInt(n.ID, 36) + "-" + strconv.FormatInt(n.ModTime.UnixNano(), 36) + `"`
+	}
+	return `"` + n.FileHash + `"`
+}
+
+// ContentType guesses from the extension only: PROPFIND must never read content.
+func (i FileInfo) ContentType(context.Context) (string, error) { return ContentType(i.N.Path), nil }
+
+// ContentType returns the MIME type for a file name by its extension.
+func ContentType(name string) string {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// props implements webdav.DeadPropsHolder for any node.
+type props struct {
+	fs   *FS
+	ctx  context.Context
+	path func() string
+}
+
+func (p props) DeadProps() (map[xml.Name]webdav.Property, error) {
+	ps, err := p.fs.D.Props(p.ctx, p.fs.UID, p.path())
+	if err != nil {
+		return nil, toOS("propfind", p.path(), err)
+	}
+	out := make(map[xml.Name]webdav.Property, len(ps))
+	for _, q := range ps {
+		n := xml.Name{Space: q.Space, Local: q.Local}
+		out[n] = webdav.Property{XMLName: n, Lang: q.Lang, InnerXML: []byte(q.InnerXML)}
+	}
+	return out, nil
+}
+
+func (p props) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
+	var set, remove []meta.Prop
+	st := webdav.Propstat{Status: 200}
+	for _, pp := range patches {
+		for _, q := range pp.Props {
+			mp := meta.Prop{Space: q.XMLName.Space, Local: q.XMLName.Local, Lang: q.Lang, InnerXML: string(q.InnerXML)}
+			if pp.Remove {
+				remove = append(remove, mp)
+			} else {
+				set = append(set, mp)
+			}
+			st.Props = append(st.Props, webdav.Property{XMLName: q.XMLName})
+		}
+	}
+	if err := p.fs.D.PatchProps(p.ctx, p.fs.UID, p.path(), set, remove); err != nil {
+		return nil, toOS("proppatch", p.path(), err)
+	}
+	return []webdav.Propstat{st}, nil
+}
+
+type dirFile struct {
+	fs   *FS
+	ctx  context.Context
+	node meta.Node
+	read bool
+}
+
+var _ webdav.DeadPropsHolder = (*dirFile)(nil)
+
+func (d *dirFile) Close() error { return nil }
+func (d *dirFile) Read([]byte) (int, error) {
+	return 0, toOS("read", d.node.Path, errs.E("dav.Read", errs.IsDir, d.node.Path, nil))
+}
+func (d *dirFile) Write([]byte) (int, error) {
+	return 0, toOS("write", d.node.Path, errs.E("dav.Write", errs.IsDir, d.node.Path, nil))
+}
+func (d *dirFile) Seek(int64, int) (int64, error)                        { return 0, nil }
+func (d *dirFile) Stat() (fs.FileInfo, error)                            { return FileInfo{d.node}, nil }
+func (d *dirFile) props() props                                          { return props{d.fs, d.ctx, func() string { return d.node.Path }} }
+func (d *dirFile) DeadProps() (map[xml.Name]webdav.Property, error)      { return d.props().DeadProps() }
+func (d *dirFile) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) { return d.props().Patch(p) }
+
+// Readdir returns every child at once (count <= 0) or nothing more after the
+// first call, which is all x/net/webdav asks of it.
+func (d *dirFile) Readdir(count int) ([]fs.FileInfo, error) {
+	if d.read {
+		if count > 0 {
+			return nil, io.EOF
+		}
+		return nil, nil
+	}
+	d.read = true
+	ns, err := d.fs.D.List(d.ctx, d.fs.UID, d.node.Path)
+	if err != nil {
+		return nil, toOS("readdir", d.node.Path, err)
+	}
+	out := make([]fs.FileInfo, len(ns))
+	for i, n := range ns {
+		out[i] = FileInfo{n}
+	}
+	return out, nil
+}
+
+type readFile struct {
+	fs  *FS
+	ctx context.Context
+	*drive.Reader
+}
+
+var _ webdav.DeadPropsHolder = (*readFile)(nil)
+
+func (r *readFile) Write([]byte) (int, error) {
+	return 0, toOS("write", r.Node().Path, errs.E("dav.Write", errs.Permission, r.Node().Path, errors.New("opened read-only")))
+}
+func (r *readFile) Readdir(int) ([]fs.FileInfo, error) {
+	return nil, toOS("readdir", r.Node().Path, errs.E("dav.Readdir", errs.NotDir, r.Node().Path, nil))
+}
+func (r *readFile) Stat() (fs.FileInfo, error)                            { return FileInfo{r.Node()}, nil }
+func (r *readFile) props() props                                          { return props{r.fs, r.ctx, func() string { return r.Node().Path }} }
+func (r *readFile) DeadProps() (map[xml.Name]webdav.Property, error)      { return r.props().DeadProps() }
+func (r *readFile) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) { return r.props().Patch(p) }
+
+// writeFile stages a new version; Close commits it.
+type writeFile struct {
+	fs     *FS
+	ctx    context.Context
+	w      *drive.Writer
+	node   meta.Node
+	closed bool
+	err    error
+}
+
+func (w *writeFile) Write(p []byte) (int, error) { return w.w.Write(p) }
+func (w *writeFile) Read([]byte) (int, error) {
+	return 0, toOS("read", w.w.Path(), errs.E("dav.Read", errs.Permission, w.w.Path(), errors.New("opened for writing")))
+}
+func (w *writeFile) Seek(off int64, whence int) (int64, error) {
+	if off == 0 && (whence == io.SeekCurrent || whence == io.SeekEnd) {
+		return w.w.Size(), nil
+	}
+	return 0, toOS("seek", w.w.Path(), errs.E("dav.Seek", errs.Invalid, w.w.Path(), errors.New("staged writes are sequential")))
+}
+func (w *writeFile) Readdir(int) ([]fs.FileInfo, error) {
+	return nil, toOS("readdir", w.w.Path(), errs.E("dav.Readdir", errs.NotDir, w.w.Path(), nil))
+}
+
+// Stat reports the committed node after Close (x/net/webdav asks for the ETag
+// then), the staged size before.
+func (w *writeFile) Stat() (fs.FileInfo, error) {
+	if w.closed {
+		return FileInfo{w.node}, w.err
+	}
+	return FileInfo{meta.Node{Path: w.w.Path(), Size: w.w.Size(), ModTime: time.Now()}}, nil
+}
+
+func (w *writeFile) Close() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	w.node, w.err = w.w.Commit()
+	w.err = toOS("close", w.w.Path(), w.err)
+	return w.err
+}

@@ -1,0 +1,131 @@
+package dav
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"golang.org/x/net/webdav"
+
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// Handler serves every user's drive under Prefix. Authentication happens
+// before it: Serve is given the authenticated user.
+//
+// Requests x/net/webdav gets wrong or slow are answered here (GET/HEAD with
+// sendfile, PUT that stages and commits); the rest go to webdav.Handler over
+// an FS bound to the user.
+type Handler struct {
+	D      *drive.Drive
+	Prefix string // e.g. "/dav"
+	Log    *slog.Logger
+
+	mu    sync.Mutex
+	locks map[int64]webdav.LockSystem
+}
+
+// NewHandler returns a Handler for the drive.
+func NewHandler(d *drive.Drive, prefix string, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{D: d, Prefix: strings.TrimSuffix(prefix, "/"), Log: log, locks: map[int64]webdav.LockSystem{}}
+}
+
+// lockSystem returns the user's lock table: locks are per user because paths are.
+func (h *Handler) lockSystem(uid int64) webdav.LockSystem {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ls, ok := h.locks[uid]
+	if !ok {
+		ls = webdav.NewMemLS()
+		h.locks[uid] = ls
+	}
+	return ls
+}
+
+// Serve answers one WebDAV request for user u.
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
+	fs := &FS{D: h.D, UID: u.ID}
+	name, ok := strings.CutPrefix(r.URL.Path, h.Prefix)
+	if !ok {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	if name == "" {
+		name = "/"
+	}
+	var status int
+	var err error
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		n, serr := fs.D.Stat(r.Context(), fs.UID, name)
+		if serr == nil && !n.IsDir {
+			status, err = h.serveFile(w, r, fs, name)
+			break
+		}
+		h.webdav(fs).ServeHTTP(w, r)
+		return
+	case http.MethodPut:
+		status, err = h.put(w, r, fs, name)
+	default:
+		h.webdav(fs).ServeHTTP(w, r)
+		return
+	}
+	h.finish(w, r, status, err)
+}
+
+func (h *Handler) webdav(fs *FS) *webdav.Handler {
+	return &webdav.Handler{Prefix: h.Prefix, FileSystem: fs, LockSystem: h.lockSystem(fs.UID),
+		Logger: func(r *http.Request, err error) {
+			if err != nil {
+				h.Log.Debug("webdav", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+		}}
+}
+
+// finish writes status, or the error's status and one-line message.
+func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if err != nil {
+		status = Status(err)
+		if status >= 500 {
+			h.Log.Error("webdav", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		http.Error(w, errs.Message(err), status)
+		return
+	}
+	if status != 0 {
+		w.WriteHeader(status)
+	}
+}
+
+// Status maps an error kind to a WebDAV status (RFC 4918 where it says).
+func Status(err error) int {
+	switch errs.KindOf(err) {
+	case errs.NotFound:
+		return http.StatusNotFound
+	case errs.NoParent, errs.NotDir, errs.Conflict, errs.NotEmpty:
+		return http.StatusConflict
+	case errs.IsDir, errs.Exists:
+		return http.StatusMethodNotAllowed
+	case errs.Invalid:
+		return http.StatusBadRequest
+	case errs.Permission:
+		return http.StatusForbidden
+	case errs.Quota:
+		return http.StatusInsufficientStorage
+	case errs.Unauthenticated:
+		return http.StatusUnauthorized
+	case errs.Unavailable:
+		return http.StatusServiceUnavailable
+	case errs.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case errs.Mismatch:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError
+}

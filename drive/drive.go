@@ -1,0 +1,384 @@
+// Package drive is netdisk's protocol-neutral file core: users, each user's
+// namespace, files as chunk lists, the write path that cuts and deduplicates,
+// the read path, garbage collection and checks. It is the only package that
+// composes the chunk store (dedup) with the metadata store (meta); the WebDAV
+// adapter, the HTTP API and FUSE are thin layers over it.
+package drive
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"netdisk/chunker"
+	"netdisk/dedup"
+	"netdisk/errs"
+	"netdisk/meta"
+	"netdisk/vpath"
+)
+
+// Config wires a Drive.
+type Config struct {
+	Meta      meta.Store
+	Blobs     dedup.BlobStore
+	ChunkSize int64            // 0 means chunker.DefaultChunkSize
+	Now       func() time.Time // nil means time.Now
+	Logger    *slog.Logger     // nil means slog.Default()
+	// HashWorkers bounds how many chunks are hashed and stored at once per
+	// upload; 0 means 2 (one per core of the reference machine).
+	HashWorkers int
+}
+
+// Drive is the file core.
+type Drive struct {
+	meta      meta.Store
+	blobs     dedup.BlobStore
+	pins      *dedup.Pins
+	chunkSize int64
+	workers   int
+	now       func() time.Time
+	log       *slog.Logger
+
+	// authCache remembers a successful password check (by a SHA-256 of the
+	// password, bound to the stored hash) so WebDAV clients, which send Basic
+	// credentials on every request, do not pay bcrypt each time.
+	authMu    sync.Mutex
+	authCache map[string]authEntry
+
+	gcMu sync.Mutex // one GC or fsck at a time
+}
+
+type authEntry struct {
+	passHash string
+	digest   [32]byte
+}
+
+// New returns a Drive over the given stores.
+func New(c Config) *Drive {
+	d := &Drive{meta: c.Meta, blobs: c.Blobs, pins: dedup.NewPins(), chunkSize: c.ChunkSize,
+		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}}
+	if d.chunkSize <= 0 {
+		d.chunkSize = chunker.DefaultChunkSize
+	}
+	if d.workers <= 0 {
+		d.workers = 2
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	return d
+}
+
+// ChunkSize is the size files are cut at.
+func (d *Drive) ChunkSize() int64 { return d.chunkSize }
+
+// Meta exposes the metadata store to sibling services (upload sessions).
+func (d *Drive) Meta() meta.Store { return d.meta }
+
+// Blobs exposes the chunk store to sibling services.
+func (d *Drive) Blobs() dedup.BlobStore { return d.blobs }
+
+// Pins exposes the pin set that protects chunks from GC until they are committed.
+func (d *Drive) Pins() *dedup.Pins { return d.pins }
+
+// Now is the drive's clock.
+func (d *Drive) Now() time.Time { return d.now() }
+
+// ---- users
+
+// HashPassword hashes a password for storage.
+func HashPassword(password string) (string, error) {
+	if len(password) == 0 {
+		return "", errs.Errorf("drive.HashPassword", errs.Invalid, "empty password")
+	}
+	if len(password) > 72 {
+		return "", errs.Errorf("drive.HashPassword", errs.Invalid, "password longer than 72 bytes")
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	return string(h), err
+}
+
+// ErrBadCredentials is the one answer for an unknown user and a wrong
+// password, so a client cannot probe which names exist.
+var ErrBadCredentials = errs.E("drive.Authenticate", errs.Unauthenticated, "", errors.New("wrong user name or password"))
+
+// dummyHash is compared against when the user does not exist, so both
+// failures take the same time.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("netdisk-dummy"), bcrypt.DefaultCost)
+
+// Authenticate checks a user name and password.
+func (d *Drive) Authenticate(ctx context.Context, name, password string) (meta.User, error) {
+	u, err := d.meta.UserByName(ctx, name)
+	if errs.Is(err, errs.NotFound) {
+		bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return meta.User{}, ErrBadCredentials
+	}
+	if err != nil {
+		return meta.User{}, err
+	}
+	digest := sha256.Sum256([]byte(password))
+	d.authMu.Lock()
+	e, ok := d.authCache[name]
+	d.authMu.Unlock()
+	if ok && e.passHash == u.PassHash && subtle.ConstantTimeCompare(e.digest[:], digest[:]) == 1 {
+		return u, nil
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PassHash), []byte(password)) != nil {
+		return meta.User{}, ErrBadCredentials
+	}
+	d.authMu.Lock()
+	d.authCache[name] = authEntry{passHash: u.PassHash, digest: digest}
+	d.authMu.Unlock()
+	return u, nil
+}
+
+// ValidUserName reports whether name is acceptable as a login.
+func ValidUserName(name string) error {
+	if name == "" || len(name) > 64 {
+		return errs.Errorf("drive.ValidUserName", errs.Invalid, "user name must be 1 to 64 characters")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '@') {
+			return errs.Errorf("drive.ValidUserName", errs.Invalid, "user name %q: only letters, digits and - _ . @", name)
+		}
+	}
+	return nil
+}
+
+// AddUser creates a user.
+func (d *Drive) AddUser(ctx context.Context, name, password string, isAdmin bool, quota int64) (meta.User, error) {
+	if err := ValidUserName(name); err != nil {
+		return meta.User{}, err
+	}
+	if quota < 0 {
+		return meta.User{}, errs.Errorf("drive.AddUser", errs.Invalid, "negative quota")
+	}
+	h, err := HashPassword(password)
+	if err != nil {
+		return meta.User{}, err
+	}
+	return d.meta.CreateUser(ctx, name, h, isAdmin, quota)
+}
+
+// SetPassword changes a user's password.
+func (d *Drive) SetPassword(ctx context.Context, name, password string) error {
+	u, err := d.meta.UserByName(ctx, name)
+	if err != nil {
+		return err
+	}
+	h, err := HashPassword(password)
+	if err != nil {
+		return err
+	}
+	return d.meta.SetPassword(ctx, u.ID, h)
+}
+
+// SetQuota changes a user's total.
+func (d *Drive) SetQuota(ctx context.Context, name string, total int64) error {
+	if total < 0 {
+		return errs.Errorf("drive.SetQuota", errs.Invalid, "negative quota")
+	}
+	u, err := d.meta.UserByName(ctx, name)
+	if err != nil {
+		return err
+	}
+	return d.meta.SetQuota(ctx, u.ID, total)
+}
+
+// DeleteUser removes a user and their tree; their chunks are left to GC.
+func (d *Drive) DeleteUser(ctx context.Context, name string) error {
+	u, err := d.meta.UserByName(ctx, name)
+	if err != nil {
+		return err
+	}
+	return d.meta.DeleteUser(ctx, u.ID)
+}
+
+// ---- namespace
+
+func clean(op, p string) (string, error) {
+	c, err := vpath.Clean(p)
+	if err != nil {
+		return "", errs.E(op, errs.Invalid, p, err)
+	}
+	return c, nil
+}
+
+// Stat returns the node at p.
+func (d *Drive) Stat(ctx context.Context, uid int64, p string) (meta.Node, error) {
+	p, err := clean("drive.Stat", p)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	return d.meta.Stat(ctx, uid, p)
+}
+
+// List returns the children of directory p.
+func (d *Drive) List(ctx context.Context, uid int64, p string) ([]meta.Node, error) {
+	p, err := clean("drive.List", p)
+	if err != nil {
+		return nil, err
+	}
+	return d.meta.List(ctx, uid, p)
+}
+
+// CountTree counts nodes below p, up to limit+1.
+func (d *Drive) CountTree(ctx context.Context, uid int64, p string, limit int) (int, error) {
+	p, err := clean("drive.CountTree", p)
+	if err != nil {
+		return 0, err
+	}
+	return d.meta.CountTree(ctx, uid, p, limit)
+}
+
+// Mkdir creates directory p; its parent must exist.
+func (d *Drive) Mkdir(ctx context.Context, uid int64, p string) (meta.Node, error) {
+	p, err := clean("drive.Mkdir", p)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	return d.meta.Mkdir(ctx, uid, p, d.now())
+}
+
+// MkdirAll creates p and any missing parents.
+func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
+	p, err := clean("drive.MkdirAll", p)
+	if err != nil {
+		return err
+	}
+	if p == "/" {
+		return nil
+	}
+	n, err := d.meta.Stat(ctx, uid, p)
+	if err == nil {
+		if !n.IsDir {
+			return errs.E("drive.MkdirAll", errs.NotDir, p, nil)
+		}
+		return nil
+	}
+	if !errs.Is(err, errs.NotFound) {
+		return err
+	}
+	if err := d.MkdirAll(ctx, uid, vpath.Parent(p)); err != nil {
+		return err
+	}
+	_, err = d.meta.Mkdir(ctx, uid, p, d.now())
+	if errs.Is(err, errs.Exists) {
+		return nil
+	}
+	return err
+}
+
+// Remove deletes p and everything below it. Chunks are freed by GC.
+func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
+	p, err := clean("drive.Remove", p)
+	if err != nil {
+		return err
+	}
+	return d.meta.Remove(ctx, uid, p)
+}
+
+// Move renames src to dst within the user's drive.
+func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error {
+	src, err := clean("drive.Move", src)
+	if err != nil {
+		return err
+	}
+	if dst, err = clean("drive.Move", dst); err != nil {
+		return err
+	}
+	return d.meta.Move(ctx, uid, src, dst, overwrite)
+}
+
+// Copy copies src to dst, sharing chunks: no bytes are read or written.
+func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error {
+	src, err := clean("drive.Copy", src)
+	if err != nil {
+		return err
+	}
+	if dst, err = clean("drive.Copy", dst); err != nil {
+		return err
+	}
+	return d.meta.Copy(ctx, uid, src, dst, overwrite, recursive)
+}
+
+// SetModTime sets p's modification time.
+func (d *Drive) SetModTime(ctx context.Context, uid int64, p string, t time.Time) error {
+	p, err := clean("drive.SetModTime", p)
+	if err != nil {
+		return err
+	}
+	return d.meta.SetModTime(ctx, uid, p, t)
+}
+
+// Props returns the dead properties of p.
+func (d *Drive) Props(ctx context.Context, uid int64, p string) ([]meta.Prop, error) {
+	n, err := d.Stat(ctx, uid, p)
+	if err != nil {
+		return nil, err
+	}
+	return d.meta.Props(ctx, n.ID)
+}
+
+// PatchProps sets and removes dead properties of p in one transaction.
+func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove []meta.Prop) error {
+	n, err := d.Stat(ctx, uid, p)
+	if err != nil {
+		return err
+	}
+	return d.meta.PatchProps(ctx, n.ID, set, remove)
+}
+
+// Quota is a user's view of their space.
+type Quota struct {
+	Total      int64 `json:"total"` // 0 = unlimited
+	Finished   int64 `json:"finished"`
+	Unfinished int64 `json:"unfinished"`
+}
+
+// Free returns the bytes left, or -1 when unlimited.
+func (q Quota) Free() int64 {
+	if q.Total <= 0 {
+		return -1
+	}
+	return max(q.Total-q.Finished-q.Unfinished, 0)
+}
+
+// QuotaOf returns the user's quota figures.
+func (d *Drive) QuotaOf(ctx context.Context, uid int64) (Quota, error) {
+	u, err := d.meta.UserByID(ctx, uid)
+	if err != nil {
+		return Quota{}, err
+	}
+	return Quota{Total: u.QuotaTotal, Finished: u.Finished, Unfinished: u.Unfinished}, nil
+}
+
+// checkFits refuses early an upload whose declared size cannot fit, so a client
+// learns before sending gigabytes; the commit checks again exactly.
+func (d *Drive) checkFits(ctx context.Context, uid int64, p string, size int64) error {
+	if size <= 0 {
+		return nil
+	}
+	q, err := d.QuotaOf(ctx, uid)
+	if err != nil {
+		return err
+	}
+	var old int64
+	if n, err := d.meta.Stat(ctx, uid, p); err == nil {
+		old = n.Size
+	}
+	if free := q.Free(); free >= 0 && size-old > free {
+		return errs.E("drive.Create", errs.Quota, p, fmt.Errorf("quota exceeded: %d bytes free, %d needed", free, size-old))
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package drive
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+
+	"netdisk/dedup"
+	"netdisk/meta"
+)
+
+// GCResult reports what a collection did.
+type GCResult struct {
+	Chunks       int64 `json:"chunks"`       // chunk records and blobs removed
+	Bytes        int64 `json:"bytes"`        // their size
+	OrphanBlobs  int64 `json:"orphanBlobs"`  // blobs with no record (left by a crash before commit)
+	SkippedInUse int64 `json:"skippedInUse"` // unreferenced but pinned by an upload or reader
+}
+
+// GC removes chunks that no file (nor, through meta, any open upload session)
+// references. Each deletion happens under the chunk's pin stripe after a
+// re-check in the metadata store, so a chunk an upload has just claimed, or a
+// reader has open, survives. It then removes blobs that have no record at all.
+func (d *Drive) GC(ctx context.Context) (GCResult, error) {
+	d.gcMu.Lock()
+	defer d.gcMu.Unlock()
+	var res GCResult
+	seen := map[string]bool{}
+	for {
+		cs, err := d.meta.UnreferencedChunks(ctx, 1000)
+		if err != nil {
+			return res, err
+		}
+		progress := false
+		for _, c := range cs {
+			if seen[c.SHA256] {
+				continue
+			}
+			seen[c.SHA256] = true
+			progress = true
+			ran, err := d.pins.IfUnpinned(dedup.Key(c.SHA256), func() error {
+				gone, err := d.meta.DeleteChunkIfUnreferenced(ctx, c.SHA256)
+				if err != nil || !gone {
+					return err
+				}
+				res.Chunks++
+				res.Bytes += c.Size
+				return d.blobs.Delete(ctx, dedup.Key(c.SHA256))
+			})
+			if err != nil {
+				return res, err
+			}
+			if !ran {
+				res.SkippedInUse++
+			}
+		}
+		if !progress {
+			break
+		}
+	}
+	// Blobs without a record: a crash between storing and committing.
+	err := d.blobs.Walk(ctx, func(k dedup.Key) error {
+		if _, err := d.meta.ChunkBySHA256(ctx, string(k)); err == nil {
+			return nil
+		}
+		_, err := d.pins.IfUnpinned(k, func() error {
+			// Re-check under the stripe: a commit may have inserted it meanwhile.
+			if _, err := d.meta.ChunkBySHA256(ctx, string(k)); err == nil {
+				return nil
+			}
+			res.OrphanBlobs++
+			return d.blobs.Delete(ctx, k)
+		})
+		return err
+	})
+	if err == nil {
+		d.log.Info("gc done", "chunks", res.Chunks, "bytes", res.Bytes, "orphans", res.OrphanBlobs, "in_use", res.SkippedInUse)
+	}
+	return res, err
+}
+
+// FsckProblem is one chunk that is not as its record says.
+type FsckProblem struct {
+	SHA256  string `json:"sha256"`
+	Problem string `json:"problem"` // "missing", "corrupt", "unreadable"
+	Detail  string `json:"detail,omitempty"`
+}
+
+// FsckResult reports a full check.
+type FsckResult struct {
+	Checked  int64         `json:"checked"`
+	Bytes    int64         `json:"bytes"`
+	Problems []FsckProblem `json:"problems"`
+}
+
+// Fsck re-hashes every stored chunk against its record. progress, when not
+// nil, is called after each chunk.
+func (d *Drive) Fsck(ctx context.Context, progress func(done, total int64)) (FsckResult, error) {
+	d.gcMu.Lock()
+	defer d.gcMu.Unlock()
+	st, err := d.meta.Stats(ctx)
+	if err != nil {
+		return FsckResult{}, err
+	}
+	var res FsckResult
+	res.Problems = []FsckProblem{}
+	err = d.meta.EachChunk(ctx, func(c meta.Chunk) error {
+		res.Checked++
+		if p := d.checkChunk(ctx, c); p != nil {
+			res.Problems = append(res.Problems, *p)
+		} else {
+			res.Bytes += c.Size
+		}
+		if progress != nil {
+			progress(res.Checked, st.Chunks)
+		}
+		return ctx.Err()
+	})
+	return res, err
+}
+
+func (d *Drive) checkChunk(ctx context.Context, c meta.Chunk) *FsckProblem {
+	f, err := d.blobs.Open(ctx, dedup.Key(c.SHA256))
+	if err != nil {
+		return &FsckProblem{SHA256: c.SHA256, Problem: "missing", Detail: err.Error()}
+	}
+	defer f.Close()
+	hs, hm := sha256.New(), md5.New()
+	n, err := io.Copy(io.MultiWriter(hs, hm), f)
+	if err != nil {
+		return &FsckProblem{SHA256: c.SHA256, Problem: "unreadable", Detail: err.Error()}
+	}
+	gotS, gotM := hex.EncodeToString(hs.Sum(nil)), hex.EncodeToString(hm.Sum(nil))
+	if n != c.Size || gotS != c.SHA256 || gotM != c.MD5 {
+		return &FsckProblem{SHA256: c.SHA256, Problem: "corrupt",
+			Detail: fmt.Sprintf("size %d (want %d), sha256 %s, md5 %s (want %s)", n, c.Size, gotS, gotM, c.MD5)}
+	}
+	return nil
+}
+
+// Stats returns store-wide figures.
+func (d *Drive) Stats(ctx context.Context) (meta.Stats, error) { return d.meta.Stats(ctx) }

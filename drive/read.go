@@ -1,0 +1,165 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"netdisk/dedup"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// Reader reads one version of a file chunk by chunk. It holds the chunk list
+// it was opened with, so a concurrent commit of a new version does not mix
+// versions under a reader (GC never removes a chunk a reader may still open:
+// see GC).
+type Reader struct {
+	d      *Drive
+	ctx    context.Context
+	node   meta.Node
+	chunks []meta.FileChunk
+	off    int64
+
+	cur    io.ReadSeekCloser
+	curIdx int
+	curPos int64 // position inside cur
+}
+
+// Open opens file p for reading.
+func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) {
+	const op = "drive.Open"
+	n, err := d.Stat(ctx, uid, p)
+	if err != nil {
+		return nil, err
+	}
+	if n.IsDir {
+		return nil, errs.E(op, errs.IsDir, n.Path, nil)
+	}
+	cs, err := d.meta.FileChunks(ctx, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	// Pin the version's chunks so GC cannot delete them while this reader may
+	// still open them, even if a newer version replaces the file meanwhile.
+	for _, c := range cs {
+		d.pins.Pin(dedup.Key(c.SHA256))
+	}
+	return &Reader{d: d, ctx: ctx, node: n, chunks: cs, curIdx: -1}, nil
+}
+
+// Node is the file version being read.
+func (r *Reader) Node() meta.Node { return r.node }
+
+// Segment is a byte range of one chunk blob.
+type Segment struct {
+	Key    dedup.Key
+	Offset int64 // within the chunk
+	Length int64
+}
+
+// Segments maps the file range [off, off+n) to chunk ranges, so an HTTP layer
+// can send each straight from the chunk file (sendfile) without copying.
+func (r *Reader) Segments(off, n int64) []Segment {
+	var out []Segment
+	end := min(off+n, r.node.Size)
+	i := r.chunkAt(off)
+	for ; i < len(r.chunks) && off < end; i++ {
+		c := r.chunks[i]
+		in := off - c.Offset
+		l := min(c.Size-in, end-off)
+		out = append(out, Segment{Key: dedup.Key(c.SHA256), Offset: in, Length: l})
+		off += l
+	}
+	return out
+}
+
+// OpenSegment opens the chunk blob of a segment.
+func (d *Drive) OpenSegment(ctx context.Context, s Segment) (io.ReadSeekCloser, error) {
+	f, err := d.blobs.Open(ctx, s.Key)
+	if errors.Is(err, dedup.ErrNotFound) {
+		return nil, errs.E("drive.Read", errs.Other, "", fmt.Errorf("chunk %s is missing from the store (run fsck): %w", s.Key, err))
+	}
+	return f, err
+}
+
+func (r *Reader) chunkAt(off int64) int {
+	return sort.Search(len(r.chunks), func(i int) bool { return r.chunks[i].Offset+r.chunks[i].Size > off })
+}
+
+// Read reads from the current offset.
+func (r *Reader) Read(p []byte) (int, error) {
+	if r.off >= r.node.Size {
+		return 0, io.EOF
+	}
+	i := r.chunkAt(r.off)
+	if i >= len(r.chunks) {
+		return 0, errs.E("drive.Read", errs.Other, r.node.Path, errors.New("chunk list shorter than file size"))
+	}
+	c := r.chunks[i]
+	if i != r.curIdx {
+		r.closeCur()
+		f, err := r.d.OpenSegment(r.ctx, Segment{Key: dedup.Key(c.SHA256)})
+		if err != nil {
+			return 0, err
+		}
+		r.cur, r.curIdx, r.curPos = f, i, 0
+	}
+	in := r.off - c.Offset
+	if in != r.curPos {
+		if _, err := r.cur.Seek(in, io.SeekStart); err != nil {
+			return 0, err
+		}
+		r.curPos = in
+	}
+	want := min(int64(len(p)), c.Size-in)
+	n, err := r.cur.Read(p[:want])
+	r.off += int64(n)
+	r.curPos += int64(n)
+	if err == io.EOF {
+		if int64(n) < want && r.curPos < c.Size {
+			return n, errs.E("drive.Read", errs.Other, r.node.Path, fmt.Errorf("chunk %s is truncated", c.SHA256))
+		}
+		err = nil
+	}
+	return n, err
+}
+
+// Seek sets the offset.
+func (r *Reader) Seek(offset int64, whence int) (int64, error) {
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = r.off + offset
+	case io.SeekEnd:
+		abs = r.node.Size + offset
+	default:
+		return 0, errs.E("drive.Seek", errs.Invalid, r.node.Path, errors.New("bad whence"))
+	}
+	if abs < 0 {
+		return 0, errs.E("drive.Seek", errs.Invalid, r.node.Path, errors.New("negative offset"))
+	}
+	r.off = abs
+	return abs, nil
+}
+
+func (r *Reader) closeCur() {
+	if r.cur != nil {
+		r.cur.Close()
+		r.cur, r.curIdx = nil, -1
+	}
+}
+
+// Close releases the open chunk and the pins.
+func (r *Reader) Close() error {
+	r.closeCur()
+	for _, c := range r.chunks {
+		r.d.pins.Unpin(dedup.Key(c.SHA256))
+	}
+	r.chunks = nil
+	return nil
+}

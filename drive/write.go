@@ -1,0 +1,286 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"netdisk/chunker"
+	"netdisk/dedup"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// Writer streams a new version of a file into the drive. Bytes are cut at the
+// chunk size; each full chunk is hashed (MD5 + SHA-256) and stored by a small
+// pool of workers while the caller keeps writing, so hashing, storing and
+// receiving overlap and memory stays at a few chunks whatever the file size.
+// Nothing is visible until Commit; Abort (or a failed Commit) leaves the old
+// version untouched.
+type Writer struct {
+	d      *Drive
+	ctx    context.Context
+	cancel context.CancelFunc
+	uid    int64
+	path   string
+	mtime  time.Time
+	mode   uint32
+
+	buf  []byte
+	next int64 // index of the chunk in buf
+	size int64
+	sem  chan struct{}
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	sums   []chunker.Sum
+	pinned []dedup.Key
+	err    error
+	done   bool
+}
+
+var bufPool sync.Pool
+
+func (d *Drive) getBuf() []byte {
+	if b, ok := bufPool.Get().(*[]byte); ok && int64(cap(*b)) == d.chunkSize {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, d.chunkSize)
+}
+
+func putBuf(b []byte) { bufPool.Put(&b) }
+
+// WriteOptions tune Create.
+type WriteOptions struct {
+	// ExpectedSize, when known (Content-Length), lets Create refuse an upload
+	// that cannot fit the quota before any byte is sent. -1 when unknown.
+	ExpectedSize int64
+	ModTime      time.Time // zero means now
+	Mode         uint32    // 0 keeps the old mode (or the default)
+}
+
+// Create starts writing a new version of p. The parent must exist and p must
+// not be a directory.
+func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions) (*Writer, error) {
+	const op = "drive.Create"
+	p, err := clean(op, p)
+	if err != nil {
+		return nil, err
+	}
+	if p == "/" {
+		return nil, errs.E(op, errs.IsDir, p, nil)
+	}
+	if n, err := d.meta.Stat(ctx, uid, p); err == nil && n.IsDir {
+		return nil, errs.E(op, errs.IsDir, p, nil)
+	}
+	parent, err := d.meta.Stat(ctx, uid, parentOf(p))
+	if errs.Is(err, errs.NotFound) {
+		return nil, errs.E(op, errs.NoParent, p, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !parent.IsDir {
+		return nil, errs.E(op, errs.NotDir, p, nil)
+	}
+	if err := d.checkFits(ctx, uid, p, o.ExpectedSize); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
+		buf: d.getBuf(), sem: make(chan struct{}, d.workers)}, nil
+}
+
+// Path is the cleaned path being written.
+func (w *Writer) Path() string { return w.path }
+
+// Size is the number of bytes written so far.
+func (w *Writer) Size() int64 { return w.size }
+
+// Write appends p to the file.
+func (w *Writer) Write(p []byte) (int, error) {
+	if err := w.failed(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for len(p) > 0 {
+		room := int(w.d.chunkSize) - len(w.buf)
+		k := min(room, len(p))
+		w.buf = append(w.buf, p[:k]...)
+		p = p[k:]
+		n += k
+		w.size += int64(k)
+		if len(w.buf) == int(w.d.chunkSize) {
+			if err := w.dispatch(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// dispatch hands the current buffer to a worker; it blocks while all workers
+// are busy, which is what keeps memory flat on a fast sender.
+func (w *Writer) dispatch() error {
+	b, idx := w.buf, w.next
+	w.buf = w.d.getBuf()
+	w.next++
+	w.mu.Lock()
+	w.sums = append(w.sums, chunker.Sum{})
+	w.mu.Unlock()
+	select {
+	case w.sem <- struct{}{}:
+	case <-w.ctx.Done():
+		putBuf(b)
+		w.fail(w.ctx.Err())
+		return w.failed()
+	}
+	w.wg.Add(1)
+	go func() {
+		defer func() { <-w.sem; w.wg.Done() }()
+		sum := chunker.HashChunk(b)
+		key := dedup.Key(sum.SHA256)
+		w.d.pins.Pin(key)
+		w.mu.Lock()
+		w.pinned = append(w.pinned, key)
+		w.mu.Unlock()
+		err := w.d.blobs.Put(w.ctx, key, b)
+		putBuf(b)
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		w.mu.Lock()
+		w.sums[idx] = sum
+		w.mu.Unlock()
+	}()
+	return nil
+}
+
+func (w *Writer) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = fmt.Errorf("drive: write %s: %w", w.path, err)
+	}
+	w.mu.Unlock()
+	w.cancel()
+}
+
+func (w *Writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done && w.err == nil {
+		return errs.E("drive.Write", errs.Invalid, w.path, errors.New("writer already closed"))
+	}
+	return w.err
+}
+
+func (w *Writer) finish() {
+	w.wg.Wait()
+	w.mu.Lock()
+	w.done = true
+	pinned := w.pinned
+	w.pinned = nil
+	w.mu.Unlock()
+	for _, k := range pinned {
+		w.d.pins.Unpin(k)
+	}
+	w.cancel()
+}
+
+// Commit stores the last chunk and makes the new version visible atomically.
+func (w *Writer) Commit() (meta.Node, error) {
+	if err := w.failed(); err != nil {
+		w.finish()
+		return meta.Node{}, err
+	}
+	if len(w.buf) > 0 {
+		if err := w.dispatch(); err != nil {
+			w.finish()
+			return meta.Node{}, err
+		}
+	} else {
+		putBuf(w.buf)
+	}
+	w.buf = nil
+	w.wg.Wait()
+	defer w.finish() // unpin only after the commit references the chunks
+	if err := w.failed(); err != nil {
+		return meta.Node{}, err
+	}
+	f := meta.NewFile{Size: w.size, ModTime: w.mtime, Mode: w.mode}
+	if f.ModTime.IsZero() {
+		f.ModTime = w.d.now()
+	}
+	fh := chunker.NewFileHasher()
+	for _, s := range w.sums {
+		fh.Add(s.MD5)
+		f.Chunks = append(f.Chunks, meta.Chunk{SHA256: s.SHA256, MD5: s.MD5, Size: s.Size})
+	}
+	f.FileHash = fh.Sum()
+	// The commit must not be cut short by the request's context once every
+	// byte is stored: a client that hangs up after sending still gets its file.
+	return w.d.meta.CommitFile(context.WithoutCancel(w.ctx), w.uid, w.path, f)
+}
+
+// Abort discards what was written; the old version stays.
+func (w *Writer) Abort() {
+	w.fail(context.Canceled)
+	w.finish()
+	if w.buf != nil {
+		putBuf(w.buf)
+		w.buf = nil
+	}
+}
+
+// CommitChunks makes an already stored, ordered list of chunks the content of
+// p (used by the upload API's merge and by instant upload). The caller must
+// hold pins or session references on the chunks until this returns.
+func (d *Drive) CommitChunks(ctx context.Context, uid int64, p string, f meta.NewFile) (meta.Node, error) {
+	p, err := clean("drive.CommitChunks", p)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	if f.ModTime.IsZero() {
+		f.ModTime = d.now()
+	}
+	return d.meta.CommitFile(ctx, uid, p, f)
+}
+
+func parentOf(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "/"
+}
+
+// ReadFrom copies r into the file, reading straight into the chunk buffer so
+// a large upload is not copied twice in memory.
+func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		if err := w.failed(); err != nil {
+			return total, err
+		}
+		n, err := r.Read(w.buf[len(w.buf):cap(w.buf)])
+		w.buf = w.buf[:len(w.buf)+n]
+		w.size += int64(n)
+		total += int64(n)
+		if len(w.buf) == cap(w.buf) {
+			if derr := w.dispatch(); derr != nil {
+				return total, derr
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}

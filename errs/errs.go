@@ -1,0 +1,115 @@
+// Package errs gives netdisk's errors a kind that every layer agrees on, so the
+// edges (HTTP API, WebDAV, FUSE) translate an error to a status or errno in one
+// table each, and the core never speaks HTTP.
+package errs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an error for translation at the edge.
+type Kind int
+
+const (
+	Other      Kind = iota // unexpected: 500 / EIO
+	NotFound               // 404 / ENOENT
+	Exists                 // 405 or 412 / EEXIST
+	NotDir                 // a path component is a file: 409 / ENOTDIR
+	IsDir                  // file operation on a directory: 409 / EISDIR
+	NoParent               // the parent collection is missing: 409 / ENOENT
+	Invalid                // bad input: 400 / EINVAL
+	Permission             // 403 / EACCES
+	Quota                  // 507 / EDQUOT
+	Conflict               // state conflict, e.g. missing chunks: 409 / EBUSY
+	Unauthenticated        // 401
+	Unavailable            // a dependency is down: 503 / EAGAIN
+	TooLarge               // 413 / EFBIG
+	NotEmpty               // 409 / ENOTEMPTY
+	Mismatch               // content does not match its claimed hash: 422 / EIO
+)
+
+var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
+	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
+	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Error is an error with the operation that failed, its kind and its cause.
+type Error struct {
+	Op   string // e.g. "drive.Mkdir"
+	Kind Kind
+	Path string // the user's path, when there is one
+	Err  error  // the cause, may be nil
+}
+
+func (e *Error) Error() string {
+	msg := e.Op
+	if e.Path != "" {
+		msg += " " + e.Path
+	}
+	msg += ": " + e.Kind.String()
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// E builds an Error. A nil cause is fine: the kind says enough.
+func E(op string, kind Kind, path string, err error) error {
+	return &Error{Op: op, Kind: kind, Path: path, Err: err}
+}
+
+// Errorf builds an Error whose cause is a formatted message.
+func Errorf(op string, kind Kind, format string, args ...any) error {
+	return &Error{Op: op, Kind: kind, Err: fmt.Errorf(format, args...)}
+}
+
+// KindOf returns the kind of the outermost *Error in err's chain whose kind is
+// not Other, or Other.
+func KindOf(err error) Kind {
+	for err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			return Other
+		}
+		if e.Kind != Other {
+			return e.Kind
+		}
+		err = e.Err
+	}
+	return Other
+}
+
+// Is reports whether err has the given kind.
+func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
+
+// Message returns a one-line message for users: the innermost cause's text
+// without the internal op chain when the kind is known.
+func Message(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Kind != Other {
+		if e.Err != nil {
+			var inner *Error
+			if errors.As(e.Err, &inner) {
+				return Message(e.Err)
+			}
+			if e.Path != "" {
+				return e.Path + ": " + e.Err.Error()
+			}
+			return e.Err.Error()
+		}
+		if e.Path != "" {
+			return e.Path + ": " + e.Kind.String()
+		}
+		return e.Kind.String()
+	}
+	return "internal error"
+}

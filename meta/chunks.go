@@ -1,0 +1,95 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"netdisk/errs"
+)
+
+const chunkCols = `id, sha256, md5, size`
+
+func scanChunks(rows *sql.Rows, err error) ([]Chunk, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Chunk
+	for rows.Next() {
+		var c Chunk
+		if err := rows.Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ChunksByMD5 returns every chunk with that MD5 (usually zero or one).
+func (s *SQLite) ChunksByMD5(ctx context.Context, md5 string) ([]Chunk, error) {
+	cs, err := scanChunks(s.r.QueryContext(ctx, `SELECT `+chunkCols+` FROM chunks WHERE md5 = ?`, md5))
+	return cs, wrap("meta.ChunksByMD5", "", err)
+}
+
+// ChunkBySHA256 returns the chunk with that SHA-256.
+func (s *SQLite) ChunkBySHA256(ctx context.Context, sha string) (Chunk, error) {
+	var c Chunk
+	err := s.r.QueryRowContext(ctx, `SELECT `+chunkCols+` FROM chunks WHERE sha256 = ?`, sha).Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Chunk{}, errs.E("meta.ChunkBySHA256", errs.NotFound, "", nil)
+	}
+	return c, wrap("meta.ChunkBySHA256", "", err)
+}
+
+// unreferenced is the condition under which a chunk is garbage: no file holds
+// it. Later tables that hold chunks (upload sessions) join this condition.
+const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)`
+
+// UnreferencedChunks lists up to limit garbage chunks.
+func (s *SQLite) UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error) {
+	cs, err := scanChunks(s.r.QueryContext(ctx, `SELECT `+chunkCols+` FROM chunks WHERE `+unreferenced+` LIMIT ?`, limit))
+	return cs, wrap("meta.UnreferencedChunks", "", err)
+}
+
+// DeleteChunkIfUnreferenced deletes the record when nothing references it.
+func (s *SQLite) DeleteChunkIfUnreferenced(ctx context.Context, sha string) (bool, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM chunks WHERE sha256 = ? AND `+unreferenced, sha)
+	if err != nil {
+		return false, wrap("meta.DeleteChunkIfUnreferenced", "", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// EachChunk calls fn for every chunk record.
+func (s *SQLite) EachChunk(ctx context.Context, fn func(Chunk) error) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+chunkCols+` FROM chunks ORDER BY id`)
+	if err != nil {
+		return wrap("meta.EachChunk", "", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c Chunk
+		if err := rows.Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size); err != nil {
+			return wrap("meta.EachChunk", "", err)
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return wrap("meta.EachChunk", "", rows.Err())
+}
+
+// Stats sums the store.
+func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.r.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM users),
+		(SELECT count(*) FROM nodes WHERE is_dir = 0),
+		(SELECT count(*) FROM nodes WHERE is_dir = 1),
+		(SELECT coalesce(sum(size), 0) FROM nodes WHERE is_dir = 0),
+		(SELECT coalesce(sum(size), 0) FROM chunks),
+		(SELECT count(*) FROM chunks)`).Scan(&st.Users, &st.Files, &st.Dirs, &st.LogicalBytes, &st.PhysicalBytes, &st.Chunks)
+	return st, wrap("meta.Stats", "", err)
+}

@@ -1,0 +1,144 @@
+// Package meta is netdisk's metadata store: users, each user's tree of
+// directories and files, files as ordered lists of chunks, chunk records and
+// WebDAV dead properties. Store is the interface; SQLite implements it today
+// (PostgreSQL is the scale-out target).
+//
+// Every method that touches a tree is scoped by user id: there is no query
+// that can reach another user's nodes.
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// User is an account.
+type User struct {
+	ID         int64
+	Name       string
+	PassHash   string
+	IsAdmin    bool
+	QuotaTotal int64 // bytes; 0 means unlimited
+	Finished   int64 // sum of logical sizes of the user's files
+	Unfinished int64 // bytes received in open upload sessions
+	Created    time.Time
+}
+
+// Node is a file or directory in a user's tree.
+type Node struct {
+	ID       int64
+	UserID   int64
+	Path     string // cleaned, absolute; "/" is the root
+	IsDir    bool
+	Size     int64
+	Mode     uint32 // permission bits as stored; 0 means default
+	ModTime  time.Time
+	FileHash string // lowercase hex; "" for directories
+}
+
+// Name returns the last element of the node's path ("/" for the root).
+func (n Node) Name() string { return baseName(n.Path) }
+
+// Chunk is a stored chunk record.
+type Chunk struct {
+	ID     int64
+	SHA256 string
+	MD5    string
+	Size   int64
+}
+
+// FileChunk is a chunk at a position in a file.
+type FileChunk struct {
+	Index  int64
+	Offset int64 // byte offset of the chunk in the file
+	Chunk
+}
+
+// NewFile is the content of a file version being committed.
+type NewFile struct {
+	Size     int64
+	FileHash string
+	ModTime  time.Time
+	Mode     uint32
+	Chunks   []Chunk // in order; ID may be zero (the store finds or inserts by SHA256)
+}
+
+// Prop is a WebDAV dead property.
+type Prop struct {
+	Space, Local string
+	Lang         string
+	InnerXML     string
+}
+
+// Stats are store-wide figures for `netdisk admin stats`.
+type Stats struct {
+	Users         int64
+	Files         int64
+	Dirs          int64
+	LogicalBytes  int64 // sum of file sizes over all users
+	PhysicalBytes int64 // sum of distinct chunk sizes
+	Chunks        int64
+}
+
+// Store is the metadata contract. Errors carry an errs.Kind: NotFound for a
+// missing path or user, Exists for a name taken, NotDir / IsDir / NoParent for
+// a path that does not fit the tree, Quota when a commit would exceed the
+// user's total.
+type Store interface {
+	Close() error
+
+	CreateUser(ctx context.Context, name, passHash string, isAdmin bool, quota int64) (User, error)
+	UserByName(ctx context.Context, name string) (User, error)
+	UserByID(ctx context.Context, id int64) (User, error)
+	ListUsers(ctx context.Context) ([]User, error)
+	DeleteUser(ctx context.Context, id int64) error
+	SetPassword(ctx context.Context, id int64, passHash string) error
+	SetQuota(ctx context.Context, id int64, total int64) error
+
+	Stat(ctx context.Context, uid int64, path string) (Node, error)
+	List(ctx context.Context, uid int64, dir string) ([]Node, error)
+	// CountTree returns how many nodes lie below dir (bounded by limit+1, so
+	// callers can refuse a deep walk cheaply).
+	CountTree(ctx context.Context, uid int64, dir string, limit int) (int, error)
+	Mkdir(ctx context.Context, uid int64, path string, mtime time.Time) (Node, error)
+	// CommitFile makes f the content at path in one transaction, replacing an
+	// older version; readers see the old or the new version, never a mix.
+	CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error)
+	// Remove deletes path and everything below it.
+	Remove(ctx context.Context, uid int64, path string) error
+	// Move renames src to dst. With overwrite, an existing dst is removed first
+	// (in the same transaction); without, an existing dst is Exists.
+	Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error
+	// Copy copies src to dst sharing chunks (no bytes are copied). recursive
+	// false copies only the directory itself.
+	Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error
+	SetModTime(ctx context.Context, uid int64, path string, mtime time.Time) error
+	FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error)
+
+	Props(ctx context.Context, nodeID int64) ([]Prop, error)
+	// PatchProps sets and removes dead properties in one transaction.
+	PatchProps(ctx context.Context, nodeID int64, set []Prop, remove []Prop) error
+
+	ChunksByMD5(ctx context.Context, md5 string) ([]Chunk, error)
+	ChunkBySHA256(ctx context.Context, sha string) (Chunk, error)
+	// UnreferencedChunks lists chunks no file references (candidates for GC).
+	UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error)
+	// DeleteChunkIfUnreferenced removes the chunk record if still unreferenced
+	// and reports whether it did.
+	DeleteChunkIfUnreferenced(ctx context.Context, sha string) (bool, error)
+	// EachChunk calls fn for every chunk record.
+	EachChunk(ctx context.Context, fn func(Chunk) error) error
+	Stats(ctx context.Context) (Stats, error)
+}
+
+func baseName(p string) string {
+	if p == "/" {
+		return "/"
+	}
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

@@ -1,0 +1,439 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"netdisk/errs"
+	"netdisk/vpath"
+)
+
+const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash`
+
+type querier interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+func scanNode(row interface{ Scan(...any) error }) (Node, error) {
+	var n Node
+	var mtime int64
+	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash)
+	n.ModTime = time.Unix(0, mtime)
+	return n, err
+}
+
+func stat(ctx context.Context, q querier, op string, uid int64, path string) (Node, error) {
+	n, err := scanNode(q.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND path = ?`, uid, path))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Node{}, errs.E(op, errs.NotFound, path, nil)
+	}
+	return n, wrap(op, path, err)
+}
+
+// Stat returns the node at path.
+func (s *SQLite) Stat(ctx context.Context, uid int64, path string) (Node, error) {
+	return stat(ctx, s.r, "meta.Stat", uid, path)
+}
+
+// List returns the children of dir, by name.
+func (s *SQLite) List(ctx context.Context, uid int64, dir string) ([]Node, error) {
+	const op = "meta.List"
+	d, err := s.Stat(ctx, uid, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !d.IsDir {
+		return nil, errs.E(op, errs.NotDir, dir, nil)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND parent = ? ORDER BY name`, uid, dir)
+	if err != nil {
+		return nil, wrap(op, dir, err)
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, wrap(op, dir, err)
+		}
+		out = append(out, n)
+	}
+	return out, wrap(op, dir, rows.Err())
+}
+
+// subtree returns the SQL condition and arguments selecting the nodes strictly
+// below dir. A range on path ('/' is 0x2F, '0' is 0x30) uses the index and,
+// unlike LIKE, treats no character of a name as a wildcard.
+func subtree(dir string) (string, []any) {
+	if dir == "/" {
+		return `path > '/'`, nil
+	}
+	return `path >= ? AND path < ?`, []any{dir + "/", dir + "0"}
+}
+
+// CountTree counts nodes below dir, up to limit+1.
+func (s *SQLite) CountTree(ctx context.Context, uid int64, dir string, limit int) (int, error) {
+	cond, args := subtree(dir)
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM nodes WHERE user_id = ? AND `+cond+` LIMIT ?)`,
+		append(append([]any{uid}, args...), limit+1)...).Scan(&n)
+	return n, wrap("meta.CountTree", dir, err)
+}
+
+// checkParent makes sure the parent of path exists and is a directory.
+func checkParent(ctx context.Context, q querier, op string, uid int64, path string) error {
+	parent := vpath.Parent(path)
+	if parent == "" {
+		return errs.E(op, errs.Exists, path, errors.New("the root always exists"))
+	}
+	p, err := stat(ctx, q, op, uid, parent)
+	if errs.Is(err, errs.NotFound) {
+		return errs.E(op, errs.NoParent, path, fmt.Errorf("parent %s does not exist", parent))
+	}
+	if err != nil {
+		return err
+	}
+	if !p.IsDir {
+		return errs.E(op, errs.NotDir, path, fmt.Errorf("parent %s is a file", parent))
+	}
+	return nil
+}
+
+// Mkdir creates a directory whose parent exists.
+func (s *SQLite) Mkdir(ctx context.Context, uid int64, path string, mtime time.Time) (Node, error) {
+	const op = "meta.Mkdir"
+	var n Node
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := checkParent(ctx, tx, op, uid, path); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,?,?,1,?)`,
+			uid, path, vpath.Parent(path), vpath.Base(path), mtime.UnixNano())
+		if isUnique(err) {
+			return errs.E(op, errs.Exists, path, nil)
+		}
+		if err != nil {
+			return err
+		}
+		id, _ := res.LastInsertId()
+		n = Node{ID: id, UserID: uid, Path: path, IsDir: true, ModTime: time.Unix(0, mtime.UnixNano())}
+		return nil
+	})
+	return n, wrap(op, path, err)
+}
+
+// addFinished moves a user's finished bytes by delta; growth is refused when
+// it would take them past a non-zero total.
+func addFinished(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, path string) error {
+	if delta == 0 {
+		return nil
+	}
+	var total, finished int64
+	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished FROM users WHERE id = ?`, uid).Scan(&total, &finished); err != nil {
+		return err
+	}
+	if delta > 0 && total > 0 && finished+delta > total {
+		return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed", max(total-finished, 0), delta))
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE users SET use_space_finished = use_space_finished + ? WHERE id = ?`, delta, uid)
+	return err
+}
+
+// chunkIDs finds or inserts each chunk record by SHA-256.
+func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]int64, error) {
+	ids := make([]int64, len(chunks))
+	now := s.now().UnixNano()
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`)
+	if err != nil {
+		return nil, err
+	}
+	defer ins.Close()
+	sel, err := tx.PrepareContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`)
+	if err != nil {
+		return nil, err
+	}
+	defer sel.Close()
+	for i, c := range chunks {
+		if c.ID != 0 {
+			ids[i] = c.ID
+			continue
+		}
+		if _, err := ins.ExecContext(ctx, c.SHA256, c.MD5, c.Size, now); err != nil {
+			return nil, err
+		}
+		if err := sel.QueryRowContext(ctx, c.SHA256).Scan(&ids[i]); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// CommitFile makes f the content of path.
+func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error) {
+	const op = "meta.CommitFile"
+	var n Node
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		ids, err := s.chunkIDs(ctx, tx, f.Chunks)
+		if err != nil {
+			return err
+		}
+		old, err := stat(ctx, tx, op, uid, path)
+		switch {
+		case err == nil && old.IsDir:
+			return errs.E(op, errs.IsDir, path, nil)
+		case err == nil:
+			if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
+				return err
+			}
+			mode := f.Mode
+			if mode == 0 {
+				mode = old.Mode
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ? WHERE id = ?`,
+				f.Size, mode, f.ModTime.UnixNano(), f.FileHash, old.ID); err != nil {
+				return err
+			}
+			n = old
+			n.Mode = mode
+		case errs.Is(err, errs.NotFound):
+			if err := checkParent(ctx, tx, op, uid, path); err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash) VALUES (?,?,?,?,0,?,?,?,?)`,
+				uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash)
+			if err != nil {
+				return err
+			}
+			n.ID, _ = res.LastInsertId()
+			n.Mode = f.Mode
+		default:
+			return err
+		}
+		if err := addFinished(ctx, tx, op, uid, f.Size-old.Size, path); err != nil {
+			return err
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO file_chunks(node_id, idx, chunk_id) VALUES (?,?,?)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for i, id := range ids {
+			if _, err := ins.ExecContext(ctx, n.ID, i, id); err != nil {
+				return err
+			}
+		}
+		n.UserID, n.Path, n.IsDir, n.Size, n.FileHash = uid, path, false, f.Size, f.FileHash
+		n.ModTime = time.Unix(0, f.ModTime.UnixNano())
+		return nil
+	})
+	return n, wrap(op, path, err)
+}
+
+// removeTx deletes path and its subtree and gives back the bytes of the files.
+func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string) error {
+	n, err := stat(ctx, tx, op, uid, path)
+	if err != nil {
+		return err
+	}
+	if path == "/" {
+		return errs.E(op, errs.Permission, path, errors.New("the root cannot be removed"))
+	}
+	freed := n.Size
+	if n.IsDir {
+		cond, args := subtree(path)
+		a := append([]any{uid}, args...)
+		var sz sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT sum(size) FROM nodes WHERE is_dir = 0 AND user_id = ? AND `+cond, a...).Scan(&sz); err != nil {
+			return err
+		}
+		freed = sz.Int64
+		if _, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE user_id = ? AND `+cond, a...); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE id = ?`, n.ID); err != nil {
+		return err
+	}
+	return addFinished(ctx, tx, op, uid, -freed, path)
+}
+
+// Remove deletes path and its subtree.
+func (s *SQLite) Remove(ctx context.Context, uid int64, path string) error {
+	const op = "meta.Remove"
+	return wrap(op, path, s.tx(ctx, func(tx *sql.Tx) error { return removeTx(ctx, tx, op, uid, path) }))
+}
+
+// prepareDest checks src and dst for Move and Copy and clears dst when allowed.
+func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite bool) (Node, error) {
+	sn, err := stat(ctx, tx, op, uid, src)
+	if err != nil {
+		return Node{}, err
+	}
+	if src == dst || vpath.IsBelow(dst, src) {
+		return Node{}, errs.E(op, errs.Permission, dst, errors.New("destination is the source or inside it"))
+	}
+	if err := checkParent(ctx, tx, op, uid, dst); err != nil {
+		return Node{}, err
+	}
+	_, err = stat(ctx, tx, op, uid, dst)
+	switch {
+	case err == nil && !overwrite:
+		return Node{}, errs.E(op, errs.Exists, dst, nil)
+	case err == nil:
+		if err := removeTx(ctx, tx, op, uid, dst); err != nil {
+			return Node{}, err
+		}
+	case !errs.Is(err, errs.NotFound):
+		return Node{}, err
+	}
+	return sn, nil
+}
+
+// Move renames src (and its subtree) to dst.
+func (s *SQLite) Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error {
+	const op = "meta.Move"
+	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error {
+		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite)
+		if err != nil {
+			return err
+		}
+		if sn.IsDir {
+			cond, args := subtree(src)
+			// Rewrite the prefix of every descendant's path and parent.
+			q := `UPDATE nodes SET path = ? || substr(path, ?), parent = ? || substr(parent, ?) WHERE user_id = ? AND ` + cond
+			a := append([]any{dst, len(src) + 1, dst, len(src) + 1, uid}, args...)
+			if _, err := tx.ExecContext(ctx, q, a...); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE nodes SET path = ?, parent = ?, name = ? WHERE id = ?`,
+			dst, vpath.Parent(dst), vpath.Base(dst), sn.ID)
+		return err
+	}))
+}
+
+// Copy copies src to dst; files share their chunks with the original.
+func (s *SQLite) Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error {
+	const op = "meta.Copy"
+	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error {
+		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite)
+		if err != nil {
+			return err
+		}
+		nodes := []Node{sn}
+		if sn.IsDir && recursive {
+			cond, args := subtree(src)
+			rows, err := tx.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND `+cond+` ORDER BY path`, append([]any{uid}, args...)...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				n, err := scanNode(rows)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				nodes = append(nodes, n)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		var added int64
+		for _, n := range nodes {
+			np := dst + n.Path[len(src):]
+			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash) VALUES (?,?,?,?,?,?,?,?,?)`,
+				uid, np, vpath.Parent(np), vpath.Base(np), n.IsDir, n.Size, n.Mode, n.ModTime.UnixNano(), n.FileHash)
+			if err != nil {
+				return err
+			}
+			id, _ := res.LastInsertId()
+			if !n.IsDir {
+				added += n.Size
+				if _, err := tx.ExecContext(ctx, `INSERT INTO file_chunks(node_id, idx, chunk_id) SELECT ?, idx, chunk_id FROM file_chunks WHERE node_id = ?`, id, n.ID); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO props(node_id, ns, name, value, lang) SELECT ?, ns, name, value, lang FROM props WHERE node_id = ?`, id, n.ID); err != nil {
+				return err
+			}
+		}
+		return addFinished(ctx, tx, op, uid, added, dst)
+	}))
+}
+
+// SetModTime changes a node's modification time.
+func (s *SQLite) SetModTime(ctx context.Context, uid int64, path string, mtime time.Time) error {
+	const op = "meta.SetModTime"
+	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET mtime_ns = ? WHERE user_id = ? AND path = ?`, mtime.UnixNano(), uid, path)
+	if err != nil {
+		return wrap(op, path, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errs.E(op, errs.NotFound, path, nil)
+	}
+	return nil
+}
+
+// FileChunks returns a file's chunks in order with their offsets.
+func (s *SQLite) FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT fc.idx, c.id, c.sha256, c.md5, c.size FROM file_chunks fc JOIN chunks c ON c.id = fc.chunk_id WHERE fc.node_id = ? ORDER BY fc.idx`, nodeID)
+	if err != nil {
+		return nil, wrap("meta.FileChunks", "", err)
+	}
+	defer rows.Close()
+	var out []FileChunk
+	var off int64
+	for rows.Next() {
+		var fc FileChunk
+		if err := rows.Scan(&fc.Index, &fc.ID, &fc.SHA256, &fc.MD5, &fc.Size); err != nil {
+			return nil, wrap("meta.FileChunks", "", err)
+		}
+		fc.Offset = off
+		off += fc.Size
+		out = append(out, fc)
+	}
+	return out, wrap("meta.FileChunks", "", rows.Err())
+}
+
+// Props returns a node's dead properties.
+func (s *SQLite) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT ns, name, value, lang FROM props WHERE node_id = ? ORDER BY ns, name`, nodeID)
+	if err != nil {
+		return nil, wrap("meta.Props", "", err)
+	}
+	defer rows.Close()
+	var out []Prop
+	for rows.Next() {
+		var p Prop
+		if err := rows.Scan(&p.Space, &p.Local, &p.InnerXML, &p.Lang); err != nil {
+			return nil, wrap("meta.Props", "", err)
+		}
+		out = append(out, p)
+	}
+	return out, wrap("meta.Props", "", rows.Err())
+}
+
+// PatchProps applies a PROPPATCH in one transaction.
+func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Prop) error {
+	return wrap("meta.PatchProps", "", s.tx(ctx, func(tx *sql.Tx) error {
+		for _, p := range remove {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM props WHERE node_id = ? AND ns = ? AND name = ?`, nodeID, p.Space, p.Local); err != nil {
+				return err
+			}
+		}
+		for _, p := range set {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO props(node_id, ns, name, value, lang) VALUES (?,?,?,?,?) ON CONFLICT(node_id, ns, name) DO UPDATE SET value = excluded.value, lang = excluded.lang`,
+				nodeID, p.Space, p.Local, p.InnerXML, p.Lang); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}

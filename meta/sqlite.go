@@ -1,0 +1,250 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"netdisk/errs"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// SQLite is the Store on a SQLite file in WAL mode. Writes go through one
+// connection (SQLite has one writer anyway; queuing in Go beats busy retries),
+// reads through a pool that runs beside it.
+type SQLite struct {
+	w   *sql.DB // the single writer
+	r   *sql.DB // readers
+	now func() time.Time
+}
+
+var _ Store = (*SQLite)(nil)
+
+// OpenSQLite opens or creates the database file and applies pending migrations.
+func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite, error) {
+	if now == nil {
+		now = time.Now
+	}
+	// synchronous=FULL: a commit is on disk when it returns, so an acknowledged
+	// upload survives power loss, not only a process crash.
+	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_foreign_keys=on"
+	w, err := sql.Open("sqlite3", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("meta: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite3", dsn+"&mode=ro")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("meta: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(8)
+	s := &SQLite{w: w, r: r, now: now}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes both pools.
+func (s *SQLite) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// DB exposes the writer pool to sibling stores of this package's migrations
+// (e.g. upload sessions) that share the file and its single writer.
+func (s *SQLite) DB() *sql.DB { return s.w }
+
+// ReadDB exposes the reader pool, as DB does the writer.
+func (s *SQLite) ReadDB() *sql.DB { return s.r }
+
+func (s *SQLite) migrate(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("meta: migrate: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var n int
+		if err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+			return fmt.Errorf("meta: migrate: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_ns) VALUES (?, ?)`, name, s.now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("meta: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE through _txlock).
+func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("meta: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("meta: commit: %w", err)
+	}
+	return nil
+}
+
+// Tx runs fn in a write transaction of the shared writer; sibling stores use it
+// to combine their writes with the tree's in one commit.
+func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error { return s.tx(ctx, fn) }
+
+func isUnique(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+}
+
+// ---- users
+
+const userCols = `id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, created_ns`
+
+func scanUser(row interface{ Scan(...any) error }) (User, error) {
+	var u User
+	var created int64
+	err := row.Scan(&u.ID, &u.Name, &u.PassHash, &u.IsAdmin, &u.QuotaTotal, &u.Finished, &u.Unfinished, &created)
+	u.Created = time.Unix(0, created)
+	return u, err
+}
+
+// CreateUser inserts a user and its root directory.
+func (s *SQLite) CreateUser(ctx context.Context, name, passHash string, isAdmin bool, quota int64) (User, error) {
+	const op = "meta.CreateUser"
+	var u User
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now().UnixNano()
+		res, err := tx.ExecContext(ctx, `INSERT INTO users(name, pass_hash, is_admin, quota_total, created_ns) VALUES (?,?,?,?,?)`,
+			name, passHash, isAdmin, quota, now)
+		if isUnique(err) {
+			return errs.E(op, errs.Exists, "", fmt.Errorf("user %q exists", name))
+		}
+		if err != nil {
+			return err
+		}
+		id, _ := res.LastInsertId()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?, '/', '', '', 1, ?)`, id, now); err != nil {
+			return err
+		}
+		u, err = scanUser(tx.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
+		return err
+	})
+	if err != nil {
+		return User{}, wrap(op, "", err)
+	}
+	return u, nil
+}
+
+func (s *SQLite) userWhere(ctx context.Context, op, where string, arg any) (User, error) {
+	u, err := scanUser(s.r.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE `+where, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, errs.E(op, errs.NotFound, "", fmt.Errorf("no such user"))
+	}
+	return u, wrap(op, "", err)
+}
+
+// UserByName looks a user up by login name.
+func (s *SQLite) UserByName(ctx context.Context, name string) (User, error) {
+	return s.userWhere(ctx, "meta.UserByName", "name = ?", name)
+}
+
+// UserByID looks a user up by id.
+func (s *SQLite) UserByID(ctx context.Context, id int64) (User, error) {
+	return s.userWhere(ctx, "meta.UserByID", "id = ?", id)
+}
+
+// ListUsers returns every user, by name.
+func (s *SQLite) ListUsers(ctx context.Context) ([]User, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+userCols+` FROM users ORDER BY name`)
+	if err != nil {
+		return nil, wrap("meta.ListUsers", "", err)
+	}
+	defer rows.Close()
+	var out []User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, wrap("meta.ListUsers", "", err)
+		}
+		out = append(out, u)
+	}
+	return out, wrap("meta.ListUsers", "", rows.Err())
+}
+
+// DeleteUser removes a user with their whole tree; their chunks become garbage
+// unless someone else references them.
+func (s *SQLite) DeleteUser(ctx context.Context, id int64) error {
+	return s.execOne(ctx, "meta.DeleteUser", `DELETE FROM users WHERE id = ?`, id)
+}
+
+// SetPassword replaces a user's password hash.
+func (s *SQLite) SetPassword(ctx context.Context, id int64, passHash string) error {
+	return s.execOne(ctx, "meta.SetPassword", `UPDATE users SET pass_hash = ? WHERE id = ?`, passHash, id)
+}
+
+// SetQuota sets a user's total (0 = unlimited).
+func (s *SQLite) SetQuota(ctx context.Context, id int64, total int64) error {
+	return s.execOne(ctx, "meta.SetQuota", `UPDATE users SET quota_total = ? WHERE id = ?`, total, id)
+}
+
+func (s *SQLite) execOne(ctx context.Context, op, q string, args ...any) error {
+	res, err := s.w.ExecContext(ctx, q, args...)
+	if err != nil {
+		return wrap(op, "", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errs.E(op, errs.NotFound, "", errors.New("no such user"))
+	}
+	return nil
+}
+
+// wrap gives a plain error an op; errors that already have a kind keep it.
+func wrap(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errs.E(op, errs.Other, path, err)
+	}
+	if strings.Contains(err.Error(), "database is locked") {
+		return errs.E(op, errs.Unavailable, path, err)
+	}
+	return errs.E(op, errs.Other, path, err)
+}

@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"netdisk/dedup"
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// Options configure the daemon (`netdisk serve`).
+type Options struct {
+	DataDir    string
+	Listen     string
+	ChunkSize  int64
+	GCInterval time.Duration // 0 disables scheduled GC
+	ReadyFile  string        // if set, the bound address is written here once listening
+	AdminPass  string        // password for the first admin; random when empty
+	Logger     *slog.Logger
+	Out        io.Writer // where the one-time admin password is printed
+	Now        func() time.Time
+}
+
+// Daemon is an opened data directory with everything wired.
+type Daemon struct {
+	Drive  *drive.Drive
+	Meta   *meta.SQLite
+	Server *Server
+	opts   Options
+}
+
+// Open opens (creating on first start) the data directory and wires the layers.
+func Open(ctx context.Context, o Options) (*Daemon, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	m, err := meta.OpenSQLite(ctx, filepath.Join(o.DataDir, "meta.db"), o.Now)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := dedup.NewDiskStore(filepath.Join(o.DataDir, "chunks"))
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger})
+	if err := ensureAdmin(ctx, d, m, o); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return &Daemon{Drive: d, Meta: m, Server: New(Config{Drive: d, Logger: o.Logger, Now: o.Now}), opts: o}, nil
+}
+
+// ensureAdmin creates the user "admin" when there are no users at all.
+func ensureAdmin(ctx context.Context, d *drive.Drive, m meta.Store, o Options) error {
+	users, err := m.ListUsers(ctx)
+	if err != nil || len(users) > 0 {
+		return err
+	}
+	pass, printed := o.AdminPass, false
+	if pass == "" {
+		b := make([]byte, 15)
+		rand.Read(b)
+		pass, printed = base64.RawURLEncoding.EncodeToString(b), true
+	}
+	if _, err := d.AddUser(ctx, "admin", pass, true, 0); err != nil && !errs.Is(err, errs.Exists) {
+		return fmt.Errorf("create admin: %w", err)
+	}
+	if printed {
+		fmt.Fprintf(o.Out, "Created user \"admin\" with password: %s\n(shown once; change it with `netdisk admin user passwd admin`)\n", pass)
+	}
+	o.Logger.Info("created admin user", "name", "admin")
+	return nil
+}
+
+// Close releases the stores.
+func (d *Daemon) Close() error { return d.Meta.Close() }
+
+// Serve listens and serves until ctx is cancelled, then shuts down gracefully:
+// in-flight requests get a grace period; staged uploads that do not finish are
+// abandoned, never half-committed.
+func (d *Daemon) Serve(ctx context.Context) error {
+	log := d.opts.Logger
+	ln, err := net.Listen("tcp", d.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := d.Server.HTTPServer(d.opts.Listen)
+	addr := ln.Addr().String()
+	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/")
+	if d.opts.ReadyFile != "" {
+		if err := os.WriteFile(d.opts.ReadyFile, []byte(addr), 0o600); err != nil {
+			return err
+		}
+	}
+	bg, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	if d.opts.GCInterval > 0 {
+		go d.gcLoop(bg, d.opts.GCInterval)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+		hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (d *Daemon) gcLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := d.Drive.GC(ctx); err != nil && ctx.Err() == nil {
+				d.opts.Logger.Error("scheduled gc", "err", err)
+			}
+		}
+	}
+}

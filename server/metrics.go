@@ -1,0 +1,112 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the daemon's Prometheus collectors.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	bytesIn  *prometheus.CounterVec
+	bytesOut *prometheus.CounterVec
+}
+
+// NewMetrics registers the collectors on reg.
+func NewMetrics(reg *prometheus.Registry) *Metrics {
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netdisk_http_requests_total", Help: "HTTP requests by surface, method and status.",
+		}, []string{"surface", "method", "code"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netdisk_http_bytes_in_total", Help: "Request body bytes read.",
+		}, []string{"surface"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netdisk_http_bytes_out_total", Help: "Response body bytes written.",
+		}, []string{"surface"}),
+	}
+	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is where other layers register their collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		surface := routeLabel(r.URL.Path)
+		cw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
+		var cr *countingReader
+		if r.Body != nil && r.Body != http.NoBody {
+			cr = &countingReader{ReadCloser: r.Body}
+			r.Body = cr
+		}
+		h.ServeHTTP(cw, r)
+		m.requests.WithLabelValues(surface, r.Method, strconv.Itoa(cw.status)).Inc()
+		m.bytesOut.WithLabelValues(surface).Add(float64(cw.n))
+		if cr != nil {
+			m.bytesIn.WithLabelValues(surface).Add(float64(cr.n))
+		}
+	})
+}
+
+type countingReader struct {
+	io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// countingWriter counts bytes and keeps ReadFrom (sendfile) and Flush working.
+type countingWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+	wrote  bool
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	if !c.wrote {
+		c.status, c.wrote = code, true
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.wrote = true
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
+	c.wrote = true
+	var n int64
+	var err error
+	if rf, ok := c.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{c.ResponseWriter}, src)
+	}
+	c.n += n
+	return n, err
+}
+
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -1,0 +1,232 @@
+// Package server assembles netdisk's HTTP surface: authentication, the WebDAV
+// handler, the JSON API, health and metrics. It owns no file logic.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"netdisk/api"
+	"netdisk/dav"
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// MaxHeaderBytes bounds request headers (huge headers get 431 from net/http).
+const MaxHeaderBytes = 64 << 10
+
+// Config wires a Server.
+type Config struct {
+	Drive  *drive.Drive
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Server is the HTTP side of the daemon.
+type Server struct {
+	d       *drive.Drive
+	log     *slog.Logger
+	now     func() time.Time
+	dav     *dav.Handler
+	api     *api.API
+	metrics *Metrics
+	mux     *http.ServeMux
+
+	failMu   sync.Mutex
+	failures map[string]*failure // by client IP
+}
+
+type failure struct {
+	n    int
+	last time.Time
+}
+
+// New builds the server and its routes.
+func New(c Config) *Server {
+	s := &Server{d: c.Drive, log: c.Logger, now: c.Now, failures: map[string]*failure{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.metrics = NewMetrics(prometheus.NewRegistry())
+	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
+	s.api = api.New(c.Drive, s.log)
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("/dav/", s.authed(false, s.dav.Serve, s.davUnauthorized))
+	s.mux.HandleFunc("/dav", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			http.Redirect(w, r, "/dav/", http.StatusMovedPermanently)
+			return
+		}
+		s.authed(false, s.dav.Serve, s.davUnauthorized)(w, r)
+	})
+	for _, rt := range s.api.Routes() {
+		h := rt.Handler
+		if rt.Public {
+			s.mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) { h(w, r, meta.User{}) })
+			continue
+		}
+		s.mux.HandleFunc(rt.Pattern, s.authed(rt.Admin, h, s.apiUnauthorized))
+	}
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		api.WriteJSON(w, http.StatusNotFound, api.ErrorBody{Error: "no such API endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	return s
+}
+
+// Metrics returns the server's metrics, for other layers to add to.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Handler is the root handler, with metrics around everything.
+func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }
+
+// HTTPServer returns an http.Server with netdisk's limits.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+}
+
+type unauthorized func(w http.ResponseWriter, msg string, status int)
+
+func (s *Server) davUnauthorized(w http.ResponseWriter, msg string, status int) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Basic realm="netdisk", charset="UTF-8"`)
+	}
+	http.Error(w, msg, status)
+}
+
+func (s *Server) apiUnauthorized(w http.ResponseWriter, msg string, status int) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Basic realm="netdisk", charset="UTF-8"`)
+	}
+	api.WriteJSON(w, status, api.ErrorBody{Error: msg})
+}
+
+// authed checks HTTP Basic credentials before h. Repeated failures from one
+// address are slowed down (up to a few seconds each) to make guessing costly.
+func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, meta.User), deny unauthorized) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name, pass, ok := r.BasicAuth()
+		if !ok {
+			deny(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		ip := clientIP(r)
+		if err := s.throttle(r.Context(), ip); err != nil {
+			return
+		}
+		u, err := s.d.Authenticate(r.Context(), name, pass)
+		if err != nil {
+			if errs.Is(err, errs.Unauthenticated) {
+				s.recordFailure(ip)
+				s.log.Info("auth failed", "user", name, "ip", ip)
+				deny(w, errs.Message(err), http.StatusUnauthorized)
+				return
+			}
+			s.log.Error("auth", "err", err)
+			deny(w, "authentication unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		s.clearFailures(ip)
+		if admin && !u.IsAdmin {
+			deny(w, "admin rights required", http.StatusForbidden)
+			return
+		}
+		h(w, r, u)
+	}
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// failureWindow is how long failures are remembered.
+const failureWindow = 10 * time.Minute
+
+func (s *Server) delayFor(ip string) time.Duration {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	f := s.failures[ip]
+	if f == nil || s.now().Sub(f.last) > failureWindow || f.n < 3 {
+		return 0
+	}
+	d := time.Duration(100<<min(f.n-3, 5)) * time.Millisecond // 100 ms doubling to 3.2 s
+	return d
+}
+
+func (s *Server) throttle(ctx context.Context, ip string) error {
+	d := s.delayFor(ip)
+	if d == 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) recordFailure(ip string) {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	f := s.failures[ip]
+	if f == nil || s.now().Sub(f.last) > failureWindow {
+		f = &failure{}
+		s.failures[ip] = f
+	}
+	f.n++
+	f.last = s.now()
+	if len(s.failures) > 10000 { // bound memory under a spray of addresses
+		for k, v := range s.failures {
+			if s.now().Sub(v.last) > failureWindow {
+				delete(s.failures, k)
+			}
+		}
+	}
+}
+
+func (s *Server) clearFailures(ip string) {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	delete(s.failures, ip)
+}
+
+// routeLabel keeps metric label cardinality bounded.
+func routeLabel(p string) string {
+	switch {
+	case strings.HasPrefix(p, "/dav"):
+		return "dav"
+	case strings.HasPrefix(p, "/api/"):
+		return "api"
+	}
+	return "other"
+}
