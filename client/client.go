@@ -1,0 +1,167 @@
+// Package client is the Go client of netdisk's HTTP API, used by the CLI and
+// the FUSE mount. Zero configuration works (NETDISK_SERVER, NETDISK_USER,
+// NETDISK_PASSWORD), and the transport is injectable for tests.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// DefaultServer is used when neither a flag nor NETDISK_SERVER names one.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// Client talks to one daemon as one user.
+type Client struct {
+	Server   string // base URL, e.g. http://127.0.0.1:8080
+	User     string
+	Password string
+	HTTP     *http.Client
+}
+
+// New returns a client; empty arguments fall back to the environment.
+func New(server, user, password string) *Client {
+	if server == "" {
+		server = os.Getenv("NETDISK_SERVER")
+	}
+	if server == "" {
+		server = DefaultServer
+	}
+	if user == "" {
+		user = os.Getenv("NETDISK_USER")
+	}
+	if password == "" {
+		password = os.Getenv("NETDISK_PASSWORD")
+	}
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	return &Client{Server: strings.TrimRight(server, "/"), User: user, Password: password, HTTP: &http.Client{}}
+}
+
+// Error is an error answer of the API.
+type Error struct {
+	Status  int
+	Message string
+	Body    []byte // the raw body, for answers with extra fields (e.g. "missing")
+}
+
+func (e *Error) Error() string {
+	switch e.Status {
+	case http.StatusUnauthorized:
+		return "wrong user name or password (" + e.Message + ")"
+	case http.StatusInsufficientStorage:
+		return "over quota: " + e.Message
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
+
+// StatusOf returns the HTTP status of an API error, or 0.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+// URL builds an absolute URL for an API path and query.
+func (c *Client) URL(path string, q url.Values) string {
+	u := c.Server + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// NewRequest builds an authenticated request.
+func (c *Client) NewRequest(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL(path, q), body)
+	if err != nil {
+		return nil, err
+	}
+	req.SetBasicAuth(c.User, c.Password)
+	return req, nil
+}
+
+// Do sends req and turns a non-2xx answer into *Error. The caller closes the
+// body of a successful response.
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("server %s unreachable: %w", c.Server, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	e := &Error{Status: resp.StatusCode, Body: b}
+	var eb struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
+		e.Message = eb.Error
+	} else {
+		e.Message = strings.TrimSpace(string(b))
+		if e.Message == "" {
+			e.Message = http.StatusText(resp.StatusCode)
+		}
+	}
+	return nil, e
+}
+
+// JSON sends in (if not nil) as a JSON body and decodes the answer into out
+// (if not nil).
+func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.NewRequest(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode %s %s answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Info is the server's announcement.
+type Info struct {
+	ChunkSize      int64  `json:"chunkSize"`
+	SmallFileLimit int64  `json:"smallFileLimit"`
+	Version        string `json:"version"`
+}
+
+// Info fetches /api/v1/info.
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	var i Info
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/info", nil, nil, &i)
+	return i, err
+}
