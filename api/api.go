@@ -120,6 +120,10 @@ func Status(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errs.Mismatch:
 		return http.StatusUnprocessableEntity
+	case errs.Locked:
+		return http.StatusLocked
+	case errs.Precondition:
+		return http.StatusPreconditionFailed
 	}
 	return http.StatusInternalServerError
 }

@@ -27,11 +27,14 @@ const (
 	TooLarge               // 413 / EFBIG
 	NotEmpty               // 409 / ENOTEMPTY
 	Mismatch               // content does not match its claimed hash: 422 / EIO
+	Locked                 // a WebDAV lock forbids it: 423 / EAGAIN
+	Precondition           // a conditional header failed: 412
 )
 
 var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
 	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
-	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch"}
+	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch", "locked",
+	"precondition failed"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
