@@ -12,23 +12,23 @@ import (
 type Kind int
 
 const (
-	Other      Kind = iota // unexpected: 500 / EIO
-	NotFound               // 404 / ENOENT
-	Exists                 // 405 or 412 / EEXIST
-	NotDir                 // a path component is a file: 409 / ENOTDIR
-	IsDir                  // file operation on a directory: 409 / EISDIR
-	NoParent               // the parent collection is missing: 409 / ENOENT
-	Invalid                // bad input: 400 / EINVAL
-	Permission             // 403 / EACCES
-	Quota                  // 507 / EDQUOT
-	Conflict               // state conflict, e.g. missing chunks: 409 / EBUSY
-	Unauthenticated        // 401
-	Unavailable            // a dependency is down: 503 / EAGAIN
-	TooLarge               // 413 / EFBIG
-	NotEmpty               // 409 / ENOTEMPTY
-	Mismatch               // content does not match its claimed hash: 422 / EIO
-	Locked                 // a WebDAV lock forbids it: 423 / EAGAIN
-	Precondition           // a conditional header failed: 412
+	Other           Kind = iota // unexpected: 500 / EIO
+	NotFound                    // 404 / ENOENT
+	Exists                      // 405 or 412 / EEXIST
+	NotDir                      // a path component is a file: 409 / ENOTDIR
+	IsDir                       // file operation on a directory: 409 / EISDIR
+	NoParent                    // the parent collection is missing: 409 / ENOENT
+	Invalid                     // bad input: 400 / EINVAL
+	Permission                  // 403 / EACCES
+	Quota                       // 507 / EDQUOT
+	Conflict                    // state conflict, e.g. missing chunks: 409 / EBUSY
+	Unauthenticated             // 401
+	Unavailable                 // a dependency is down: 503 / EAGAIN
+	TooLarge                    // 413 / EFBIG
+	NotEmpty                    // 409 / ENOTEMPTY
+	Mismatch                    // content does not match its claimed hash: 422 / EIO
+	Locked                      // a WebDAV lock forbids it: 423 / EAGAIN
+	Precondition                // a conditional header failed: 412
 )
 
 var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
