@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -31,8 +32,8 @@ type Config struct {
 	ChunkSize int64            // 0 means chunker.DefaultChunkSize
 	Now       func() time.Time // nil means time.Now
 	Logger    *slog.Logger     // nil means slog.Default()
-	// HashWorkers bounds how many chunks are hashed and stored at once per
-	// upload; 0 means 2 (one per core of the reference machine).
+	// HashWorkers bounds how many chunks are hashed at once across all
+	// uploads; 0 means GOMAXPROCS (at least 2).
 	HashWorkers int
 }
 
@@ -43,6 +44,7 @@ type Drive struct {
 	pins      *dedup.Pins
 	chunkSize int64
 	workers   int
+	hashSem   chan struct{} // shared by all uploads: hashing never oversubscribes the cores
 	now       func() time.Time
 	log       *slog.Logger
 
@@ -68,8 +70,9 @@ func New(c Config) *Drive {
 		d.chunkSize = chunker.DefaultChunkSize
 	}
 	if d.workers <= 0 {
-		d.workers = 2
+		d.workers = max(runtime.GOMAXPROCS(0), 2)
 	}
+	d.hashSem = make(chan struct{}, d.workers)
 	if d.now == nil {
 		d.now = time.Now
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"netdisk/chunker"
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
@@ -225,14 +226,18 @@ func TestGCRemovesOrphanBlobs(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	// A crash between storing chunks and committing leaves blobs without records.
-	w, _ := f.d.Create(ctx, f.a.ID, "/o", drive.WriteOptions{ExpectedSize: -1})
-	w.Write(random(4, 3*testChunk))
-	w.Abort()
-	if n := countBlobs(t, f.dir); n == 0 {
-		t.Fatal("expected orphan blobs after abort")
+	for i := range 3 {
+		b := random(int64(40+i), testChunk)
+		if err := f.d.Blobs().Put(ctx, dedup.Key(chunker.HashChunk(b).SHA256), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.put(t, f.a.ID, "/live", random(50, testChunk))
+	if n := countBlobs(t, f.dir); n != 4 {
+		t.Fatalf("%d blobs, want 4", n)
 	}
 	res, err := f.d.GC(ctx)
-	if err != nil || res.OrphanBlobs == 0 || countBlobs(t, f.dir) != 0 {
+	if err != nil || res.OrphanBlobs != 3 || countBlobs(t, f.dir) != 1 {
 		t.Fatalf("orphans not collected: %+v %v", res, err)
 	}
 }

@@ -29,11 +29,12 @@ type Writer struct {
 	mtime  time.Time
 	mode   uint32
 
-	buf  []byte
-	next int64 // index of the chunk in buf
-	size int64
-	sem  chan struct{}
-	wg   sync.WaitGroup
+	buf     []byte
+	next    int64 // index of the chunk in buf
+	size    int64
+	sem     chan struct{} // chunks in flight (hashing or storing): bounds memory
+	hashSem chan struct{} // chunks being hashed: bounds CPU to the drive's workers
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	sums   []chunker.Sum
@@ -91,7 +92,7 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
-		buf: d.getBuf(), sem: make(chan struct{}, d.workers)}, nil
+		buf: d.getBuf(), sem: make(chan struct{}, 2*d.workers), hashSem: d.hashSem}, nil
 }
 
 // Path is the cleaned path being written.
@@ -141,7 +142,11 @@ func (w *Writer) dispatch() error {
 	w.wg.Add(1)
 	go func() {
 		defer func() { <-w.sem; w.wg.Done() }()
+		// Hashing is CPU-bound and shares the drive-wide limit; storing waits on
+		// fsync, so more chunks may be storing than hashing at once.
+		w.hashSem <- struct{}{}
 		sum := chunker.HashChunk(b)
+		<-w.hashSem
 		key := dedup.Key(sum.SHA256)
 		w.d.pins.Pin(key)
 		w.mu.Lock()
