@@ -15,6 +15,7 @@ import (
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/upload"
 )
 
 // Version is reported by /api/v1/info; set at build time.
@@ -38,6 +39,8 @@ type Route struct {
 type API struct {
 	D   *drive.Drive
 	Log *slog.Logger
+	// Upload runs the chunked upload sessions; nil answers those endpoints 503.
+	Upload *upload.Service
 }
 
 // New returns the API over a drive.
@@ -53,6 +56,7 @@ func (a *API) Routes() []Route {
 	rs := []Route{{Pattern: "GET /api/v1/info", Handler: a.info, Public: true}}
 	rs = append(rs, a.adminRoutes()...)
 	rs = append(rs, a.fileRoutes()...)
+	rs = append(rs, a.chunkRoutes()...)
 	return rs
 }
 

@@ -1,4 +1,6 @@
 package api
 
-// fileRoutes are the upload protocol and file operations.
-func (a *API) fileRoutes() []Route { return nil }
+// fileRoutes are the upload protocol (upload.go) and file operations (fileops.go).
+func (a *API) fileRoutes() []Route {
+	return append(a.uploadRoutes(), a.fsRoutes()...)
+}

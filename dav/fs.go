@@ -48,7 +48,10 @@ func toOS(op, name string, err error) error {
 	default:
 		return err
 	}
-	return &fs.PathError{Op: op, Path: name, Err: errors.Join(target, err)}
+	// Err must be the bare sentinel: x/net/webdav tests with os.IsNotExist,
+	// which does not look through wrapped or joined errors (a joined error
+	// turned MKCOL without parent into 405 instead of 409).
+	return &fs.PathError{Op: op + " (" + errs.Message(err) + ")", Path: name, Err: target}
 }
 
 // Mkdir creates a collection.
@@ -183,18 +186,33 @@ func (p props) DeadProps() (map[xml.Name]webdav.Property, error) {
 	return out, nil
 }
 
+// Patch applies a PROPPATCH. Instructions apply in document order (a set then
+// a remove of the same property leaves it removed): only the last instruction
+// per property matters, so the net sets and removes are disjoint and the
+// store may apply them in any order, in one transaction.
 func (p props) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
-	var set, remove []meta.Prop
+	type op struct {
+		remove bool
+		prop   meta.Prop
+	}
+	last := map[xml.Name]op{}
+	var order []xml.Name
 	st := webdav.Propstat{Status: 200}
 	for _, pp := range patches {
 		for _, q := range pp.Props {
-			mp := meta.Prop{Space: q.XMLName.Space, Local: q.XMLName.Local, Lang: q.Lang, InnerXML: string(q.InnerXML)}
-			if pp.Remove {
-				remove = append(remove, mp)
-			} else {
-				set = append(set, mp)
+			if _, seen := last[q.XMLName]; !seen {
+				order = append(order, q.XMLName)
 			}
+			last[q.XMLName] = op{pp.Remove, meta.Prop{Space: q.XMLName.Space, Local: q.XMLName.Local, Lang: q.Lang, InnerXML: string(q.InnerXML)}}
 			st.Props = append(st.Props, webdav.Property{XMLName: q.XMLName})
+		}
+	}
+	var set, remove []meta.Prop
+	for _, n := range order {
+		if o := last[n]; o.remove {
+			remove = append(remove, o.prop)
+		} else {
+			set = append(set, o.prop)
 		}
 	}
 	if err := p.fs.D.PatchProps(p.ctx, p.fs.UID, p.path(), set, remove); err != nil {

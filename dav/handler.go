@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 
 	"golang.org/x/net/webdav"
 
@@ -24,8 +23,7 @@ type Handler struct {
 	Prefix string // e.g. "/dav"
 	Log    *slog.Logger
 
-	mu    sync.Mutex
-	locks map[int64]webdav.LockSystem
+	Locks *LockManager // WebDAV locks of every user (lockmgr.go)
 }
 
 // NewHandler returns a Handler for the drive.
@@ -33,20 +31,12 @@ func NewHandler(d *drive.Drive, prefix string, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{D: d, Prefix: strings.TrimSuffix(prefix, "/"), Log: log, locks: map[int64]webdav.LockSystem{}}
+	return &Handler{D: d, Prefix: strings.TrimSuffix(prefix, "/"), Log: log, Locks: NewLockManager(nil)}
 }
 
-// lockSystem returns the user's lock table: locks are per user because paths are.
-func (h *Handler) lockSystem(uid int64) webdav.LockSystem {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ls, ok := h.locks[uid]
-	if !ok {
-		ls = webdav.NewMemLS()
-		h.locks[uid] = ls
-	}
-	return ls
-}
+// lockSystem is what x/net/webdav sees: our LockManager has already decided
+// (confirmWrite) by the time a request reaches it.
+func (h *Handler) lockSystem(uid int64) webdav.LockSystem { return confirmedLS{} }
 
 // Serve answers one WebDAV request for user u.
 func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -62,6 +52,16 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 	var status int
 	var err error
 	switch r.Method {
+	case http.MethodPut, "MKCOL", "PROPPATCH":
+		// Locks and If are ours to decide (locks.go); x/net/webdav must not
+		// re-evaluate If with its own rules.
+		if err := h.confirmWrite(r, fs, name); err != nil {
+			h.finish(w, r, 0, err)
+			return
+		}
+		r.Header.Del("If")
+	}
+	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		n, serr := fs.D.Stat(r.Context(), fs.UID, name)
 		if serr == nil && !n.IsDir {
@@ -72,6 +72,18 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	case http.MethodPut:
 		status, err = h.put(w, r, fs, name)
+	case "LOCK":
+		status, err = h.handleLock(w, r, fs, name)
+	case "UNLOCK":
+		status, err = h.handleUnlock(w, r, fs, name)
+	case http.MethodDelete:
+		status, err = h.handleDelete(w, r, fs, name)
+	case "PROPFIND":
+		status, err = h.propfind(w, r, fs, name)
+	case "PROPPATCH":
+		status, err = h.proppatch(w, r, fs, name)
+	case "COPY", "MOVE":
+		status, err = h.copyMove(w, r, fs, name)
 	default:
 		h.webdav(fs).ServeHTTP(w, r)
 		return

@@ -43,8 +43,9 @@ func (s *SQLite) ChunkBySHA256(ctx context.Context, sha string) (Chunk, error) {
 }
 
 // unreferenced is the condition under which a chunk is garbage: no file holds
-// it. Later tables that hold chunks (upload sessions) join this condition.
-const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)`
+// it and no upload session (migration 002) has received it.
+const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)
+	AND NOT EXISTS (SELECT 1 FROM session_chunks sc WHERE sc.chunk_id = chunks.id)`
 
 // UnreferencedChunks lists up to limit garbage chunks.
 func (s *SQLite) UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error) {

@@ -116,6 +116,13 @@ type Store interface {
 	FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error)
 
 	Props(ctx context.Context, nodeID int64) ([]Prop, error)
+	// ListDir returns the node at dir and, if it is a directory, its children.
+	ListDir(ctx context.Context, uid int64, dir string) (Node, []Node, error)
+	// Tree returns the nodes below dir in path order, at most limit+1.
+	Tree(ctx context.Context, uid int64, dir string, limit int) ([]Node, error)
+	// PropsUnder returns the dead properties of dir and its children (or its
+	// whole subtree when recursive), keyed by node id, in one query.
+	PropsUnder(ctx context.Context, uid int64, dir string, recursive bool) (map[int64][]Prop, error)
 	// PatchProps sets and removes dead properties in one transaction.
 	PatchProps(ctx context.Context, nodeID int64, set []Prop, remove []Prop) error
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -104,8 +105,17 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	return nil
 }
 
+// writeTxs counts write transactions begun through tx (benchmarks report
+// SQLite writes per uploaded chunk from it).
+var writeTxs atomic.Int64
+
+// WriteTxCount returns how many write transactions this process has begun
+// through Tx (and the store's own transactional writes).
+func WriteTxCount() int64 { return writeTxs.Load() }
+
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through _txlock).
 func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	writeTxs.Add(1)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("meta: begin: %w", err)

@@ -18,6 +18,7 @@ import (
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/upload"
 )
 
 // Options configure the daemon (`netdisk serve`).
@@ -31,12 +32,14 @@ type Options struct {
 	Logger     *slog.Logger
 	Out        io.Writer // where the one-time admin password is printed
 	Now        func() time.Time
+	SessionTTL time.Duration // idle upload sessions expire after it; 0 means upload.DefaultTTL
 }
 
 // Daemon is an opened data directory with everything wired.
 type Daemon struct {
 	Drive  *drive.Drive
 	Meta   *meta.SQLite
+	Upload *upload.Service
 	Server *Server
 	opts   Options
 }
@@ -66,7 +69,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, err
 	}
-	return &Daemon{Drive: d, Meta: m, Server: New(Config{Drive: d, Logger: o.Logger, Now: o.Now}), opts: o}, nil
+	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger})
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up}), opts: o}, nil
 }
 
 // ensureAdmin creates the user "admin" when there are no users at all.
@@ -116,6 +120,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	if d.opts.GCInterval > 0 {
 		go d.gcLoop(bg, d.opts.GCInterval)
 	}
+	go d.Upload.Run(bg, min(d.Upload.TTL()/10, time.Minute))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

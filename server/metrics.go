@@ -46,6 +46,11 @@ func (m *Metrics) wrap(h http.Handler) http.Handler {
 		var cr *countingReader
 		if r.Body != nil && r.Body != http.NoBody {
 			cr = &countingReader{ReadCloser: r.Body}
+			// On a shallow copy: net/http looks at its own request's Body
+			// after the handler, and a replaced one makes it wait for an
+			// Expect: 100-continue body the client never sends (a 401 to
+			// such a PUT hung; litmus http/expect100).
+			r = r.WithContext(r.Context())
 			r.Body = cr
 		}
 		h.ServeHTTP(cw, r)

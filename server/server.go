@@ -19,6 +19,7 @@ import (
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/upload"
 )
 
 // MaxHeaderBytes bounds request headers (huge headers get 431 from net/http).
@@ -29,6 +30,7 @@ type Config struct {
 	Drive  *drive.Drive
 	Logger *slog.Logger
 	Now    func() time.Time
+	Upload *upload.Service // the chunked upload API; nil answers it 503
 }
 
 // Server is the HTTP side of the daemon.
@@ -62,6 +64,7 @@ func New(c Config) *Server {
 	s.metrics = NewMetrics(prometheus.NewRegistry())
 	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
 	s.api = api.New(c.Drive, s.log)
+	s.api.Upload = c.Upload
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

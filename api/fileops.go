@@ -1,0 +1,213 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+	"netdisk/vpath"
+)
+
+// fsRoutes are the file operations the client and the FUSE mount need.
+// Downloads are WebDAV GET /dav/PATH (Range, ETag = file hash).
+func (a *API) fsRoutes() []Route {
+	return []Route{
+		{Pattern: "GET /api/v1/fs/list", Handler: a.fsList},
+		{Pattern: "GET /api/v1/fs/stat", Handler: a.fsStat},
+		{Pattern: "POST /api/v1/fs/mkdir", Handler: a.fsMkdir},
+		{Pattern: "POST /api/v1/fs/move", Handler: a.fsMove},
+		{Pattern: "POST /api/v1/fs/copy", Handler: a.fsCopy},
+		{Pattern: "DELETE /api/v1/fs", Handler: a.fsDelete},
+	}
+}
+
+// Node is a file or directory as the API shows it.
+type Node struct {
+	Path     string `json:"path"`
+	Name     string `json:"name"`
+	IsDir    bool   `json:"isDir"`
+	Size     int64  `json:"size"`
+	Mode     uint32 `json:"mode"`  // permission bits; defaults 0644 / 0755
+	MTime    string `json:"mtime"` // RFC 3339 with nanoseconds
+	FileHash string `json:"fileHash"`
+}
+
+// NodeOf converts a stored node.
+func NodeOf(n meta.Node) Node {
+	mode := n.Mode & 0o7777
+	if mode == 0 {
+		mode = 0o644
+		if n.IsDir {
+			mode = 0o755
+		}
+	}
+	return Node{Path: n.Path, Name: n.Name(), IsDir: n.IsDir, Size: n.Size, Mode: mode,
+		MTime: n.ModTime.UTC().Format(time.RFC3339Nano), FileHash: n.FileHash}
+}
+
+func queryPath(r *http.Request) (string, error) {
+	raw := r.URL.Query().Get("path")
+	if raw == "" {
+		return "", errs.Errorf("api.fs", errs.Invalid, "path is required")
+	}
+	p, err := vpath.Clean(raw)
+	if err != nil {
+		return "", errs.E("api.fs", errs.Invalid, raw, err)
+	}
+	return p, nil
+}
+
+func (a *API) fsList(w http.ResponseWriter, r *http.Request, u meta.User) {
+	p, err := queryPath(r)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	ns, err := a.D.List(r.Context(), u.ID, p)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	out := make([]Node, len(ns))
+	for i, n := range ns {
+		out[i] = NodeOf(n)
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"path": p, "entries": out})
+}
+
+func (a *API) fsStat(w http.ResponseWriter, r *http.Request, u meta.User) {
+	p, err := queryPath(r)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	n, err := a.D.Stat(r.Context(), u.ID, p)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, NodeOf(n))
+}
+
+type mkdirReq struct {
+	Path    string `json:"path"`
+	Parents bool   `json:"parents"`
+}
+
+func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req mkdirReq
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	var err error
+	status := http.StatusCreated
+	if req.Parents {
+		// Like mkdir -p: an existing directory is success.
+		if n, serr := a.D.Stat(ctx, u.ID, req.Path); serr == nil && n.IsDir {
+			status = http.StatusOK
+		}
+		err = a.D.MkdirAll(ctx, u.ID, req.Path)
+	} else {
+		_, err = a.D.Mkdir(ctx, u.ID, req.Path)
+	}
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	n, err := a.D.Stat(ctx, u.ID, req.Path)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, status, NodeOf(n))
+}
+
+type moveReq struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Overwrite bool   `json:"overwrite"`
+	Recursive *bool  `json:"recursive"` // copy only; default true
+}
+
+func (a *API) fsMove(w http.ResponseWriter, r *http.Request, u meta.User) {
+	a.moveOrCopy(w, r, u, false)
+}
+
+func (a *API) fsCopy(w http.ResponseWriter, r *http.Request, u meta.User) {
+	a.moveOrCopy(w, r, u, true)
+}
+
+func (a *API) moveOrCopy(w http.ResponseWriter, r *http.Request, u meta.User, copying bool) {
+	var req moveReq
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if req.From == "" || req.To == "" {
+		a.WriteError(w, r, errs.Errorf("api.fs", errs.Invalid, "from and to are required"))
+		return
+	}
+	ctx := r.Context()
+	var err error
+	if copying {
+		err = a.D.Copy(ctx, u.ID, req.From, req.To, req.Overwrite, req.Recursive == nil || *req.Recursive)
+	} else {
+		err = a.D.Move(ctx, u.ID, req.From, req.To, req.Overwrite)
+	}
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	n, err := a.D.Stat(ctx, u.ID, req.To)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, NodeOf(n))
+}
+
+// fsDelete removes a file, an empty directory, or with recursive=true a
+// whole tree.
+func (a *API) fsDelete(w http.ResponseWriter, r *http.Request, u meta.User) {
+	p, err := queryPath(r)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if p == "/" {
+		a.WriteError(w, r, errs.Errorf("api.Delete", errs.Permission, "the root cannot be removed"))
+		return
+	}
+	ctx := r.Context()
+	recursive, _ := strconv.ParseBool(r.URL.Query().Get("recursive"))
+	n, err := a.D.Stat(ctx, u.ID, p)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if n.IsDir && !recursive {
+		c, err := a.D.CountTree(ctx, u.ID, p, 0)
+		if err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+		if c > 0 {
+			a.WriteError(w, r, errs.Errorf("api.Delete", errs.NotEmpty, "%s: directory not empty (pass recursive=true)", p))
+			return
+		}
+	}
+	if err := a.D.Remove(ctx, u.ID, p); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func driveOpts(contentLength int64) drive.WriteOptions {
+	return drive.WriteOptions{ExpectedSize: contentLength}
+}

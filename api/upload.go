@@ -1,0 +1,224 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"netdisk/chunker"
+	"netdisk/errs"
+	"netdisk/meta"
+	"netdisk/upload"
+	"netdisk/vpath"
+)
+
+// uploadRoutes are the endpoints of shared/API.md over the upload service.
+func (a *API) uploadRoutes() []Route {
+	return []Route{
+		{Pattern: "POST /api/v1/file/init", Handler: a.withUpload(a.uploadInit)},
+		{Pattern: "POST /api/v1/file/patchHash", Handler: a.withUpload(a.patchHash)},
+		{Pattern: "POST /api/v1/file/prove", Handler: a.withUpload(a.prove)},
+		{Pattern: "PUT /api/v1/file/uploadChunk", Handler: a.withUpload(a.uploadChunk)},
+		{Pattern: "POST /api/v1/file/merge", Handler: a.withUpload(a.merge)},
+		{Pattern: "GET /api/v1/file/session", Handler: a.withUpload(a.getSession)},
+		{Pattern: "DELETE /api/v1/file/session", Handler: a.withUpload(a.deleteSession)},
+		{Pattern: "PUT /api/v1/file/upload", Handler: a.smallUpload},
+	}
+}
+
+func (a *API) withUpload(h Handler) Handler {
+	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
+		if a.Upload == nil {
+			WriteJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: "the upload service is not running"})
+			return
+		}
+		h(w, r, u)
+	}
+}
+
+type initReq struct {
+	Path     *string `json:"path"`
+	Size     *int64  `json:"size"`
+	FileHash string  `json:"fileHash"`
+}
+
+func (a *API) uploadInit(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req initReq
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if req.Path == nil || req.Size == nil {
+		a.WriteError(w, r, errs.Errorf("api.Init", errs.Invalid, "path and size are required"))
+		return
+	}
+	info, err := a.Upload.Init(r.Context(), u.ID, *req.Path, *req.Size, req.FileHash)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, info)
+}
+
+type patchReq struct {
+	UploadID string `json:"uploadId"`
+	Index    *int64 `json:"index"`
+	Hash     string `json:"hash"`
+	FileHash string `json:"fileHash"`
+}
+
+// patchHash is one call with two uses: with index it asks about a chunk,
+// without it about the whole file.
+func (a *API) patchHash(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req patchReq
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	var res upload.HashResult
+	var err error
+	switch {
+	case req.Index != nil:
+		res, err = a.Upload.PatchChunk(r.Context(), u.ID, req.UploadID, *req.Index, req.Hash)
+	case req.FileHash != "":
+		res, err = a.Upload.PatchFile(r.Context(), u.ID, req.UploadID, req.FileHash)
+	default:
+		err = errs.Errorf("api.PatchHash", errs.Invalid, "give index and hash (a chunk) or fileHash (the file)")
+	}
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, res)
+}
+
+type proveReq struct {
+	UploadID string `json:"uploadId"`
+	Index    *int64 `json:"index"`
+	Nonce    string `json:"nonce"`
+	Proof    string `json:"proof"`
+}
+
+func (a *API) prove(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req proveReq
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	res, err := a.Upload.Prove(r.Context(), u.ID, req.UploadID, req.Index, req.Nonce, req.Proof)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, res)
+}
+
+func (a *API) uploadChunk(w http.ResponseWriter, r *http.Request, u meta.User) {
+	q := r.URL.Query()
+	idx, err := strconv.ParseInt(q.Get("index"), 10, 64)
+	if err != nil {
+		a.WriteError(w, r, errs.Errorf("api.UploadChunk", errs.Invalid, "index must be an integer"))
+		return
+	}
+	err = a.Upload.PutChunk(r.Context(), u.ID, q.Get("uploadId"), idx, q.Get("hash"), r.Body, r.ContentLength)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]int64{"index": idx})
+}
+
+type mergeReq struct {
+	UploadID string `json:"uploadId"`
+	FileHash string `json:"fileHash"`
+}
+
+func (a *API) merge(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req mergeReq
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	res, err := a.Upload.Merge(r.Context(), u.ID, req.UploadID, req.FileHash)
+	var miss *upload.MissingError
+	if errors.As(err, &miss) {
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": errs.Message(err), "missing": miss.Missing})
+		return
+	}
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, res)
+}
+
+func (a *API) getSession(w http.ResponseWriter, r *http.Request, u meta.User) {
+	info, err := a.Upload.Get(r.Context(), u.ID, r.URL.Query().Get("uploadId"))
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, info)
+}
+
+func (a *API) deleteSession(w http.ResponseWriter, r *http.Request, u meta.User) {
+	if err := a.Upload.Abort(r.Context(), u.ID, r.URL.Query().Get("uploadId")); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// smallUpload stores a whole small file in one request through the same
+// streaming writer as WebDAV PUT, so it is cut into the same chunks. Missing
+// parent directories are created, as merge does.
+func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
+	const op = "api.Upload"
+	ctx := r.Context()
+	p, err := vpath.Clean(r.URL.Query().Get("path"))
+	if err != nil {
+		a.WriteError(w, r, errs.E(op, errs.Invalid, r.URL.Query().Get("path"), err))
+		return
+	}
+	limit := int64(chunker.SmallFileLimit)
+	if r.ContentLength > limit {
+		a.WriteError(w, r, errs.Errorf(op, errs.TooLarge, "%d bytes is over the %d byte limit of one-request uploads: use init/uploadChunk/merge", r.ContentLength, limit))
+		return
+	}
+	if p == "/" {
+		a.WriteError(w, r, errs.E(op, errs.IsDir, p, nil))
+		return
+	}
+	if parent := vpath.Parent(p); parent != "/" {
+		if err := a.D.MkdirAll(ctx, u.ID, parent); err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+	}
+	fw, err := a.D.Create(ctx, u.ID, p, driveOpts(r.ContentLength))
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	n, err := fw.ReadFrom(io.LimitReader(r.Body, limit+1))
+	switch {
+	case err != nil:
+		err = errs.E(op, errs.Invalid, p, err)
+	case n > limit:
+		err = errs.Errorf(op, errs.TooLarge, "body is over the %d byte limit of one-request uploads", limit)
+	case r.ContentLength >= 0 && n != r.ContentLength:
+		err = errs.Errorf(op, errs.Invalid, "body has %d bytes, %d announced", n, r.ContentLength)
+	}
+	if err != nil {
+		fw.Abort()
+		a.WriteError(w, r, err)
+		return
+	}
+	node, err := fw.Commit()
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, upload.Result{Path: node.Path, Size: node.Size, FileHash: node.FileHash})
+}

@@ -1,0 +1,224 @@
+// Command webdav benchmarks netdisk's WebDAV surface against rclone serve
+// webdav on the same machine in the same run: PUT and GET of one large file,
+// many small PUTs, and PROPFIND Depth 1 of a large folder. Rounds alternate
+// between the servers (A B A B …) and medians are reported, with the ratio
+// netdisk/rclone, so a noisy machine affects both sides alike.
+//
+// Run it from the repository root: go run ./bench/webdav (see docs/benchmarks.md).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dustin/go-humanize"
+)
+
+type config struct {
+	size, big       int64
+	rounds          int
+	small, entries  int
+	out, netdiskBin string
+	keep            bool
+}
+
+func main() {
+	var c config
+	var size, big string
+	flag.StringVar(&size, "size", "1GiB", "size of the large file PUT and GET each round")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds per server (medians are reported)")
+	flag.IntVar(&c.small, "small", 1000, "number of 4 KiB files PUT one after another each round")
+	flag.IntVar(&c.entries, "entries", 10000, "entries in the folder listed by PROPFIND Depth 1")
+	flag.StringVar(&big, "big", "0", "if not 0, PUT one file of this size to netdisk at the end and report its peak RSS (e.g. 10GiB)")
+	flag.StringVar(&c.out, "out", "", "also write the report to this file")
+	flag.StringVar(&c.netdiskBin, "netdisk-bin", "", "use this netdisk binary instead of building ./cmd/netdisk")
+	flag.BoolVar(&c.keep, "keep", false, "keep the temporary data directories and server logs")
+	flag.Parse()
+	var err error
+	if c.size, err = parseSize(size); err == nil {
+		c.big, err = parseSize(big)
+	}
+	if err == nil && (c.rounds < 1 || c.small < 0 || c.entries < 0 || c.size < 1) {
+		err = fmt.Errorf("--rounds must be ≥ 1, --size ≥ 1 byte, --small and --entries ≥ 0")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := run(ctx, c)
+	if report != "" {
+		fmt.Print(report)
+		if c.out != "" {
+			if werr := os.WriteFile(c.out, []byte(report), 0o644); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseSize(s string) (int64, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	return int64(n), nil
+}
+
+func run(ctx context.Context, c config) (string, error) {
+	work, err := os.MkdirTemp("", "netdisk-bench-")
+	if err != nil {
+		return "", err
+	}
+	if c.keep {
+		fmt.Fprintln(os.Stderr, "keeping", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+	bin := c.netdiskBin
+	if bin == "" {
+		fmt.Fprintln(os.Stderr, "building ./cmd/netdisk …")
+		if bin, err = buildNetdisk(ctx, work); err != nil {
+			return "", err
+		}
+	}
+	client := newClient()
+	nd, err := startNetdisk(ctx, bin, work)
+	if err != nil {
+		return "", err
+	}
+	defer nd.stop()
+	rc, err := startRclone(ctx, client, work)
+	if err != nil {
+		return "", err
+	}
+	defer rc.stop()
+	servers := []*server{nd, rc}
+
+	random := make([]byte, blockSize)
+	rand.Read(random)
+	nonce := uint64(time.Now().UnixNano()) << 8 // fresh data in every run and round
+
+	if c.entries > 0 {
+		for _, s := range servers {
+			fmt.Fprintf(os.Stderr, "%s: creating %d entries in /many …\n", s.name, c.entries)
+			if err := fillFolder(ctx, client, s, c.entries); err != nil {
+				return "", fmt.Errorf("%s: fill folder: %w", s.name, err)
+			}
+		}
+	}
+	samples := map[string][]sample{}
+	for r := range c.rounds {
+		for i, s := range servers {
+			fmt.Fprintf(os.Stderr, "round %d/%d: %s\n", r+1, c.rounds, s.name)
+			seed := nonce + uint64(r*len(servers)+i)
+			var smp sample
+			if err := bigPutGet(ctx, client, s, random, seed, c.size, &smp); err != nil {
+				return "", fmt.Errorf("%s: %w", s.name, err)
+			}
+			if c.small > 0 {
+				if err := smallPuts(ctx, client, s, random, seed, c.small, &smp); err != nil {
+					return "", fmt.Errorf("%s: %w", s.name, err)
+				}
+			}
+			if c.entries > 0 {
+				if err := listFolder(ctx, client, s, c.entries, &smp); err != nil {
+					return "", err
+				}
+			}
+			samples[s.name] = append(samples[s.name], smp)
+		}
+	}
+	rss := map[string]int64{}
+	for _, s := range servers {
+		rss[s.name], _ = peakRSS(s.pid())
+	}
+	var bigLine string
+	if c.big > 0 {
+		fmt.Fprintf(os.Stderr, "netdisk: PUT of %s for peak RSS …\n", humanize.IBytes(uint64(c.big)))
+		var smp sample
+		t0 := time.Now()
+		if err := put(ctx, client, nd, "/huge.bin", newStream(random, nonce-1, c.big), c.big); err != nil {
+			return "", fmt.Errorf("netdisk: big PUT: %w", err)
+		}
+		smp.putMBps = mbps(c.big, time.Since(t0))
+		hwm, err := peakRSS(nd.pid())
+		if err != nil {
+			return "", err
+		}
+		bigLine = fmt.Sprintf("netdisk PUT of %s: %.0f MB/s, peak RSS (VmHWM) after it %s\n",
+			humanize.IBytes(uint64(c.big)), smp.putMBps, humanize.IBytes(uint64(hwm)))
+	}
+	return format(c, samples, rss, bigLine), nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func pick(ss []sample, f func(sample) float64) []float64 {
+	out := make([]float64, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func format(c config, samples map[string][]sample, rss map[string]int64, bigLine string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "netdisk vs rclone serve webdav — loopback, %d rounds interleaved, medians (MB = 10^6 bytes)\n\n", c.rounds)
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "metric\tnetdisk\trclone\tnetdisk/rclone")
+	nd, rc := samples["netdisk"], samples["rclone"]
+	row := func(name, unit string, f func(sample) float64, note func(float64) string) {
+		a, z := median(pick(nd, f)), median(pick(rc, f))
+		na, nz := note(a), note(z)
+		fmt.Fprintf(tw, "%s (%s)\t%.1f%s\t%.1f%s\t%.2f×\n", name, unit, a, na, z, nz, a/z)
+	}
+	none := func(float64) string { return "" }
+	size := humanize.IBytes(uint64(c.size))
+	row("PUT "+size, "MB/s", func(s sample) float64 { return s.putMBps }, none)
+	row("GET "+size, "MB/s", func(s sample) float64 { return s.getMBps }, none)
+	if c.small > 0 {
+		row(fmt.Sprintf("%d PUTs of 4 KiB", c.small), "ms total, lower is better", func(s sample) float64 { return ms(s.smallTotal) },
+			func(v float64) string { return fmt.Sprintf(" (%.2f/op)", v/float64(c.small)) })
+	}
+	if c.entries > 0 {
+		row(fmt.Sprintf("PROPFIND Depth 1, %d entries", c.entries), "ms, lower is better", func(s sample) float64 { return ms(s.propfind) }, none)
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "\npeak RSS (VmHWM) after the rounds: netdisk %s, rclone %s\n",
+		humanize.IBytes(uint64(rss["netdisk"])), humanize.IBytes(uint64(rss["rclone"])))
+	b.WriteString(bigLine)
+	b.WriteString("\nper round (netdisk | rclone): PUT MB/s, GET MB/s, small ms, PROPFIND ms\n")
+	for i := range nd {
+		fmt.Fprintf(&b, "  %d: %.0f %.0f %.0f %.1f | %.0f %.0f %.0f %.1f\n", i+1,
+			nd[i].putMBps, nd[i].getMBps, ms(nd[i].smallTotal), ms(nd[i].propfind),
+			rc[i].putMBps, rc[i].getMBps, ms(rc[i].smallTotal), ms(rc[i].propfind))
+	}
+	return b.String()
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// server is one WebDAV server under test, run as a child process.
+type server struct {
+	name       string
+	base       string // URL of the WebDAV root, no trailing slash
+	user, pass string
+	cmd        *exec.Cmd
+	exited     chan struct{}
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// stop sends SIGTERM and waits (then SIGKILL after 20 s).
+func (s *server) stop() {
+	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+func startProcess(s *server, cmd *exec.Cmd, logPath string) error {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	s.cmd = cmd
+	s.exited = make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(s.exited) }()
+	return nil
+}
+
+// buildNetdisk compiles ./cmd/netdisk (the benchmark runs from the module root).
+func buildNetdisk(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "netdisk")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/netdisk")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/netdisk (run from the repository root): %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func startNetdisk(ctx context.Context, bin, work string) (*server, error) {
+	data := filepath.Join(work, "netdisk-data")
+	ready := filepath.Join(work, "netdisk.ready")
+	s := &server{name: "netdisk", user: "admin", pass: "bench-admin-pass"}
+	cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0",
+		"--ready-file", ready, "--log-level", "warn", "--gc-interval", "0")
+	cmd.Env = append(os.Environ(), "NETDISK_ADMIN_PASSWORD="+s.pass)
+	if err := startProcess(s, cmd, filepath.Join(work, "netdisk.log")); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			s.base = "http://" + strings.TrimSpace(string(b)) + "/dav"
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("netdisk exited early; see %s", filepath.Join(work, "netdisk.log"))
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("netdisk not ready after 30 s")
+		}
+	}
+}
+
+func startRclone(ctx context.Context, c *http.Client, work string) (*server, error) {
+	root := filepath.Join(work, "rclone-root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	s := &server{name: "rclone", base: "http://" + addr, user: "bench", pass: "bench-pass"}
+	cmd := exec.Command("rclone", "serve", "webdav", root, "--addr", addr,
+		"--user", s.user, "--pass", s.pass, "--config", filepath.Join(work, "rclone.conf"))
+	if err := startProcess(s, cmd, filepath.Join(work, "rclone.log")); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st, _, err := propfind(ctx, c, s, "/", "0"); err == nil && st == http.StatusMultiStatus {
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("rclone exited early; see %s", filepath.Join(work, "rclone.log"))
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("rclone serve webdav not ready after 30 s")
+		}
+	}
+}
+
+// freePort asks the kernel for a free loopback port (rclone cannot report the
+// port it bound to :0, so we pick one; a race here only fails the start).
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// peakRSS returns VmHWM (peak resident set) of a process, in bytes.
+func peakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v) // "12345 kB"
+			if len(f) == 2 && f[1] == "kB" {
+				n, err := strconv.ParseInt(f[0], 10, 64)
+				return n << 10, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}

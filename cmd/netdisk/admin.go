@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"netdisk/client"
+)
+
+func init() { extraCommands = append(extraCommands, newAdminCmd) }
+
+// exitFsckProblems is the status of `admin fsck` when it found damaged or
+// missing chunks (1 stays "the command itself failed").
+const exitFsckProblems = 2
+
+// adminEnv is what every admin subcommand shares: the connection flags.
+type adminEnv struct {
+	conn clientFlags
+}
+
+func newAdminCmd() *cobra.Command {
+	env := &adminEnv{}
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Manage users and storage of a running daemon (admins only)",
+		Long: `Manage a running netdisk daemon: users and their quotas, usage statistics,
+garbage collection and integrity checks. Every call goes over the daemon's
+HTTP API as an admin user.
+
+Connection: --server, --user and --password, defaulting to NETDISK_SERVER
+(else ` + client.DefaultServer + `), NETDISK_USER (else "admin") and
+NETDISK_PASSWORD. Without a password you are asked for one on a terminal.
+
+Sizes are written as people write them: 500MB, 10GiB, 1.5TB (0 or
+"unlimited" for no limit).`,
+		Example: `  export NETDISK_SERVER=http://127.0.0.1:8080 NETDISK_USER=admin NETDISK_PASSWORD=secret
+  netdisk admin user add alice --password 'correct horse' --quota 10GiB
+  netdisk admin user list
+  netdisk admin stats
+  netdisk admin fsck`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	env.conn.register(cmd)
+	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env))
+	friendlyErrors(cmd)
+	return cmd
+}
+
+// friendlyErrors wraps every RunE below cmd so API and network failures read
+// as one clear line instead of Go's nested error chains.
+func friendlyErrors(cmd *cobra.Command) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error { return friendly(run(c, args)) }
+	}
+	for _, sub := range cmd.Commands() {
+		friendlyErrors(sub)
+	}
+}
+
+func friendly(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *client.Error
+	if errors.As(err, &ae) {
+		if ae.Status == 401 {
+			return errors.New("wrong user name or password")
+		}
+		return errors.New(ae.Message)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		reason := ue.Err.Error()
+		var oe *net.OpError
+		if errors.As(ue.Err, &oe) && oe.Err != nil {
+			reason = oe.Err.Error()
+		}
+		u, _ := url.Parse(ue.URL)
+		server := ue.URL
+		if u != nil {
+			server = u.Scheme + "://" + u.Host
+		}
+		return fmt.Errorf("server %s unreachable (%s): is `netdisk serve` running there? (--server or NETDISK_SERVER)", server, reason)
+	}
+	return err
+}
+
+// client returns a connection as the admin, asking for the password on a
+// terminal when neither the flag nor NETDISK_PASSWORD gives one.
+func (e *adminEnv) client(cmd *cobra.Command) (*client.Client, error) {
+	c := e.conn.client()
+	if c.User == "" {
+		c.User = "admin"
+	}
+	if c.Password == "" {
+		if !stdinIsTerminal() {
+			return nil, fmt.Errorf("no password for %q: use --password or set NETDISK_PASSWORD", c.User)
+		}
+		p, err := readSecret(cmd.ErrOrStderr(), fmt.Sprintf("Password for %s at %s: ", c.User, c.Server))
+		if err != nil {
+			return nil, err
+		}
+		c.Password = p
+	}
+	return c, nil
+}
+
+func stdinIsTerminal() bool  { return term.IsTerminal(int(os.Stdin.Fd())) }
+func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
+
+// readSecret reads one line from the terminal without echo.
+func readSecret(w io.Writer, prompt string) (string, error) {
+	fmt.Fprint(w, prompt)
+	b, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(w)
+	if err != nil {
+		return "", fmt.Errorf("read password: %w", err)
+	}
+	return string(b), nil
+}
+
+// newPassword returns the --password value when given; otherwise it asks
+// twice on a terminal, so a typo does not lock the user out.
+func newPassword(cmd *cobra.Command, flagValue, name string) (string, error) {
+	if cmd.Flags().Changed("password") {
+		return flagValue, nil
+	}
+	if !stdinIsTerminal() {
+		return "", fmt.Errorf("no password for %q: use --password (stdin is not a terminal to ask on)", name)
+	}
+	w := cmd.ErrOrStderr()
+	p1, err := readSecret(w, fmt.Sprintf("New password for %s: ", name))
+	if err != nil {
+		return "", err
+	}
+	if p1 == "" {
+		return "", errors.New("empty password")
+	}
+	p2, err := readSecret(w, "Repeat it: ")
+	if err != nil {
+		return "", err
+	}
+	if p1 != p2 {
+		return "", errors.New("the passwords do not match")
+	}
+	return p1, nil
+}
+
+// confirm asks a yes/no question on a terminal; off a terminal (scripts) the
+// command line is taken as the decision.
+func confirm(cmd *cobra.Command, question string) (bool, error) {
+	if !stdinIsTerminal() {
+		return true, nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return false, err
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes", nil
+}
+
+// parseSize reads a size as people write it (500MB, 10GiB, 1.5TB, 1024);
+// 0, "unlimited" and "none" mean no limit.
+func parseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	switch t {
+	case "0", "unlimited", "none":
+		return 0, nil
+	}
+	n, err := humanize.ParseBytes(t)
+	if err != nil || n > math.MaxInt64 {
+		return 0, fmt.Errorf("size %q: write it like 500MB, 10GiB or 1.5TB (0 or \"unlimited\" for no limit)", s)
+	}
+	return int64(n), nil
+}
+
+// formatQuota prints a quota total.
+func formatQuota(q int64) string {
+	if q <= 0 {
+		return "unlimited"
+	}
+	return humanize.IBytes(uint64(q))
+}
+
+func ibytes(n int64) string { return humanize.IBytes(uint64(max(n, 0))) }

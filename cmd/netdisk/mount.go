@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"netdisk/mount"
+)
+
+func init() { extraCommands = append(extraCommands, newMountCmd) }
+
+// envDaemonChild marks the detached child of `mount --daemon`; its fd 3 is a
+// pipe on which it reports "ok" or the error once the mount is (not) ready.
+const envDaemonChild = "NETDISK_MOUNT_CHILD"
+
+func newMountCmd() *cobra.Command {
+	var cf clientFlags
+	var (
+		cacheDir, cacheSize string
+		ttl, timeout        time.Duration
+		daemon              bool
+		prefetch            int
+	)
+	cmd := &cobra.Command{
+		Use:   "mount [--server URL] MOUNTPOINT",
+		Short: "mount your drive as a filesystem (FUSE)",
+		Long: `Mount the user's drive at MOUNTPOINT. Runs in the foreground until Ctrl-C,
+SIGTERM or 'fusermount3 -u MOUNTPOINT'; --daemon detaches once mounted.
+Reads fetch only the chunks they touch into a local content-addressed cache;
+writes are staged locally and uploaded on close/fsync (fsync returns when the
+server has committed).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			size, err := humanize.ParseBytes(cacheSize)
+			if err != nil {
+				return fmt.Errorf("--cache-size: %w", err)
+			}
+			if daemon && os.Getenv(envDaemonChild) == "" {
+				return detach(args[0])
+			}
+			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch)
+		},
+	}
+	cf.register(cmd)
+	f := cmd.Flags()
+	defCache := filepath.Join(os.TempDir(), "netdisk-cache")
+	if d, err := os.UserCacheDir(); err == nil {
+		defCache = filepath.Join(d, "netdisk")
+	}
+	f.StringVar(&cacheDir, "cache-dir", defCache, "local chunk cache and staging directory")
+	f.StringVar(&cacheSize, "cache-size", "1GiB", "chunk cache size (LRU eviction beyond it)")
+	f.DurationVar(&ttl, "cache-ttl", time.Second, "how long names and attributes are trusted before asking the server again")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "per-operation timeout when the server does not answer")
+	f.IntVar(&prefetch, "prefetch", 4, "chunks read ahead of sequential reads")
+	f.BoolVar(&daemon, "daemon", false, "detach once mounted")
+	return cmd
+}
+
+func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSize int64, ttl, timeout time.Duration, prefetch int) (err error) {
+	child := os.Getenv(envDaemonChild) != ""
+	if child {
+		ready := os.NewFile(3, "ready")
+		defer func() {
+			if err != nil {
+				fmt.Fprintln(ready, err)
+			}
+			ready.Close()
+		}()
+	}
+	c := cf.client()
+	be := mount.NewHTTPBackend(c)
+	if err := mount.Check(ctx, be); err != nil {
+		return fmt.Errorf("cannot reach %s as %q: %w", c.Server, c.User, err)
+	}
+	// One cache for every mount of this user on this machine: chunks are
+	// content-addressed, so sharing is safe.
+	cache, err := mount.OpenChunkCache(filepath.Join(cacheDir, "chunks"), cacheSize)
+	if err != nil {
+		return err
+	}
+	stage, err := os.MkdirTemp(mustDir(cacheDir), "staging-")
+	if err != nil {
+		return err
+	}
+	fsys, err := mount.New(mount.Options{Backend: be, Cache: cache, StageDir: stage, TTL: ttl,
+		OpTimeout: timeout, Prefetch: prefetch, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
+	if err != nil {
+		return err
+	}
+	srv, err := mount.Mount(dir, fsys, "netdisk:"+c.User+"@"+strings.TrimPrefix(strings.TrimPrefix(c.Server, "http://"), "https://"))
+	if err != nil {
+		return err
+	}
+	slog.Info("mounted", "dir", dir, "server", c.Server, "user", c.User)
+	if child {
+		fmt.Fprintln(os.NewFile(3, "ready"), "ok")
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		slog.Info("unmounting", "signal", s.String())
+		for i := 0; ; i++ {
+			if err := srv.Unmount(); err == nil || i == 20 {
+				if err != nil {
+					slog.Error("unmount failed (busy?)", "err", err)
+				}
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	srv.Wait()
+	// Staged data whose upload failed is kept; say where.
+	if left, _ := os.ReadDir(stage); len(left) > 0 {
+		slog.Warn("staged data not uploaded is kept", "dir", stage, "files", len(left))
+	} else {
+		os.Remove(stage)
+	}
+	return nil
+}
+
+func mustDir(d string) string {
+	os.MkdirAll(d, 0o700)
+	return d
+}
+
+// detach re-runs this command in a new session and returns once the child
+// reports the mount ready (or its error).
+func detach(dir string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), envDaemonChild+"=1")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Stdin = nil
+	logf, err := os.OpenFile(filepath.Join(os.TempDir(), "netdisk-mount.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = logf, logf
+		defer logf.Close()
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	w.Close()
+	buf := make([]byte, 4096)
+	n, _ := r.Read(buf)
+	msg := strings.TrimSpace(string(buf[:n]))
+	if msg == "ok" {
+		fmt.Printf("mounted %s (pid %d, log %s)\n", dir, cmd.Process.Pid, filepath.Join(os.TempDir(), "netdisk-mount.log"))
+		cmd.Process.Release()
+		return nil
+	}
+	if msg == "" {
+		msg = "the mount process exited before mounting"
+	}
+	return errors.New(msg)
+}

@@ -1,0 +1,273 @@
+package dav
+
+import (
+	"crypto/rand"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"netdisk/errs"
+	"netdisk/vpath"
+)
+
+// Lock timeouts: clients ask for anything from seconds to Infinite; we grant
+// at most MaxLockTimeout so a vanished client cannot pin a file forever, and
+// DefaultLockTimeout when they do not say.
+const (
+	DefaultLockTimeout = 10 * time.Minute
+	MaxLockTimeout     = time.Hour
+	MaxLocksPerUser    = 1000
+)
+
+// ActiveLock is one WebDAV write lock as PROPFIND's lockdiscovery and the
+// LOCK response show it.
+type ActiveLock struct {
+	Token    string        // opaquelocktoken:<uuid>
+	Root     string        // cleaned path the lock was taken on
+	Infinite bool          // Depth: infinity (else 0)
+	Shared   bool          // shared, else exclusive
+	Owner    string        // the owner element's content, as XML
+	Timeout  time.Duration // granted timeout
+	Expires  time.Time
+}
+
+// covers reports whether name is within the lock's scope.
+func (l *ActiveLock) covers(name string) bool {
+	return name == l.Root || (l.Infinite && vpath.IsBelow(name, l.Root))
+}
+
+// LockManager holds every user's WebDAV locks in memory: paths are per user,
+// so tables are too, and a token never matches another user's resource.
+// Locks are advisory state for clients, lost on restart as clients expect of
+// timeouts anyway.
+type LockManager struct {
+	now     func() time.Time
+	max     int
+	mu      sync.Mutex
+	byUser  map[int64]map[string]*ActiveLock // token → lock
+	newUUID func() string
+}
+
+// NewLockManager returns an empty manager reading time from now (nil: time.Now).
+func NewLockManager(now func() time.Time) *LockManager {
+	if now == nil {
+		now = time.Now
+	}
+	return &LockManager{now: now, max: MaxLocksPerUser, byUser: map[int64]map[string]*ActiveLock{}, newUUID: uuid4}
+}
+
+// uuid4 returns a random (version 4) UUID: lock tokens must be unguessable
+// and unique across time (RFC 4918 Appendix C).
+func uuid4() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ClampTimeout turns a requested timeout into the one granted: <= 0 means
+// "unspecified" and gets the default.
+func ClampTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultLockTimeout
+	}
+	return min(d, MaxLockTimeout)
+}
+
+// ParseTimeout reads a Timeout header ("Second-600, Infinite"): the first
+// value we understand wins, clamped. A missing or unreadable header gets the
+// default; clients list alternatives precisely so that servers can pick.
+func ParseTimeout(h string) time.Duration {
+	for _, v := range strings.Split(h, ",") {
+		v = strings.TrimSpace(v)
+		if strings.EqualFold(v, "Infinite") {
+			return MaxLockTimeout
+		}
+		if len(v) > 7 && strings.EqualFold(v[:7], "Second-") {
+			n, err := strconv.ParseUint(v[7:], 10, 32)
+			if err == nil && n > 0 {
+				return ClampTimeout(time.Duration(n) * time.Second)
+			}
+			if err != nil && len(v[7:]) > 0 && strings.Trim(v[7:], "0123456789") == "" {
+				return MaxLockTimeout // a number too large for us: as long as we allow
+			}
+		}
+	}
+	return DefaultLockTimeout
+}
+
+// table returns uid's live locks after dropping expired ones, nil when the
+// user has none (PROPFIND asks once per entry: that case must be cheap);
+// mu held.
+func (m *LockManager) table(uid int64) map[string]*ActiveLock {
+	t := m.byUser[uid]
+	if t == nil {
+		return nil
+	}
+	now := m.now()
+	for tok, l := range t {
+		if !now.Before(l.Expires) {
+			delete(t, tok)
+		}
+	}
+	return t
+}
+
+// gc forgets a user's empty table; mu held.
+func (m *LockManager) gc(uid int64) {
+	if len(m.byUser[uid]) == 0 {
+		delete(m.byUser, uid)
+	}
+}
+
+// Create takes a new lock described by l (Root, Infinite, Shared, Owner,
+// Timeout) and returns it with its token and expiry. It fails with kind
+// Locked when an existing lock conflicts (an exclusive lock conflicts with
+// any other, shared ones only with exclusive ones, over overlapping scopes)
+// and Unavailable past the per-user bound.
+func (m *LockManager) Create(uid int64, l ActiveLock) (ActiveLock, error) {
+	const op = "dav.Lock"
+	root, err := vpath.Clean(l.Root)
+	if err != nil {
+		return ActiveLock{}, errs.E(op, errs.Invalid, l.Root, err)
+	}
+	l.Root = root
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(uid)
+	defer m.gc(uid)
+	for _, o := range t {
+		overlap := o.covers(l.Root) || l.covers(o.Root)
+		if overlap && (!o.Shared || !l.Shared) {
+			return ActiveLock{}, errs.E(op, errs.Locked, l.Root, fmt.Errorf("conflicts with a lock on %s", o.Root))
+		}
+	}
+	if len(t) >= m.max {
+		return ActiveLock{}, errs.E(op, errs.Unavailable, l.Root, fmt.Errorf("too many locks (at most %d per user); unlock some or wait for them to expire", m.max))
+	}
+	if t == nil {
+		t = map[string]*ActiveLock{}
+		m.byUser[uid] = t
+	}
+	l.Token = "opaquelocktoken:" + m.newUUID()
+	l.Timeout = ClampTimeout(l.Timeout)
+	l.Expires = m.now().Add(l.Timeout)
+	nl := l
+	t[l.Token] = &nl
+	return l, nil
+}
+
+// Refresh restarts the timeout of the lock named by token, which must
+// include name in its scope (RFC 4918 §9.10.2). Kind Precondition otherwise.
+func (m *LockManager) Refresh(uid int64, token, name string, timeout time.Duration) (ActiveLock, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(uid)
+	defer m.gc(uid)
+	l, ok := t[token]
+	if !ok || !l.covers(name) {
+		return ActiveLock{}, errs.E("dav.Refresh", errs.Precondition, name, fmt.Errorf("no lock %s on this resource", token))
+	}
+	l.Timeout = ClampTimeout(timeout)
+	l.Expires = m.now().Add(l.Timeout)
+	return *l, nil
+}
+
+// Unlock removes the lock named by token; name must be within its scope.
+// Kind Conflict otherwise (RFC 4918 §9.11.1: 409).
+func (m *LockManager) Unlock(uid int64, token, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(uid)
+	defer m.gc(uid)
+	l, ok := t[token]
+	if !ok || !l.covers(name) {
+		return errs.E("dav.Unlock", errs.Conflict, name, fmt.Errorf("no lock %s on this resource", token))
+	}
+	delete(t, token)
+	return nil
+}
+
+// Holds reports whether token is a live lock of uid whose scope includes name.
+func (m *LockManager) Holds(uid int64, token, name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(uid)
+	defer m.gc(uid)
+	l, ok := t[token]
+	return ok && l.covers(name)
+}
+
+// Covering returns the live locks whose scope includes name (its own and
+// depth-infinity ones of ancestors), oldest root first: what lockdiscovery
+// shows.
+func (m *LockManager) Covering(uid int64, name string) []ActiveLock {
+	return m.collect(uid, func(l *ActiveLock) bool { return l.covers(name) })
+}
+
+// Below returns the live locks rooted strictly below name.
+func (m *LockManager) Below(uid int64, name string) []ActiveLock {
+	return m.collect(uid, func(l *ActiveLock) bool { return vpath.IsBelow(l.Root, name) })
+}
+
+func (m *LockManager) collect(uid int64, keep func(*ActiveLock) bool) []ActiveLock {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(uid)
+	defer m.gc(uid)
+	var out []ActiveLock
+	for _, l := range t {
+		if keep(l) {
+			out = append(out, *l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Root != out[j].Root {
+			return len(out[i].Root) < len(out[j].Root)
+		}
+		return out[i].Token < out[j].Token
+	})
+	return out
+}
+
+// Release destroys the locks rooted at name or below it: the resources they
+// were taken on are gone (DELETE, the source of a MOVE). RFC 4918 §9.6.1,
+// §7.7; x/net/webdav keeps them (golang/go#42839).
+func (m *LockManager) Release(uid int64, name string) int {
+	return m.drop(uid, func(l *ActiveLock) bool { return l.Root == name || vpath.IsBelow(l.Root, name) })
+}
+
+// ReleaseBelow destroys the locks rooted strictly below name: an overwritten
+// destination's old members are gone, while a lock on the destination itself
+// takes the new resource into its scope (RFC 4918 §7.7).
+func (m *LockManager) ReleaseBelow(uid int64, name string) int {
+	return m.drop(uid, func(l *ActiveLock) bool { return vpath.IsBelow(l.Root, name) })
+}
+
+func (m *LockManager) drop(uid int64, match func(*ActiveLock) bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(uid)
+	defer m.gc(uid)
+	n := 0
+	for tok, l := range t {
+		if match(l) {
+			delete(t, tok)
+			n++
+		}
+	}
+	return n
+}
+
+// Count returns uid's number of live locks.
+func (m *LockManager) Count(uid int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.table(uid))
+	m.gc(uid)
+	return n
+}

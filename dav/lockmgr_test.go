@@ -1,0 +1,183 @@
+package dav
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"netdisk/errs"
+	"netdisk/internal/testutil"
+)
+
+func newTestLocks() (*LockManager, *testutil.Clock) {
+	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	return NewLockManager(clock.Now), clock
+}
+
+func mustLock(t *testing.T, m *LockManager, uid int64, l ActiveLock) ActiveLock {
+	t.Helper()
+	got, err := m.Create(uid, l)
+	if err != nil {
+		t.Fatalf("Create(%d, %+v): %v", uid, l, err)
+	}
+	return got
+}
+
+func TestLockTokenFormat(t *testing.T) {
+	m, _ := newTestLocks()
+	a := mustLock(t, m, 1, ActiveLock{Root: "/a"})
+	b := mustLock(t, m, 1, ActiveLock{Root: "/b"})
+	re := regexp.MustCompile(`^opaquelocktoken:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	if !re.MatchString(a.Token) || a.Token == b.Token {
+		t.Errorf("tokens %q, %q: want distinct random UUID URNs", a.Token, b.Token)
+	}
+}
+
+func TestLockConflicts(t *testing.T) {
+	cases := []struct {
+		name     string
+		first    ActiveLock
+		second   ActiveLock
+		conflict bool
+	}{
+		{"exclusive same", ActiveLock{Root: "/f"}, ActiveLock{Root: "/f"}, true},
+		{"shared same", ActiveLock{Root: "/f", Shared: true}, ActiveLock{Root: "/f", Shared: true}, false},
+		{"shared then exclusive", ActiveLock{Root: "/f", Shared: true}, ActiveLock{Root: "/f"}, true},
+		{"exclusive then shared", ActiveLock{Root: "/f"}, ActiveLock{Root: "/f", Shared: true}, true},
+		{"infinity parent covers child", ActiveLock{Root: "/d", Infinite: true}, ActiveLock{Root: "/d/x/y"}, true},
+		{"depth-0 parent does not", ActiveLock{Root: "/d"}, ActiveLock{Root: "/d/x"}, false},
+		{"infinity new lock over locked child", ActiveLock{Root: "/d/x"}, ActiveLock{Root: "/d", Infinite: true}, true},
+		{"depth-0 new lock over locked child", ActiveLock{Root: "/d/x"}, ActiveLock{Root: "/d"}, false},
+		{"siblings", ActiveLock{Root: "/d/x", Infinite: true}, ActiveLock{Root: "/d/xy", Infinite: true}, false},
+		{"root infinity", ActiveLock{Root: "/", Infinite: true}, ActiveLock{Root: "/a"}, true},
+		{"shared infinity both", ActiveLock{Root: "/d", Infinite: true, Shared: true}, ActiveLock{Root: "/d/x", Shared: true}, false},
+	}
+	for _, c := range cases {
+		m, _ := newTestLocks()
+		mustLock(t, m, 1, c.first)
+		_, err := m.Create(1, c.second)
+		if got := errs.Is(err, errs.Locked); got != c.conflict {
+			t.Errorf("%s: second lock err = %v, want conflict %v", c.name, err, c.conflict)
+		}
+		// Another user's identical paths never conflict.
+		if _, err := m.Create(2, c.second); err != nil {
+			t.Errorf("%s: other user's lock: %v", c.name, err)
+		}
+	}
+}
+
+func TestLockScopeAndTokens(t *testing.T) {
+	m, _ := newTestLocks()
+	d := mustLock(t, m, 1, ActiveLock{Root: "/d", Infinite: true, Owner: "<href xmlns=\"DAV:\">me</href>"})
+	f := mustLock(t, m, 1, ActiveLock{Root: "/g"})
+	if !m.Holds(1, d.Token, "/d/x/y") || !m.Holds(1, d.Token, "/d") {
+		t.Error("depth-infinity lock does not hold on its members")
+	}
+	if m.Holds(1, d.Token, "/dx") || m.Holds(1, f.Token, "/g/x") {
+		t.Error("lock holds outside its scope")
+	}
+	if m.Holds(2, d.Token, "/d") {
+		t.Error("a token holds for another user")
+	}
+	if got := m.Covering(1, "/d/x"); len(got) != 1 || got[0].Token != d.Token || got[0].Owner != d.Owner {
+		t.Errorf("Covering(/d/x) = %+v", got)
+	}
+	if err := m.Unlock(1, d.Token, "/g"); !errs.Is(err, errs.Conflict) {
+		t.Errorf("Unlock with a URI outside the lock: %v, want Conflict", err)
+	}
+	if err := m.Unlock(2, d.Token, "/d"); !errs.Is(err, errs.Conflict) {
+		t.Errorf("Unlock by another user: %v, want Conflict", err)
+	}
+	if err := m.Unlock(1, d.Token, "/d/x"); err != nil {
+		t.Errorf("Unlock via a member of a depth-infinity lock: %v", err)
+	}
+	if m.Holds(1, d.Token, "/d") || m.Count(1) != 1 {
+		t.Error("unlocked lock still there")
+	}
+}
+
+func TestLockExpiryAndRefresh(t *testing.T) {
+	m, clock := newTestLocks()
+	l := mustLock(t, m, 1, ActiveLock{Root: "/f", Timeout: 2 * time.Minute})
+	if l.Timeout != 2*time.Minute || !l.Expires.Equal(clock.Now().Add(2*time.Minute)) {
+		t.Fatalf("granted %v until %v", l.Timeout, l.Expires)
+	}
+	clock.Advance(90 * time.Second)
+	r, err := m.Refresh(1, l.Token, "/f", 0) // 0: the default
+	if err != nil || r.Timeout != DefaultLockTimeout || !r.Expires.Equal(clock.Now().Add(DefaultLockTimeout)) {
+		t.Fatalf("Refresh = %+v, %v", r, err)
+	}
+	if _, err := m.Refresh(1, l.Token, "/other", time.Minute); !errs.Is(err, errs.Precondition) {
+		t.Errorf("Refresh via a URI outside the lock: %v", err)
+	}
+	clock.Advance(DefaultLockTimeout - time.Second)
+	if !m.Holds(1, l.Token, "/f") {
+		t.Fatal("lock expired early")
+	}
+	clock.Advance(time.Second)
+	if m.Holds(1, l.Token, "/f") || m.Count(1) != 0 {
+		t.Fatal("lock outlived its timeout")
+	}
+	// An expired lock conflicts with nothing and cannot be refreshed.
+	mustLock(t, m, 1, ActiveLock{Root: "/f"})
+	if _, err := m.Refresh(1, l.Token, "/f", time.Minute); err == nil {
+		t.Error("refreshed an expired lock")
+	}
+	// Requested timeouts are clamped.
+	long := mustLock(t, m, 1, ActiveLock{Root: "/long", Timeout: 100 * time.Hour})
+	if long.Timeout != MaxLockTimeout {
+		t.Errorf("100 h lock granted %v, want %v", long.Timeout, MaxLockTimeout)
+	}
+}
+
+func TestParseTimeout(t *testing.T) {
+	cases := map[string]time.Duration{
+		"":                            DefaultLockTimeout,
+		"Second-60":                   time.Minute,
+		"second-60":                   time.Minute,
+		"Infinite":                    MaxLockTimeout,
+		"Infinite, Second-4100000000": MaxLockTimeout,
+		"Second-99999999999999999999": MaxLockTimeout,
+		"Second-0":                    DefaultLockTimeout,
+		"Second-x, Second-30":         30 * time.Second,
+		"Second-7200":                 MaxLockTimeout,
+		"garbage":                     DefaultLockTimeout,
+		"Second--5":                   DefaultLockTimeout,
+	}
+	for in, want := range cases {
+		if got := ParseTimeout(in); got != want {
+			t.Errorf("ParseTimeout(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestLockBoundPerUser(t *testing.T) {
+	m, clock := newTestLocks()
+	m.max = 5
+	for i := range 5 {
+		mustLock(t, m, 1, ActiveLock{Root: "/f" + string(rune('a'+i)), Timeout: time.Minute})
+	}
+	if _, err := m.Create(1, ActiveLock{Root: "/over"}); !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("lock past the bound: %v, want Unavailable", err)
+	}
+	mustLock(t, m, 2, ActiveLock{Root: "/over"}) // per user
+	clock.Advance(time.Minute)
+	mustLock(t, m, 1, ActiveLock{Root: "/over"}) // expired ones free room
+}
+
+func TestLockRelease(t *testing.T) {
+	m, _ := newTestLocks()
+	for _, p := range []string{"/a", "/a/b", "/a/b/c", "/ab", "/x"} {
+		mustLock(t, m, 1, ActiveLock{Root: p})
+	}
+	mustLock(t, m, 2, ActiveLock{Root: "/a"})
+	if n := m.ReleaseBelow(1, "/a"); n != 2 {
+		t.Errorf("ReleaseBelow(/a) dropped %d, want 2", n)
+	}
+	if n := m.Release(1, "/a"); n != 1 {
+		t.Errorf("Release(/a) dropped %d, want 1", n)
+	}
+	if m.Count(1) != 2 || m.Count(2) != 1 {
+		t.Errorf("left %d and %d locks, want /ab, /x and user 2's", m.Count(1), m.Count(2))
+	}
+}

@@ -1,0 +1,86 @@
+package drive_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"netdisk/dedup"
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+func newAdminDrive(t *testing.T) *drive.Drive {
+	t.Helper()
+	dir := t.TempDir()
+	m, err := meta.OpenSQLite(context.Background(), filepath.Join(dir, "meta.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return drive.New(drive.Config{Meta: m, Blobs: blobs})
+}
+
+func TestDeleteUserAsKeepsAnAdmin(t *testing.T) {
+	ctx := context.Background()
+	d := newAdminDrive(t)
+	root, err := d.AddUser(ctx, "root", "pw", true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := d.AddUser(ctx, "plain", "pw", false, 0)
+
+	if last, err := d.IsLastAdmin(ctx, root); err != nil || !last {
+		t.Fatalf("IsLastAdmin(root) = %v, %v; want true", last, err)
+	}
+	if last, _ := d.IsLastAdmin(ctx, plain); last {
+		t.Fatal("a non-admin is never the last admin")
+	}
+	if err := d.DeleteUserAs(ctx, root, "root"); !errs.Is(err, errs.Conflict) {
+		t.Fatalf("deleting yourself: %v, want Conflict", err)
+	}
+	// Another caller (e.g. a future offline tool acting as a non-admin)
+	// still cannot remove the last admin.
+	if err := d.DeleteUserAs(ctx, plain, "root"); !errs.Is(err, errs.Conflict) {
+		t.Fatalf("deleting the last admin: %v, want Conflict", err)
+	}
+	if err := d.DeleteUserAs(ctx, root, "nobody"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("deleting nobody: %v, want NotFound", err)
+	}
+	if err := d.DeleteUserAs(ctx, root, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.User(ctx, "plain"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("plain after delete: %v", err)
+	}
+}
+
+// Two admins deleting each other at once: exactly one succeeds, so an admin
+// always remains.
+func TestDeleteUserAsRace(t *testing.T) {
+	ctx := context.Background()
+	for i := range 5 {
+		d := newAdminDrive(t)
+		a, _ := d.AddUser(ctx, "a", "pw", true, 0)
+		b, _ := d.AddUser(ctx, "b", "pw", true, 0)
+		var wg sync.WaitGroup
+		var errA, errB error
+		wg.Add(2)
+		go func() { defer wg.Done(); errA = d.DeleteUserAs(ctx, a, "b") }()
+		go func() { defer wg.Done(); errB = d.DeleteUserAs(ctx, b, "a") }()
+		wg.Wait()
+		if (errA == nil) == (errB == nil) {
+			t.Fatalf("round %d: a→b %v, b→a %v; want exactly one to succeed", i, errA, errB)
+		}
+		us, err := d.Users(ctx)
+		if err != nil || len(us) != 1 || !us[0].IsAdmin {
+			t.Fatalf("round %d: users left %+v, %v", i, us, err)
+		}
+	}
+}

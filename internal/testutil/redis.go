@@ -1,0 +1,143 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is a real redis-server for a test: loopback only, no persistence, so
+// a Restart comes back empty (a lost Redis).
+type Redis struct {
+	t      testing.TB
+	Addr   string // 127.0.0.1:PORT
+	URL    string // redis://127.0.0.1:PORT/0
+	dir    string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *bytes.Buffer
+}
+
+// StartRedis starts redis-server on a free loopback port; it is killed at
+// test cleanup. Missing redis-server skips the test locally, fails it in CI.
+func StartRedis(t testing.TB) *Redis {
+	t.Helper()
+	RequireTool(t, "redis-server")
+	r := &Redis{t: t, dir: t.TempDir()}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			continue
+		}
+		r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = r.start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	r.URL = "redis://" + r.Addr + "/0"
+	t.Cleanup(r.Kill)
+	return r
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (r *Redis) start() error {
+	_, port, _ := net.SplitHostPort(r.Addr)
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", r.dir, "--protected-mode", "no")
+	log := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	r.mu.Lock()
+	r.cmd, r.exited, r.log = cmd, exited, log
+	r.mu.Unlock()
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server exited: %s", log.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.Kill()
+			return fmt.Errorf("redis-server not answering PING after 10s: %v", err)
+		}
+	}
+}
+
+// Client returns a new client with short timeouts, closed at test cleanup.
+func (r *Redis) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: 300 * time.Millisecond,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1})
+	r.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Kill kills redis-server with SIGKILL and waits for it.
+func (r *Redis) Kill() {
+	r.mu.Lock()
+	cmd, exited := r.cmd, r.exited
+	r.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+// Restart kills the server and starts an empty one on the same port.
+func (r *Redis) Restart() {
+	r.t.Helper()
+	r.Kill()
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = r.start(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the port may linger a moment
+	}
+	r.t.Fatalf("restart redis-server: %v", err)
+}
+
+// FlushAll empties the server (every database).
+func (r *Redis) FlushAll() {
+	r.t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer c.Close()
+	if err := c.FlushAll(context.Background()).Err(); err != nil {
+		r.t.Fatalf("FLUSHALL: %v", err)
+	}
+}

@@ -1,0 +1,63 @@
+// Package mount is netdisk's FUSE filesystem (go-fuse v2 fs API) over the HTTP
+// API. It holds no business rules: reads fetch the chunks they touch into a
+// content-addressed local cache, writes are staged in a local file and
+// uploaded on close/fsync, and everything else is one call to a Backend.
+// It is not a cache-coherent distributed filesystem: changes made elsewhere
+// show within the configured TTL.
+package mount
+
+import (
+	"context"
+	"time"
+)
+
+// Entry is a file or directory as the backend reports it.
+type Entry struct {
+	Name     string // last path element
+	IsDir    bool
+	Size     int64
+	ModTime  time.Time
+	Mode     uint32 // permission bits as stored; 0 means default
+	FileHash string // files only
+}
+
+// ChunkRef is one chunk of a file version.
+type ChunkRef struct {
+	Offset int64
+	Size   int64
+	MD5    string
+}
+
+// ChunkList is a file version's identity and chunks, in order.
+type ChunkList struct {
+	FileHash string
+	Size     int64
+	ModTime  time.Time
+	Chunks   []ChunkRef
+}
+
+// Quota is the user's space; Total 0 means unlimited.
+type Quota struct {
+	Total, Used int64
+}
+
+// Backend is everything the mount needs from the server. Paths are absolute
+// and cleaned ("/a/b"). Errors are translated to errnos by Errno: *NotFound*
+// etc. come as *client.Error statuses, transport failures as anything else.
+type Backend interface {
+	Stat(ctx context.Context, path string) (Entry, error)
+	List(ctx context.Context, dir string) ([]Entry, error)
+	ChunkList(ctx context.Context, path string) (ChunkList, error)
+	// ReadRange reads [off, off+len(dest)) of the version whose file hash is
+	// fileHash; a different current version is ErrStale.
+	ReadRange(ctx context.Context, path, fileHash string, off int64, dest []byte) error
+	// Upload stores the local file at path and returns once the server has
+	// committed it.
+	Upload(ctx context.Context, local, path string) (Entry, error)
+	Mkdir(ctx context.Context, path string) error
+	// Remove deletes a file or an empty directory (ENOTEMPTY otherwise).
+	Remove(ctx context.Context, path string) error
+	Rename(ctx context.Context, src, dst string, overwrite bool) error
+	SetModTime(ctx context.Context, path string, t time.Time) error
+	Quota(ctx context.Context) (Quota, error)
+}

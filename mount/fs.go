@@ -1,0 +1,452 @@
+package mount
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sync/singleflight"
+)
+
+// Options configure the filesystem.
+type Options struct {
+	Backend  Backend
+	Cache    *ChunkCache
+	StageDir string        // where written files are staged until uploaded
+	TTL      time.Duration // entry/attribute lifetime; 0 means 1 s
+	// OpTimeout bounds each metadata call and chunk fetch, so an unreachable
+	// server yields EIO instead of a hang; 0 means 30 s. Uploads get
+	// UploadTimeout (0 means 1 h).
+	OpTimeout, UploadTimeout time.Duration
+	Prefetch                 int // chunks fetched ahead of sequential reads; 0 means 4, <0 none
+	Logger                   *slog.Logger
+	Now                      func() time.Time
+	UID, GID                 uint32 // owner shown for every node
+}
+
+// FS is the filesystem; Root returns its root node.
+type FS struct {
+	o        Options
+	flights  singleflight.Group
+	prefetch chan struct{} // bounds background fetches
+}
+
+// New checks options and returns the filesystem.
+func New(o Options) (*FS, error) {
+	if o.TTL <= 0 {
+		o.TTL = time.Second
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = 30 * time.Second
+	}
+	if o.UploadTimeout <= 0 {
+		o.UploadTimeout = time.Hour
+	}
+	if o.Prefetch == 0 {
+		o.Prefetch = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if err := os.MkdirAll(o.StageDir, 0o700); err != nil {
+		return nil, err
+	}
+	return &FS{o: o, prefetch: make(chan struct{}, max(o.Prefetch, 1))}, nil
+}
+
+// Root is the root directory node.
+func (f *FS) Root() fs.InodeEmbedder { return &dirNode{fsys: f} }
+
+// MountOptions are the go-fuse options this filesystem expects.
+func (f *FS) MountOptions(fsName string) *fs.Options {
+	ttl := f.o.TTL
+	return &fs.Options{
+		EntryTimeout:    &ttl,
+		AttrTimeout:     &ttl,
+		NegativeTimeout: &ttl,
+		UID:             f.o.UID,
+		GID:             f.o.GID,
+		MountOptions: fuse.MountOptions{
+			FsName:                   fsName,
+			Name:                     "netdisk",
+			MaxReadAhead:             1 << 20,
+			MaxWrite:                 1 << 20,
+			DisableXAttrs:            true,
+			ExplicitDataCacheControl: false,
+		},
+	}
+}
+
+func (f *FS) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.o.OpTimeout)
+}
+
+// nodePath is the node's absolute path in the drive.
+func nodePath(n *fs.Inode) string { return "/" + n.Path(n.Root()) }
+
+func joinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+func (f *FS) fillAttr(e Entry, out *fuse.Attr) {
+	mode := e.Mode & 0o7777
+	if e.IsDir {
+		if mode == 0 {
+			mode = 0o755
+		}
+		out.Mode = syscall.S_IFDIR | mode
+		out.Nlink = 2
+		out.Size = 4096
+	} else {
+		if mode == 0 {
+			mode = 0o644
+		}
+		out.Mode = syscall.S_IFREG | mode
+		out.Nlink = 1
+		out.Size = uint64(e.Size)
+	}
+	out.Blksize = 1 << 16
+	out.Blocks = (out.Size + 511) / 512
+	out.SetTimes(&e.ModTime, &e.ModTime, &e.ModTime)
+	out.Uid, out.Gid = f.o.UID, f.o.GID
+}
+
+// ---- directories
+
+type dirNode struct {
+	fs.Inode
+	fsys *FS
+
+	mu       sync.Mutex
+	entry    Entry
+	attrAt   time.Time
+	listing  map[string]Entry // children as last listed
+	listedAt time.Time
+}
+
+var (
+	_ fs.NodeLookuper  = (*dirNode)(nil)
+	_ fs.NodeGetattrer = (*dirNode)(nil)
+	_ fs.NodeSetattrer = (*dirNode)(nil)
+	_ fs.NodeReaddirer = (*dirNode)(nil)
+	_ fs.NodeMkdirer   = (*dirNode)(nil)
+	_ fs.NodeCreater   = (*dirNode)(nil)
+	_ fs.NodeUnlinker  = (*dirNode)(nil)
+	_ fs.NodeRmdirer   = (*dirNode)(nil)
+	_ fs.NodeRenamer   = (*dirNode)(nil)
+	_ fs.NodeStatfser  = (*dirNode)(nil)
+)
+
+func (d *dirNode) path() string { return nodePath(&d.Inode) }
+
+// cached returns the child's entry from a fresh listing: found, and whether
+// the listing was fresh enough to answer at all.
+func (d *dirNode) cached(name string) (Entry, bool, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.listing == nil || d.fsys.o.Now().Sub(d.listedAt) >= d.fsys.o.TTL {
+		return Entry{}, false, false
+	}
+	e, ok := d.listing[name]
+	return e, ok, true
+}
+
+// noteChild keeps a fresh listing in step with our own changes.
+func (d *dirNode) noteChild(name string, e *Entry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.listing == nil {
+		return
+	}
+	if e == nil {
+		delete(d.listing, name)
+	} else {
+		d.listing[name] = *e
+	}
+}
+
+func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	e, found, fresh := d.cached(name)
+	if fresh && !found {
+		return nil, syscall.ENOENT
+	}
+	if !fresh {
+		ctx, cancel := d.fsys.opCtx(ctx)
+		defer cancel()
+		var err error
+		if e, err = d.fsys.o.Backend.Stat(ctx, joinPath(d.path(), name)); err != nil {
+			return nil, Errno(err)
+		}
+		e.Name = name
+	}
+	return d.childInode(ctx, name, e, &out.Attr), 0
+}
+
+// childInode returns the existing inode for name when it has the same type
+// (so a file's staged data survives a re-lookup), else a new one.
+func (d *dirNode) childInode(ctx context.Context, name string, e Entry, out *fuse.Attr) *fs.Inode {
+	now := d.fsys.o.Now()
+	if ch := d.GetChild(name); ch != nil {
+		switch n := ch.Operations().(type) {
+		case *fileNode:
+			if !e.IsDir {
+				n.refresh(e, now)
+				n.getattr(out)
+				return ch
+			}
+		case *dirNode:
+			if e.IsDir {
+				n.mu.Lock()
+				n.entry, n.attrAt = e, now
+				n.mu.Unlock()
+				d.fsys.fillAttr(e, out)
+				return ch
+			}
+		}
+	}
+	if e.IsDir {
+		d.fsys.fillAttr(e, out)
+		return d.NewInode(ctx, &dirNode{fsys: d.fsys, entry: e, attrAt: now}, fs.StableAttr{Mode: syscall.S_IFDIR})
+	}
+	n := &fileNode{fsys: d.fsys, entry: e, attrAt: now}
+	n.getattr(out)
+	return d.NewInode(ctx, n, fs.StableAttr{Mode: syscall.S_IFREG})
+}
+
+func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.mu.Lock()
+	e, fresh := d.entry, !d.attrAt.IsZero() && d.fsys.o.Now().Sub(d.attrAt) < d.fsys.o.TTL
+	d.mu.Unlock()
+	if !fresh {
+		ctx, cancel := d.fsys.opCtx(ctx)
+		defer cancel()
+		ne, err := d.fsys.o.Backend.Stat(ctx, d.path())
+		if err != nil {
+			return Errno(err)
+		}
+		d.mu.Lock()
+		d.entry, d.attrAt, e = ne, d.fsys.o.Now(), ne
+		d.mu.Unlock()
+	}
+	e.IsDir = true
+	d.fsys.fillAttr(e, &out.Attr)
+	return 0
+}
+
+// Setattr on a directory stores the mtime (tar, rsync -a); mode and owner
+// are not stored and are accepted as no-ops.
+func (d *dirNode) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if t, ok := in.GetMTime(); ok {
+		ctx, cancel := d.fsys.opCtx(ctx)
+		defer cancel()
+		if err := d.fsys.o.Backend.SetModTime(ctx, d.path(), t); err != nil {
+			return Errno(err)
+		}
+		d.mu.Lock()
+		d.attrAt = time.Time{}
+		d.mu.Unlock()
+	}
+	return d.Getattr(ctx, nil, out)
+}
+
+func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ctx, cancel := d.fsys.opCtx(ctx)
+	defer cancel()
+	es, err := d.fsys.o.Backend.List(ctx, d.path())
+	if err != nil {
+		return nil, Errno(err)
+	}
+	listing := make(map[string]Entry, len(es))
+	out := make([]fuse.DirEntry, 0, len(es))
+	for _, e := range es {
+		listing[e.Name] = e
+		mode := uint32(syscall.S_IFREG)
+		if e.IsDir {
+			mode = syscall.S_IFDIR
+		}
+		out = append(out, fuse.DirEntry{Name: e.Name, Mode: mode})
+	}
+	d.mu.Lock()
+	d.listing, d.listedAt = listing, d.fsys.o.Now()
+	d.mu.Unlock()
+	return fs.NewListDirStream(out), 0
+}
+
+func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, cancel := d.fsys.opCtx(ctx)
+	defer cancel()
+	p := joinPath(d.path(), name)
+	if err := d.fsys.o.Backend.Mkdir(ctx, p); err != nil {
+		return nil, Errno(err)
+	}
+	e, err := d.fsys.o.Backend.Stat(ctx, p)
+	if err != nil {
+		return nil, Errno(err)
+	}
+	e.Name = name
+	d.noteChild(name, &e)
+	d.touch()
+	return d.childInode(ctx, name, e, &out.Attr), 0
+}
+
+// touch forgets our own attributes: the directory's mtime changed.
+func (d *dirNode) touch() {
+	d.mu.Lock()
+	d.attrAt = time.Time{}
+	d.mu.Unlock()
+}
+
+// Create stages an empty file and stores it at once, so the name exists on
+// the server (for rename, other clients, listings) while it is written.
+func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	n := &fileNode{fsys: d.fsys}
+	if err := n.stageEmpty(); err != nil {
+		return nil, nil, 0, Errno(err)
+	}
+	n.entry = Entry{Name: name, ModTime: d.fsys.o.Now()}
+	ch := d.NewInode(ctx, n, fs.StableAttr{Mode: syscall.S_IFREG})
+	n.mu.Lock()
+	errno := n.uploadLocked(ctx, joinPath(d.path(), name))
+	n.mu.Unlock()
+	if errno != 0 {
+		n.dropStage()
+		return nil, nil, 0, errno
+	}
+	d.noteChild(name, &n.entry)
+	d.touch()
+	h := n.newHandle(true)
+	n.getattr(&out.Attr)
+	return ch, h, 0, 0
+}
+
+func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	return d.remove(ctx, name)
+}
+
+func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return d.remove(ctx, name)
+}
+
+func (d *dirNode) remove(ctx context.Context, name string) syscall.Errno {
+	ctx, cancel := d.fsys.opCtx(ctx)
+	defer cancel()
+	if err := d.fsys.o.Backend.Remove(ctx, joinPath(d.path(), name)); err != nil {
+		return Errno(err)
+	}
+	if ch := d.GetChild(name); ch != nil {
+		if n, ok := ch.Operations().(*fileNode); ok {
+			n.markDeleted()
+		}
+	}
+	d.noteChild(name, nil)
+	d.touch()
+	return 0
+}
+
+const (
+	renameNoReplace = 1 // RENAME_NOREPLACE
+	renameExchange  = 2 // RENAME_EXCHANGE
+)
+
+func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if flags&renameExchange != 0 {
+		return syscall.ENOTSUP
+	}
+	nd, ok := newParent.(*dirNode)
+	if !ok {
+		return syscall.EXDEV
+	}
+	src, dst := joinPath(d.path(), name), joinPath(nd.path(), newName)
+	// Data written but not yet stored goes first, so the new name never
+	// shows an older version.
+	if ch := d.GetChild(name); ch != nil {
+		if n, ok := ch.Operations().(*fileNode); ok {
+			n.mu.Lock()
+			errno := n.flushLocked(ctx)
+			n.mu.Unlock()
+			if errno != 0 {
+				return errno
+			}
+		}
+	}
+	ctx, cancel := d.fsys.opCtx(ctx)
+	defer cancel()
+	be := d.fsys.o.Backend
+	se, err := be.Stat(ctx, src)
+	if err != nil {
+		return Errno(err)
+	}
+	overwrite := flags&renameNoReplace == 0
+	if de, err := be.Stat(ctx, dst); err == nil {
+		if !overwrite {
+			return syscall.EEXIST
+		}
+		switch {
+		case de.IsDir && !se.IsDir:
+			return syscall.EISDIR
+		case !de.IsDir && se.IsDir:
+			return syscall.ENOTDIR
+		case de.IsDir:
+			// POSIX replaces only an empty directory; the server would
+			// replace a whole tree.
+			kids, err := be.List(ctx, dst)
+			if err != nil {
+				return Errno(err)
+			}
+			if len(kids) > 0 {
+				return syscall.ENOTEMPTY
+			}
+		}
+	} else if Errno(err) != syscall.ENOENT {
+		return Errno(err)
+	}
+	if err := be.Rename(ctx, src, dst, overwrite); err != nil {
+		return Errno(err)
+	}
+	if ch := nd.GetChild(newName); ch != nil {
+		if n, ok := ch.Operations().(*fileNode); ok {
+			n.markDeleted()
+		}
+	}
+	se.Name = newName
+	d.noteChild(name, nil)
+	nd.noteChild(newName, &se)
+	d.touch()
+	nd.touch()
+	return 0
+}
+
+func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	ctx, cancel := d.fsys.opCtx(ctx)
+	defer cancel()
+	q, err := d.fsys.o.Backend.Quota(ctx)
+	if err != nil {
+		return Errno(err)
+	}
+	const bs = 4096
+	total, free := q.Total, q.Total-q.Used
+	if total <= 0 {
+		// Unlimited: report a large, honest-looking figure rather than 0,
+		// which tools read as "full".
+		total, free = 1<<50, 1<<50-q.Used
+	}
+	free = max(free, 0)
+	out.Bsize, out.Frsize = bs, bs
+	out.Blocks = uint64(total / bs)
+	out.Bfree = uint64(free / bs)
+	out.Bavail = out.Bfree
+	out.Files, out.Ffree = 1<<32, 1<<32
+	out.NameLen = 255
+	return 0
+}

@@ -1,0 +1,221 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"netdisk/client"
+)
+
+// ErrStale is returned by ReadRange when the file changed since its chunk
+// list was fetched.
+var ErrStale = errors.New("file changed on the server")
+
+// HTTPBackend is the Backend over a daemon: /api/v1/fs/… for metadata,
+// WebDAV GET with Range and If-Match for chunk bytes, and the client's upload
+// for writes.
+type HTTPBackend struct {
+	C *client.Client
+	// Uploader stores a local file at a remote path; nil uses a WebDAV PUT.
+	Uploader func(ctx context.Context, local, path string) error
+}
+
+var _ Backend = (*HTTPBackend)(nil)
+
+// NewHTTPBackend wraps c. Connections time out instead of hanging when the
+// server is unreachable; each FUSE operation adds its own deadline.
+func NewHTTPBackend(c *client.Client) *HTTPBackend {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.ResponseHeaderTimeout = 2 * time.Minute // a merge of a large file may take a while
+	tr.MaxIdleConnsPerHost = 16
+	cc := *c
+	cc.HTTP = &http.Client{Transport: tr}
+	b := &HTTPBackend{C: &cc}
+	b.Uploader = PipelineUploader(b.C)
+	return b
+}
+
+type apiNode struct {
+	Path     string `json:"path"`
+	Name     string `json:"name"`
+	IsDir    bool   `json:"isDir"`
+	Size     int64  `json:"size"`
+	Mode     uint32 `json:"mode"`
+	MTime    string `json:"mtime"`
+	FileHash string `json:"fileHash"`
+}
+
+func (n apiNode) entry() Entry {
+	t, _ := time.Parse(time.RFC3339Nano, n.MTime)
+	return Entry{Name: n.Name, IsDir: n.IsDir, Size: n.Size, ModTime: t, Mode: n.Mode, FileHash: n.FileHash}
+}
+
+func pq(p string) url.Values { return url.Values{"path": {p}} }
+
+func (b *HTTPBackend) Stat(ctx context.Context, p string) (Entry, error) {
+	var n apiNode
+	err := b.C.JSON(ctx, http.MethodGet, "/api/v1/fs/stat", pq(p), nil, &n)
+	return n.entry(), err
+}
+
+func (b *HTTPBackend) List(ctx context.Context, dir string) ([]Entry, error) {
+	var out struct {
+		Entries []apiNode `json:"entries"`
+	}
+	if err := b.C.JSON(ctx, http.MethodGet, "/api/v1/fs/list", pq(dir), nil, &out); err != nil {
+		return nil, err
+	}
+	es := make([]Entry, len(out.Entries))
+	for i, n := range out.Entries {
+		es[i] = n.entry()
+	}
+	return es, nil
+}
+
+func (b *HTTPBackend) ChunkList(ctx context.Context, p string) (ChunkList, error) {
+	var out struct {
+		Size     int64     `json:"size"`
+		FileHash string    `json:"fileHash"`
+		ModTime  time.Time `json:"modTime"`
+		Chunks   []struct {
+			Offset int64  `json:"offset"`
+			MD5    string `json:"md5"`
+			Size   int64  `json:"size"`
+		} `json:"chunks"`
+	}
+	if err := b.C.JSON(ctx, http.MethodGet, "/api/v1/fs/chunks", pq(p), nil, &out); err != nil {
+		return ChunkList{}, err
+	}
+	cl := ChunkList{FileHash: out.FileHash, Size: out.Size, ModTime: out.ModTime}
+	for _, c := range out.Chunks {
+		cl.Chunks = append(cl.Chunks, ChunkRef{Offset: c.Offset, Size: c.Size, MD5: c.MD5})
+	}
+	return cl, nil
+}
+
+// davPath escapes each segment of p under /dav.
+func davPath(p string) string {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return "/dav/" + strings.Join(segs, "/")
+}
+
+func (b *HTTPBackend) ReadRange(ctx context.Context, p, fileHash string, off int64, dest []byte) error {
+	if len(dest) == 0 {
+		return nil
+	}
+	req, err := b.C.NewRequest(ctx, http.MethodGet, davPath(p), nil, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+int64(len(dest))-1))
+	req.Header.Set("If-Match", `"`+fileHash+`"`)
+	resp, err := b.C.Do(req)
+	if err != nil {
+		if client.StatusOf(err) == http.StatusPreconditionFailed {
+			return ErrStale
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent && !(resp.StatusCode == http.StatusOK && off == 0) {
+		return fmt.Errorf("range read of %s: unexpected status %d", p, resp.StatusCode)
+	}
+	if _, err := io.ReadFull(resp.Body, dest); err != nil {
+		return fmt.Errorf("range read of %s: %w", p, err)
+	}
+	return nil
+}
+
+func (b *HTTPBackend) Upload(ctx context.Context, local, p string) (Entry, error) {
+	if err := b.Uploader(ctx, local, p); err != nil {
+		return Entry{}, err
+	}
+	return b.Stat(ctx, p)
+}
+
+// defaultUploader PUTs the file over WebDAV (cut and deduplicated by the
+// server, but every byte is sent).
+func defaultUploader(c *client.Client) func(ctx context.Context, local, p string) error {
+	return func(ctx context.Context, local, p string) error {
+		f, err := os.Open(local)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		req, err := c.NewRequest(ctx, http.MethodPut, davPath(p), nil, f)
+		if err != nil {
+			return err
+		}
+		req.ContentLength = st.Size()
+		if st.Size() == 0 {
+			req.Body = http.NoBody
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+}
+
+func (b *HTTPBackend) Mkdir(ctx context.Context, p string) error {
+	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/mkdir", nil, map[string]any{"path": p}, nil)
+}
+
+func (b *HTTPBackend) Remove(ctx context.Context, p string) error {
+	return b.C.JSON(ctx, http.MethodDelete, "/api/v1/fs", url.Values{"path": {p}}, nil, nil)
+}
+
+func (b *HTTPBackend) Rename(ctx context.Context, src, dst string, overwrite bool) error {
+	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/move", nil, map[string]any{"from": src, "to": dst, "overwrite": overwrite}, nil)
+}
+
+func (b *HTTPBackend) SetModTime(ctx context.Context, p string, t time.Time) error {
+	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/setmtime", nil, map[string]any{"path": p, "mtime": t.UTC().Format(time.RFC3339Nano)}, nil)
+}
+
+// Quota asks /api/v1/quota; a server without it reports unlimited space.
+func (b *HTTPBackend) Quota(ctx context.Context) (Quota, error) {
+	var out map[string]any
+	if err := b.C.JSON(ctx, http.MethodGet, "/api/v1/quota", nil, nil, &out); err != nil {
+		if s := client.StatusOf(err); s == http.StatusNotFound || s == http.StatusMethodNotAllowed {
+			return Quota{}, nil
+		}
+		return Quota{}, err
+	}
+	num := func(k string) int64 {
+		switch v := out[k].(type) {
+		case float64:
+			return int64(v)
+		case string:
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+		return 0
+	}
+	q := Quota{Total: num("total")}
+	if _, ok := out["used"]; ok {
+		q.Used = num("used")
+	} else {
+		q.Used = num("finished") + num("unfinished")
+	}
+	return q, nil
+}

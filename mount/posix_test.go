@@ -1,0 +1,51 @@
+package mount_test
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/posixtest"
+)
+
+// unsupported lists the go-fuse POSIX cases the mount does not pass, with
+// the reason; the README repeats this list.
+var unsupported = map[string]string{
+	"Link":                "hard links are not stored by the drive",
+	"LinkUnlinkRename":    "hard links are not stored by the drive",
+	"NlinkZero":           "uses hard links",
+	"SymlinkReadlink":     "symlinks are not stored (so none can point outside the drive)",
+	"SetattrSymlink":      "symlinks are not stored",
+	"OpenSymlinkRace":     "symlinks are not stored",
+	"XAttr":               "extended attributes are not stored",
+	"XAttrLarge":          "extended attributes are not stored",
+	"FcntlFlockSetLk":     "POSIX locks are local to one kernel and are not offered",
+	"FcntlFlockLocksFile": "POSIX locks are local to one kernel and are not offered",
+	"Fallocate":           "preallocation has no meaning for chunked content",
+	"FallocateKeepSize":   "preallocation has no meaning for chunked content",
+	"LseekHoleSeeksToEOF": "SEEK_HOLE/SEEK_DATA are not offered",
+	"LseekEnxioCheck":     "SEEK_HOLE/SEEK_DATA are not offered",
+	"FileBasic":           "chmod/creation modes are not stored: files are 0644, directories 0755",
+	"Tmpfile":             "O_TMPFILE (an unnamed file) cannot be staged to a path",
+}
+
+func TestPosix(t *testing.T) {
+	e := setup(t)
+	names := make([]string, 0, len(posixtest.All))
+	for n := range posixtest.All {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fn := posixtest.All[name]
+		t.Run(name, func(t *testing.T) {
+			if why, ok := unsupported[name]; ok {
+				t.Skip("unsupported: " + why)
+			}
+			dir, err := mkTestDir(e.mnt, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn(t, dir)
+		})
+	}
+}

@@ -1,0 +1,358 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"netdisk/errs"
+)
+
+// Memory is the embedded ledger: the Redis ledger's semantics in process, for
+// a single daemon without --redis. Its state dies with the process, so a new
+// Memory answers ErrStateLost until Reconcile has run (at startup).
+type Memory struct {
+	cfg Config
+
+	mu         sync.Mutex
+	reconciled bool
+	users      map[int64]*Usage
+	sessions   map[string]*memSession
+}
+
+// memSession mirrors the Redis session hash.
+type memSession struct {
+	user       int64
+	declared   int64
+	received   int64
+	flushed    int64 // received count SQLite has (acknowledged)
+	have       map[int]bool
+	due        time.Time // last chunk + Delay
+	queued     bool      // in the due set
+	score      time.Time // position in the due set (due, or lease end while claimed)
+	inflight   bool
+	inflTarget int64
+	seq        int64
+	lease      time.Time
+}
+
+var _ Ledger = (*Memory)(nil)
+
+// NewMemory returns an embedded ledger; call Reconcile before use.
+func NewMemory(cfg Config) *Memory {
+	return &Memory{cfg: cfg.withDefaults(), users: map[int64]*Usage{}, sessions: map[string]*memSession{}}
+}
+
+// user returns the user's figures, loading them from the sink on first use
+// (a user created after Reconcile). Called with mu held; it drops mu around
+// the sink call.
+func (m *Memory) user(ctx context.Context, op string, id int64) (*Usage, error) {
+	if !m.reconciled {
+		return nil, lost(op)
+	}
+	if u := m.users[id]; u != nil {
+		return u, nil
+	}
+	m.mu.Unlock()
+	t, err := m.cfg.Sink.User(ctx, id)
+	m.mu.Lock()
+	if err != nil {
+		return nil, err
+	}
+	if !m.reconciled {
+		return nil, lost(op)
+	}
+	if u := m.users[id]; u != nil {
+		return u, nil
+	}
+	u := &Usage{Total: t.Total, Finished: t.Finished}
+	m.users[id] = u
+	return u, nil
+}
+
+func (m *Memory) Reserve(ctx context.Context, user int64, upload string, declared int64) (Usage, error) {
+	const op = "quota.Reserve"
+	if declared < 0 || upload == "" {
+		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, err := m.user(ctx, op, user)
+	if err != nil {
+		return Usage{}, err
+	}
+	if s := m.sessions[upload]; s != nil {
+		if s.user != user || s.declared != declared {
+			return *u, errs.Errorf(op, errs.Conflict, "upload %s already reserved with another size", upload)
+		}
+		return *u, nil
+	}
+	if u.Total > 0 && u.Finished+u.Uploading+declared > u.Total {
+		return *u, overQuota(op, *u, declared)
+	}
+	u.Uploading += declared
+	m.sessions[upload] = &memSession{user: user, declared: declared, have: map[int]bool{}}
+	return *u, nil
+}
+
+func (m *Memory) Chunk(ctx context.Context, user int64, upload string, index int, n int64) error {
+	const op = "quota.Chunk"
+	if index < 0 || n < 0 {
+		return errs.Errorf(op, errs.Invalid, "bad chunk %d of %d bytes", index, n)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return lost(op)
+	}
+	s := m.sessions[upload]
+	if s == nil {
+		return errs.Errorf(op, errs.NotFound, "upload %s has no reservation", upload)
+	}
+	if s.user != user {
+		return errs.Errorf(op, errs.Permission, "upload %s belongs to another user", upload)
+	}
+	if s.have[index] {
+		return nil
+	}
+	if s.received+n > s.declared {
+		return errs.Errorf(op, errs.TooLarge, "chunk exceeds the declared size (%d of %d bytes received)", s.received, s.declared)
+	}
+	u := m.users[user]
+	if u == nil {
+		return lost(op) // cannot happen: a session's user is loaded
+	}
+	s.have[index] = true
+	s.received += n
+	u.Unfinished += n
+	s.due = m.cfg.Clock.Now().Add(m.cfg.Delay)
+	s.queued, s.score = true, s.due
+	return nil
+}
+
+// end removes a session; size >= 0 is a merge of size bytes.
+func (m *Memory) end(ctx context.Context, op string, user int64, upload string, size int64) (Released, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return Released{}, lost(op)
+	}
+	s := m.sessions[upload]
+	if s == nil {
+		return Released{}, nil
+	}
+	if s.user != user {
+		return Released{}, errs.Errorf(op, errs.Permission, "upload %s belongs to another user", upload)
+	}
+	if size > s.declared {
+		return Released{}, errs.Errorf(op, errs.TooLarge, "merged size %d exceeds the declared %d", size, s.declared)
+	}
+	r := Released{Found: true, Declared: s.declared, Received: s.received, Flushed: s.flushed}
+	if s.inflight {
+		r.InFlight = s.inflTarget - s.flushed
+		r.Pending = s.received - s.inflTarget
+	} else {
+		r.Pending = s.received - s.flushed
+	}
+	if u := m.users[user]; u != nil {
+		u.Uploading -= s.declared
+		u.Unfinished -= s.received
+		if size >= 0 {
+			u.Finished += size
+		}
+	}
+	delete(m.sessions, upload)
+	return r, nil
+}
+
+func (m *Memory) Commit(ctx context.Context, user int64, upload string, size int64) (Released, error) {
+	if size < 0 {
+		return Released{}, errs.Errorf("quota.Commit", errs.Invalid, "negative size")
+	}
+	return m.end(ctx, "quota.Commit", user, upload, size)
+}
+
+func (m *Memory) Release(ctx context.Context, user int64, upload string) (Released, error) {
+	return m.end(ctx, "quota.Release", user, upload, -1)
+}
+
+func (m *Memory) AddFinished(ctx context.Context, user int64, delta int64) error {
+	const op = "quota.AddFinished"
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, err := m.user(ctx, op, user)
+	if err != nil {
+		return err
+	}
+	if delta > 0 && u.Total > 0 && u.Committed()+delta > u.Total {
+		return overQuota(op, *u, delta)
+	}
+	u.Finished += delta
+	return nil
+}
+
+func (m *Memory) SetTotal(ctx context.Context, user int64, total int64) error {
+	const op = "quota.SetTotal"
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, err := m.user(ctx, op, user)
+	if err != nil {
+		return err
+	}
+	u.Total = total
+	return nil
+}
+
+func (m *Memory) Forget(ctx context.Context, user int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return lost("quota.Forget")
+	}
+	delete(m.users, user)
+	for id, s := range m.sessions {
+		if s.user == user {
+			delete(m.sessions, id)
+		}
+	}
+	return nil
+}
+
+func (m *Memory) Usage(ctx context.Context, user int64) (Usage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, err := m.user(ctx, "quota.Usage", user)
+	if err != nil {
+		return Usage{}, err
+	}
+	return *u, nil
+}
+
+func (m *Memory) ScanDue(ctx context.Context, now time.Time) (int, error) {
+	return scanDue(ctx, m, m.cfg.Sink, now, m.cfg.Batch)
+}
+
+// claim is the in-process twin of the Redis claim script.
+func (m *Memory) claim(ctx context.Context, now time.Time, limit int) ([]claimed, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return nil, lost("quota.ScanDue")
+	}
+	var out []claimed
+	for id, s := range m.sessions {
+		if len(out) >= limit {
+			break
+		}
+		if !s.queued || s.score.After(now) {
+			continue
+		}
+		switch {
+		case s.inflight && s.lease.After(now):
+			s.score = s.lease // another scan holds it
+			continue
+		case s.inflight:
+			// The holder's lease ran out: send the same flush again.
+		case s.received == s.flushed:
+			s.queued = false
+			continue
+		default:
+			s.seq++
+			s.inflight, s.inflTarget = true, s.received
+		}
+		s.lease = now.Add(m.cfg.Lease)
+		s.score = s.lease
+		out = append(out, claimed{Flush{User: s.user, Upload: id, Seq: s.seq, Target: s.inflTarget}})
+	}
+	return out, nil
+}
+
+func (m *Memory) ack(ctx context.Context, c claimed) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[c.Upload]
+	if s == nil || !s.inflight || s.seq != c.Seq {
+		return nil // released meanwhile, or acknowledged by a re-claimer
+	}
+	s.flushed, s.inflight = s.inflTarget, false
+	if s.received == s.flushed {
+		s.queued = false
+	} else {
+		s.score = s.due
+	}
+	return nil
+}
+
+// Reconcile rebuilds the whole ledger from SQLite.
+func (m *Memory) Reconcile(ctx context.Context, truth Truth) error {
+	m.mu.Lock()
+	m.reconciled = false // every call answers ErrStateLost until done
+	m.mu.Unlock()
+	users, sessions, recs, err := readTruth(ctx, m.cfg.Sink, truth)
+	if err != nil {
+		return err
+	}
+	now := m.cfg.Clock.Now()
+	us := make(map[int64]*Usage, len(users))
+	for _, t := range users {
+		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
+	}
+	ss := make(map[string]*memSession, len(sessions))
+	for _, x := range sessions {
+		u := us[x.User]
+		if u == nil {
+			continue // the user is gone
+		}
+		rec := recs[x.Upload]
+		s := &memSession{user: x.User, declared: x.Declared, received: x.Received, flushed: rec.Flushed,
+			have: make(map[int]bool, len(x.Have)), seq: reconcileSeq(rec), due: now}
+		for _, i := range x.Have {
+			s.have[i] = true
+		}
+		if s.received != s.flushed {
+			s.queued, s.score = true, now
+		}
+		u.Uploading += x.Declared
+		u.Unfinished += x.Received
+		ss[x.Upload] = s
+	}
+	m.mu.Lock()
+	m.users, m.sessions, m.reconciled = us, ss, true
+	m.mu.Unlock()
+	return nil
+}
+
+// readTruth reads users and open sessions and repairs the flush records.
+func readTruth(ctx context.Context, sink Sink, truth Truth) ([]UserTotals, []Session, map[string]FlushRecord, error) {
+	if truth == nil {
+		return nil, nil, nil, errors.New("quota: reconcile without a truth")
+	}
+	sessions, err := truth.OpenSessions(ctx)
+	if err != nil {
+		return nil, nil, nil, errs.E("quota.Reconcile", errs.Unavailable, "", fmt.Errorf("open sessions: %w", err))
+	}
+	open := make(map[string]bool, len(sessions))
+	for _, s := range sessions {
+		open[s.Upload] = true
+	}
+	recs, err := sink.Repair(ctx, open)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	users, err := sink.Users(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return users, sessions, recs, nil
+}
+
+func (m *Memory) Ready(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return lost("quota.Ready")
+	}
+	return nil
+}

@@ -1,0 +1,417 @@
+package upload
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"netdisk/chunker"
+	"netdisk/dedup"
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/internal/testutil"
+	"netdisk/meta"
+)
+
+const testChunk = 1024
+
+type env struct {
+	t     *testing.T
+	clock *testutil.Clock
+	m     *meta.SQLite
+	d     *drive.Drive
+	s     *Service
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: testChunk, Now: clock.Now, Logger: quiet})
+	s := New(Config{Drive: d, DB: m, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now, Logger: quiet})
+	return &env{t: t, clock: clock, m: m, d: d, s: s}
+}
+
+func (e *env) user(name string, quota int64) int64 {
+	e.t.Helper()
+	u, err := e.d.AddUser(context.Background(), name, "pw-"+name, false, quota)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return u.ID
+}
+
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
+
+func fileHash(b []byte, cs int) string {
+	var hs []string
+	for off := 0; off < len(b); off += cs {
+		hs = append(hs, md5hex(b[off:min(off+cs, len(b))]))
+	}
+	return chunker.FileHash(hs)
+}
+
+func chunkOf(b []byte, i int64) []byte {
+	return b[i*testChunk : min((i+1)*testChunk, int64(len(b)))]
+}
+
+// upload sends every chunk and merges.
+func (e *env) upload(uid int64, path string, b []byte) (Result, error) {
+	ctx := context.Background()
+	info, err := e.s.Init(ctx, uid, path, int64(len(b)), "")
+	if err != nil {
+		return Result{}, err
+	}
+	for i := int64(0); i < info.TotalChunks; i++ {
+		c := chunkOf(b, i)
+		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, md5hex(c), bytes.NewReader(c), int64(len(c))); err != nil {
+			return Result{}, err
+		}
+	}
+	return e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk))
+}
+
+func (e *env) read(uid int64, path string) []byte {
+	e.t.Helper()
+	r, err := e.d.Open(context.Background(), uid, path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+func (e *env) unfinished(uid int64) int64 {
+	q, err := e.d.QuotaOf(context.Background(), uid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return q.Unfinished
+}
+
+func TestJanitorExpiresIdleSessions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	uid := e.user("alice", 0)
+	b := randBytes(3*testChunk + 10)
+	info, err := e.s.Init(ctx, uid, "/a.bin", int64(len(b)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int64{0, 3} {
+		c := chunkOf(b, i)
+		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, md5hex(c), bytes.NewReader(c), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.unfinished(uid); got != testChunk+10 {
+		t.Fatalf("unfinished = %d, want %d", got, testChunk+10)
+	}
+	// Not idle long enough: the janitor leaves it and init resumes it.
+	e.clock.Advance(59 * time.Minute)
+	if n, err := e.s.Expire(ctx); err != nil || n != 0 {
+		t.Fatalf("Expire = %d, %v; want 0", n, err)
+	}
+	again, err := e.s.Init(ctx, uid, "/a.bin", int64(len(b)), "")
+	if err != nil || again.UploadID != info.UploadID || len(again.Uploaded) != 2 {
+		t.Fatalf("resume = %+v, %v", again, err)
+	}
+	e.clock.Advance(time.Hour + time.Second)
+	if _, err := e.s.Get(ctx, uid, info.UploadID); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("Get after TTL: %v, want NotFound", err)
+	}
+	if n, err := e.s.Expire(ctx); err != nil || n != 1 {
+		t.Fatalf("Expire = %d, %v; want 1", n, err)
+	}
+	if got := e.unfinished(uid); got != 0 {
+		t.Fatalf("unfinished after expiry = %d", got)
+	}
+	res, err := e.d.GC(ctx)
+	if err != nil || res.Chunks != 2 {
+		t.Fatalf("GC = %+v, %v; want 2 chunks collected", res, err)
+	}
+}
+
+func TestMergedSessionIsIdempotentThenRetired(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	uid := e.user("bob", 0)
+	b := randBytes(2*testChunk + 1)
+	info, _ := e.s.Init(ctx, uid, "/x/y/z.bin", int64(len(b)), "")
+	for i := int64(0); i < info.TotalChunks; i++ {
+		c := chunkOf(b, i)
+		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, md5hex(c), bytes.NewReader(c), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fh := fileHash(b, testChunk)
+	r1, err := e.s.Merge(ctx, uid, info.UploadID, fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := e.s.Merge(ctx, uid, info.UploadID, fh)
+	if err != nil || r1 != r2 {
+		t.Fatalf("retried merge = %+v, %v; want %+v", r2, err, r1)
+	}
+	if !bytes.Equal(e.read(uid, "/x/y/z.bin"), b) {
+		t.Fatal("content differs")
+	}
+	if u := e.unfinished(uid); u != 0 {
+		t.Fatalf("unfinished after merge = %d", u)
+	}
+	e.clock.Advance(2 * time.Hour)
+	if n, err := e.s.Expire(ctx); err != nil || n != 1 {
+		t.Fatalf("Expire = %d, %v", n, err)
+	}
+	// The file keeps its chunks once the session is gone.
+	if res, err := e.d.GC(ctx); err != nil || res.Chunks != 0 {
+		t.Fatalf("GC = %+v, %v", res, err)
+	}
+	if !bytes.Equal(e.read(uid, "/x/y/z.bin"), b) {
+		t.Fatal("content differs after GC")
+	}
+}
+
+// A stored chunk whose MD5 equals that of other bytes must never stand in for
+// them: the crafted entry claims MD5(x) but holds y.
+func TestMD5CollisionCraftedEntry(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	alice, mallory, carol := e.user("alice", 0), e.user("mallory", 0), e.user("carol", 0)
+	x, y := randBytes(testChunk), randBytes(testChunk)
+	ySum := chunker.HashChunk(y)
+	if err := e.d.Blobs().Put(ctx, dedup.Key(ySum.SHA256), y); err != nil {
+		t.Fatal(err)
+	}
+	// Mallory's file references the crafted record {sha256(y), md5(x)}.
+	crafted := meta.Chunk{SHA256: ySum.SHA256, MD5: md5hex(x), Size: testChunk}
+	if _, err := e.d.CommitChunks(ctx, mallory, "/evil", meta.NewFile{Size: testChunk, FileHash: chunker.FileHash([]string{md5hex(x)}), Chunks: []meta.Chunk{crafted}}); err != nil {
+		t.Fatal(err)
+	}
+
+	info, _ := e.s.Init(ctx, alice, "/x.bin", testChunk, "")
+	hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x))
+	if err != nil || !hr.Exists || hr.Challenge == nil {
+		t.Fatalf("patchHash = %+v, %v; want a challenge (only mallory holds it)", hr, err)
+	}
+	// Alice proves over her real bytes x: the server's copy is y, so it fails.
+	var parts [][]byte
+	for _, r := range hr.Challenge.Ranges {
+		parts = append(parts, x[r[0]:r[0]+r[1]])
+	}
+	idx := int64(0)
+	pr, err := e.s.Prove(ctx, alice, info.UploadID, &idx, hr.Challenge.Nonce, Proof(hr.Challenge.Nonce, parts))
+	if err != nil || pr.OK {
+		t.Fatalf("prove over x = %+v, %v; want ok=false", pr, err)
+	}
+	if err := e.s.PutChunk(ctx, alice, info.UploadID, 0, md5hex(x), bytes.NewReader(x), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Merge(ctx, alice, info.UploadID, fileHash(x, testChunk)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(e.read(alice, "/x.bin"), x) {
+		t.Fatal("alice's file does not hold her bytes")
+	}
+	cs, _ := e.m.ChunksByMD5(ctx, md5hex(x))
+	if len(cs) != 2 {
+		t.Fatalf("%d chunk records share the MD5, want 2 (stored by SHA-256)", len(cs))
+	}
+	// Two stored chunks share the MD5: a hash-only claim is ambiguous, so the
+	// answer is "send the bytes", never one of them.
+	info2, _ := e.s.Init(ctx, carol, "/c.bin", testChunk, "")
+	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x)); err != nil || hr.Exists {
+		t.Fatalf("carol's patchHash = %+v, %v; want exists=false", hr, err)
+	}
+	if !bytes.Equal(e.read(mallory, "/evil"), y) {
+		t.Fatal("mallory's file changed")
+	}
+}
+
+// GC runs in a loop while many sessions upload (sharing chunks) and merge or
+// abort; every merged file must read back intact and fsck must be clean.
+func TestGCRacesUploads(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	shared := randBytes(testChunk)
+	stop := make(chan struct{})
+	var gcRuns atomic.Int64
+	var gcWG sync.WaitGroup
+	gcWG.Add(1)
+	go func() {
+		defer gcWG.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := e.d.GC(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			gcRuns.Add(1)
+		}
+	}()
+	type file struct {
+		uid  int64
+		path string
+		b    []byte
+	}
+	var mu sync.Mutex
+	var files []file
+	var wg sync.WaitGroup
+	for w := range 4 {
+		uid := e.user("u"+string(rune('a'+w)), 0)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				b := append(append(randBytes(testChunk), shared...), randBytes(100)...)
+				path := "/f" + string(rune('0'+i))
+				if i%3 == 2 { // an abandoned session leaves garbage behind
+					info, err := e.s.Init(ctx, uid, path+".tmp", int64(len(b)), "")
+					if err == nil {
+						c := chunkOf(b, 1)
+						e.s.PutChunk(ctx, uid, info.UploadID, 1, md5hex(c), bytes.NewReader(c), -1)
+						err = e.s.Abort(ctx, uid, info.UploadID)
+					}
+					if err != nil {
+						t.Error(err)
+					}
+					continue
+				}
+				// Instant-claim the shared chunk when this user already holds it.
+				if _, err := e.upload(uid, path, b); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				files = append(files, file{uid, path, b})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	gcWG.Wait()
+	if _, err := e.d.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !bytes.Equal(e.read(f.uid, f.path), f.b) {
+			t.Fatalf("%d:%s differs after GC", f.uid, f.path)
+		}
+	}
+	fr, err := e.d.Fsck(ctx, nil)
+	if err != nil || len(fr.Problems) != 0 {
+		t.Fatalf("fsck = %+v, %v", fr, err)
+	}
+	t.Logf("%d GC runs during %d uploads", gcRuns.Load(), len(files))
+}
+
+// A chunk claimed by patchHash from the user's own file survives the file's
+// deletion and a GC before merge: the session references it.
+func TestClaimedChunkSurvivesGC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	uid := e.user("dora", 0)
+	b := randBytes(testChunk + 5)
+	// Written as WebDAV PUT does, so no session references its chunks.
+	w, err := e.d.Create(ctx, uid, "/orig", drive.WriteOptions{ExpectedSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(b)
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := e.s.Init(ctx, uid, "/copy", int64(len(b)), "")
+	for i := int64(0); i < 2; i++ {
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)))
+		if err != nil || !hr.Exists || hr.Challenge != nil {
+			t.Fatalf("patchHash %d = %+v, %v; want exists without challenge", i, hr, err)
+		}
+	}
+	if err := e.d.Remove(ctx, uid, "/orig"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.d.GC(ctx); err != nil || res.Chunks != 0 {
+		t.Fatalf("GC = %+v, %v; want nothing collected", res, err)
+	}
+	if _, err := e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(e.read(uid, "/copy"), b) {
+		t.Fatal("content differs")
+	}
+}
+
+func TestQuotaAdmissionAndChunkLimit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	uid := e.user("erin", 3*testChunk)
+	if _, err := e.s.Init(ctx, uid, "/big", 4*testChunk, ""); !errs.Is(err, errs.Quota) {
+		t.Fatalf("init over quota: %v, want Quota", err)
+	}
+	// Two sessions each admitted on their own cannot together hold more than the quota.
+	a, err := e.s.Init(ctx, uid, "/a", 2*testChunk, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, err := e.s.Init(ctx, uid, "/b", 2*testChunk, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id string, i int64) error {
+		c := randBytes(testChunk)
+		return e.s.PutChunk(ctx, uid, id, i, md5hex(c), bytes.NewReader(c), -1)
+	}
+	for _, p := range []struct {
+		id string
+		i  int64
+	}{{a.UploadID, 0}, {a.UploadID, 1}, {bb.UploadID, 0}} {
+		if err := put(p.id, p.i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := put(bb.UploadID, 1); !errs.Is(err, errs.Quota) {
+		t.Fatalf("4th chunk: %v, want Quota", err)
+	}
+	if err := e.s.Abort(ctx, uid, bb.UploadID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.unfinished(uid); got != 2*testChunk {
+		t.Fatalf("unfinished = %d, want %d", got, 2*testChunk)
+	}
+}
