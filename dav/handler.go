@@ -68,6 +68,10 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 			status, err = h.serveFile(w, r, fs, name)
 			break
 		}
+		if errs.Is(serr, errs.Invalid) {
+			err = serr
+			break
+		}
 		h.webdav(fs).ServeHTTP(w, r)
 		return
 	case http.MethodPut:

@@ -3,6 +3,7 @@ package mount_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -337,3 +338,7 @@ func mkTestDir(mnt, name string) (string, error) {
 	d := filepath.Join(mnt, name)
 	return d, os.Mkdir(d, 0o755)
 }
+
+type optsT = mount.Options
+
+func errorsIs(err error, target error) bool { return errors.Is(err, target) }

@@ -14,7 +14,7 @@ import (
 type modelSession struct {
 	user     int64
 	declared int64
-	chunks   int   // declared / chunk size, rounded up
+	chunks   int // declared / chunk size, rounded up
 	have     map[int]bool
 	received int64
 }

@@ -97,7 +97,28 @@ func New(c Config) *Server {
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // Handler is the root handler, with metrics around everything.
-func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }
+func (s *Server) Handler() http.Handler { return s.metrics.wrap(refuseDotSegments(s.mux)) }
+
+// refuseDotSegments answers 400 to a path with "." or ".." segments. ServeMux
+// would otherwise clean them and redirect, turning an attempt to leave the
+// user's root into a quiet 404 or a redirect instead of the refusal the API
+// promises.
+func refuseDotSegments(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, seg := range strings.Split(r.URL.Path, "/") {
+			if seg == "." || seg == ".." {
+				msg := "invalid path: '" + seg + "' segment"
+				if strings.HasPrefix(r.URL.Path, "/api/") {
+					api.WriteJSON(w, http.StatusBadRequest, api.ErrorBody{Error: msg})
+				} else {
+					http.Error(w, msg, http.StatusBadRequest)
+				}
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // HTTPServer returns an http.Server with netdisk's limits.
 func (s *Server) HTTPServer(addr string) *http.Server {

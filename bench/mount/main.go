@@ -1,0 +1,268 @@
+// Command mount benchmarks `netdisk mount` against `rclone mount` (VFS cache
+// mode writes) of `netdisk serve`'s WebDAV and against the local disk, in one
+// run: sequential write (with fsync) and read, 4 KiB random reads, `ls -l` of
+// a large folder and `cp -r` of a source tree.
+//
+//	go run ./bench/mount                       # 1 GiB, 10,000 entries
+//	go run ./bench/mount -size 64MiB -entries 500 -randreads 200   # quick check
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"netdisk/client"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type target struct {
+	name string
+	dir  string
+}
+
+func run() error {
+	sizeFlag := flag.String("size", "1GiB", "sequential file size")
+	entries := flag.Int("entries", 10000, "files in the folder listed with ls -l")
+	randReads := flag.Int("randreads", 2000, "4 KiB random reads")
+	srcTree := flag.String("src", ".", "source tree copied with cp -r (its .git is skipped)")
+	work := flag.String("work", "", "scratch directory (default a temp dir, removed)")
+	flag.Parse()
+	size, err := humanize.ParseBytes(*sizeFlag)
+	if err != nil {
+		return err
+	}
+	for _, tool := range []string{"fusermount3", "rclone", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is required: %w", tool, err)
+		}
+	}
+	dir := *work
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "netdisk-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	bin := filepath.Join(dir, "netdisk")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/netdisk").CombinedOutput(); err != nil {
+		return fmt.Errorf("build: %v\n%s", err, out)
+	}
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+
+	// Daemon.
+	ready := filepath.Join(dir, "ready")
+	adminPass := "bench-admin-pass"
+	serve := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warn")
+	serve.Env = append(os.Environ(), "NETDISK_ADMIN_PASSWORD="+adminPass)
+	serve.Stderr = os.Stderr
+	if err := serve.Start(); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { serve.Process.Signal(os.Interrupt); serve.Wait() })
+	addr, err := waitFile(ready, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	url := "http://" + addr
+	ctx := context.Background()
+	if _, err := client.New(url, "admin", adminPass).AdminAddUser(ctx, client.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
+		return err
+	}
+
+	// netdisk mount.
+	nd := filepath.Join(dir, "netdisk-mnt")
+	os.Mkdir(nd, 0o755)
+	m := exec.Command(bin, "mount", "--server", url, "--user", "bench", "--password", "bench-pass",
+		"--cache-dir", filepath.Join(dir, "ndcache"), "--cache-size", "4GiB", nd)
+	m.Stderr = os.Stderr
+	if err := m.Start(); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { exec.Command("fusermount3", "-u", nd).Run(); m.Wait() })
+	if err := waitMounted(nd, 30*time.Second); err != nil {
+		return err
+	}
+
+	// rclone mount of the WebDAV.
+	rc := filepath.Join(dir, "rclone-mnt")
+	os.Mkdir(rc, 0o755)
+	obscured, err := exec.Command("rclone", "obscure", "bench-pass").Output()
+	if err != nil {
+		return fmt.Errorf("rclone obscure: %w", err)
+	}
+	r := exec.Command("rclone", "mount", ":webdav:", rc, "--webdav-url", url+"/dav/", "--webdav-vendor", "other",
+		"--webdav-user", "bench", "--webdav-pass", strings.TrimSpace(string(obscured)),
+		"--vfs-cache-mode", "writes", "--cache-dir", filepath.Join(dir, "rccache"), "--config", "/dev/null")
+	r.Stderr = os.Stderr
+	if err := r.Start(); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { exec.Command("fusermount3", "-u", rc).Run(); r.Wait() })
+	if err := waitMounted(rc, 30*time.Second); err != nil {
+		return err
+	}
+
+	local := filepath.Join(dir, "local")
+	os.Mkdir(local, 0o755)
+	targets := []target{{"netdisk mount", nd}, {"rclone mount", rc}, {"local disk", local}}
+
+	fmt.Printf("netdisk mount benchmark: %s sequential, %d random 4 KiB reads, ls -l of %d entries, cp -r of %s\n",
+		humanize.IBytes(size), *randReads, *entries, *srcTree)
+	fmt.Printf("%-14s %14s %14s %16s %12s %12s\n", "target", "seq write", "seq read", "rand 4K read", "ls -l", "cp -r")
+	payload := make([]byte, 1<<20)
+	rand.Read(payload)
+	for _, t := range targets {
+		f := filepath.Join(t.dir, "seq.bin")
+		w, err := timed(func() error { return seqWrite(f, int64(size), payload) })
+		if err != nil {
+			return fmt.Errorf("%s: write: %w", t.name, err)
+		}
+		rd, err := timed(func() error { return seqRead(f) })
+		if err != nil {
+			return fmt.Errorf("%s: read: %w", t.name, err)
+		}
+		rr, err := timed(func() error { return randRead(f, int64(size), *randReads) })
+		if err != nil {
+			return fmt.Errorf("%s: random read: %w", t.name, err)
+		}
+		big := filepath.Join(t.dir, "many")
+		if err := makeMany(big, *entries); err != nil {
+			return fmt.Errorf("%s: create %d entries: %w", t.name, *entries, err)
+		}
+		time.Sleep(1500 * time.Millisecond) // let attribute caches expire: measure a cold listing
+		ls, err := timed(func() error { return exec.Command("ls", "-l", big).Run() })
+		if err != nil {
+			return fmt.Errorf("%s: ls: %w", t.name, err)
+		}
+		cp, err := timed(func() error {
+			out, err := exec.Command("rsync", "-r", "--exclude", ".git", *srcTree+"/", filepath.Join(t.dir, "tree")+"/").CombinedOutput()
+			if err != nil {
+				// fall back to cp -r when rsync is missing
+				out, err = exec.Command("cp", "-r", *srcTree, filepath.Join(t.dir, "tree")).CombinedOutput()
+			}
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: cp -r: %w", t.name, err)
+		}
+		mbps := func(d time.Duration) string {
+			return fmt.Sprintf("%.0f MB/s", float64(size)/d.Seconds()/1e6)
+		}
+		fmt.Printf("%-14s %14s %14s %16s %12s %12s\n", t.name, mbps(w), mbps(rd),
+			fmt.Sprintf("%.0f IOPS", float64(*randReads)/rr.Seconds()), ls.Round(time.Millisecond), cp.Round(time.Millisecond))
+	}
+	return nil
+}
+
+func timed(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+// seqWrite writes size bytes and fsyncs: the figure includes storing.
+func seqWrite(p string, size int64, buf []byte) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n := min(int64(len(buf)), size-off)
+		buf[0]++ // distinct chunks: no deduplication shortcut
+		if _, err := f.Write(buf[:n]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func seqRead(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.CopyBuffer(io.Discard, f, make([]byte, 1<<20))
+	return err
+}
+
+func randRead(p string, size int64, n int) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for i := 0; i < n; i++ {
+		off := mrand.Int64N(max(size-4096, 1)) &^ 4095
+		if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+			return err
+		}
+	}
+	return nil
+}
+
+func makeMany(dir string, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d", i)), nil, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitFile(p string, d time.Duration) (string, error) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			return strings.TrimSpace(string(b)), nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "", fmt.Errorf("%s not written after %v", p, d)
+}
+
+func waitMounted(dir string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		if strings.Contains(string(b), " "+dir+" ") {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not mounted after %v", dir, d)
+}

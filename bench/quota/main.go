@@ -1,0 +1,230 @@
+// Command quota measures the quota ledger (seed 001's claim: N chunks → 1
+// database write):
+//
+//  1. writes to the SQLite users table per uploaded chunk: updating
+//     use_space_unfinished on every chunk vs through the ledger's delayed
+//     flush (chunks arrive every -interval of simulated time, the scanner
+//     runs every simulated second);
+//  2. chunk-accounting operations per second through the embedded ledger and
+//     the Redis ledger (a redis-server started on a free loopback port, or
+//     -redis URL).
+//
+// Run: go run ./bench/quota [-uploads 16 -chunks 64 -ops 20000 -workers 8]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"netdisk/meta"
+	"netdisk/quota"
+)
+
+type fakeClock struct{ now atomic.Int64 }
+
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.now.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
+
+type truth struct{}
+
+func (truth) OpenSessions(context.Context) ([]quota.Session, error) { return nil, nil }
+
+func main() {
+	uploads := flag.Int("uploads", 16, "concurrent uploads in the write comparison")
+	chunks := flag.Int("chunks", 64, "chunks per upload")
+	interval := flag.Duration("interval", 200*time.Millisecond, "simulated time between two chunks of an upload")
+	delay := flag.Duration("delay", 5*time.Second, "ledger flush delay")
+	ops := flag.Int("ops", 20000, "chunk operations per ledger in the throughput run")
+	workers := flag.Int("workers", 8, "concurrent clients in the throughput run")
+	redisURL := flag.String("redis", "", "Redis URL (default: start redis-server on a free port)")
+	flag.Parse()
+	log.SetFlags(0)
+	ctx := context.Background()
+
+	dir, err := os.MkdirTemp("", "bench-quota-")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	fmt.Printf("quota ledger benchmark: %d uploads x %d chunks, a chunk every %v per upload, delay %v\n\n", *uploads, *chunks, *interval, *delay)
+
+	// 1a. Every chunk updates SQLite.
+	db, uid := openDB(ctx, filepath.Join(dir, "direct.db"))
+	start := time.Now()
+	n := 0
+	for c := 0; c < *chunks; c++ {
+		for u := 0; u < *uploads; u++ {
+			if _, err := db.DB().ExecContext(ctx, `UPDATE users SET use_space_unfinished = use_space_unfinished + ? WHERE id = ?`, 4<<20, uid); err != nil {
+				fatal(err)
+			}
+			n++
+		}
+	}
+	direct := time.Since(start)
+	db.Close()
+	total := *uploads * *chunks
+	fmt.Printf("per-chunk SQLite update : %6d chunks -> %6d users writes (%.3f writes/chunk), %v, %.0f chunks/s\n",
+		total, n, float64(n)/float64(total), direct.Round(time.Millisecond), float64(total)/direct.Seconds())
+
+	// 1b. Through the ledger (embedded and Redis give the same count).
+	rdb, stop := connectRedis(*redisURL)
+	cleanup = stop
+	defer stop()
+	for _, kind := range []string{"embedded", "redis"} {
+		db, uid := openDB(ctx, filepath.Join(dir, kind+".db"))
+		clock := &fakeClock{}
+		clock.now.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+		sink := quota.NewSQLiteSink(db, clock.Now)
+		l := newLedger(ctx, kind, rdb, quota.Config{Sink: sink, Clock: clock, Delay: *delay})
+		for u := 0; u < *uploads; u++ {
+			if _, err := l.Reserve(ctx, uid, "w"+strconv.Itoa(u), int64(*chunks)<<22); err != nil {
+				fatal(err)
+			}
+		}
+		start := time.Now()
+		lastScan := clock.Now()
+		for c := 0; c < *chunks; c++ {
+			for u := 0; u < *uploads; u++ {
+				if err := l.Chunk(ctx, uid, "w"+strconv.Itoa(u), c, 4<<20); err != nil {
+					fatal(err)
+				}
+			}
+			clock.Advance(*interval)
+			if clock.Now().Sub(lastScan) >= time.Second {
+				if _, err := l.ScanDue(ctx, clock.Now()); err != nil {
+					fatal(err)
+				}
+				lastScan = clock.Now()
+			}
+		}
+		clock.Advance(*delay + time.Second)
+		if _, err := l.ScanDue(ctx, clock.Now()); err != nil {
+			fatal(err)
+		}
+		took := time.Since(start)
+		u, err := db.UserByID(ctx, uid)
+		if err != nil {
+			fatal(err)
+		}
+		if want := int64(total) << 22; u.Unfinished != want {
+			fatalf("%s: SQLite unfinished %d, want %d", kind, u.Unfinished, want)
+		}
+		w := sink.Writes()
+		fmt.Printf("ledger (%-8s)       : %6d chunks -> %6d users writes (%.3f writes/chunk, %.1f chunks/write), %v, %.0f chunks/s; SQLite exact\n",
+			kind, total, w, float64(w)/float64(total), float64(total)/float64(w), took.Round(time.Millisecond), float64(total)/took.Seconds())
+		db.Close()
+	}
+
+	// 2. Chunk-accounting throughput.
+	fmt.Printf("\nchunk accounting throughput: %d Chunk calls, %d workers (one upload each)\n", *ops, *workers)
+	for _, kind := range []string{"embedded", "redis"} {
+		db, uid := openDB(ctx, filepath.Join(dir, kind+"-ops.db"))
+		sink := quota.NewSQLiteSink(db, nil)
+		l := newLedger(ctx, kind, rdb, quota.Config{Sink: sink})
+		per := *ops / *workers
+		for w := 0; w < *workers; w++ {
+			if _, err := l.Reserve(ctx, uid, "t"+strconv.Itoa(w), int64(per)); err != nil {
+				fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := 0; w < *workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if err := l.Chunk(ctx, uid, "t"+strconv.Itoa(w), i, 1); err != nil {
+						fatal(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		took := time.Since(start)
+		done := per * *workers
+		fmt.Printf("%-8s ledger: %d ops in %v = %.0f ops/s (%.1f µs/op)\n", kind, done, took.Round(time.Millisecond),
+			float64(done)/took.Seconds(), float64(took.Microseconds())/float64(done))
+		db.Close()
+	}
+}
+
+func openDB(ctx context.Context, path string) (*meta.SQLite, int64) {
+	db, err := meta.OpenSQLite(ctx, path, nil)
+	if err != nil {
+		fatal(err)
+	}
+	u, err := db.CreateUser(ctx, "bench", "x", false, 0)
+	if err != nil {
+		fatal(err)
+	}
+	return db, u.ID
+}
+
+func newLedger(ctx context.Context, kind string, rdb *redis.Client, cfg quota.Config) quota.Ledger {
+	var l quota.Ledger
+	if kind == "redis" {
+		if err := rdb.FlushAll(ctx).Err(); err != nil {
+			fatal(err)
+		}
+		l = quota.NewRedis(rdb, "", cfg)
+	} else {
+		l = quota.NewMemory(cfg)
+	}
+	if err := l.Reconcile(ctx, truth{}); err != nil {
+		fatal(err)
+	}
+	return l
+}
+
+// connectRedis connects to url, or starts a private redis-server.
+func connectRedis(url string) (*redis.Client, func()) {
+	if url != "" {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			fatal(err)
+		}
+		return redis.NewClient(opt), func() {}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	dir, _ := os.MkdirTemp("", "bench-redis-")
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		fatalf("start redis-server (or pass -redis URL): %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, PoolSize: 32})
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			fatal("redis-server did not answer PING")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return c, func() { c.Close(); cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }
+}
+
+// cleanup stops a private redis-server before a fatal exit.
+var cleanup = func() {}
+
+func fatal(v ...any) { cleanup(); log.Fatal(v...) }
+
+func fatalf(f string, v ...any) { cleanup(); log.Fatalf(f, v...) }

@@ -1,0 +1,221 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"netdisk/chunker"
+)
+
+// The calls of the upload protocol (shared/API.md), one method each, and
+// Session, the chunker.Remote that binds them to one upload for the pipeline.
+
+// InitResult is the answer of init and session.
+type InitResult struct {
+	UploadID    string `json:"uploadId"`
+	ChunkSize   int64  `json:"chunkSize"`
+	TotalChunks int    `json:"totalChunks"`
+	Uploaded    []int  `json:"uploaded"`
+}
+
+// PatchResult is the answer of patchHash.
+type PatchResult struct {
+	Exists    bool               `json:"exists"`
+	Completed bool               `json:"completed"`
+	Path      string             `json:"path"`
+	Challenge *chunker.Challenge `json:"challenge"`
+}
+
+// ProveResult is the answer of prove.
+type ProveResult struct {
+	OK        bool   `json:"ok"`
+	Completed bool   `json:"completed"`
+	Path      string `json:"path"`
+}
+
+// FileResult is the answer of merge and of the small-file upload.
+type FileResult struct {
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+	FileHash string `json:"fileHash"`
+}
+
+// Init starts or resumes the upload session of path (fileHash may be "").
+func (c *Client) Init(ctx context.Context, path string, size int64, fileHash string) (InitResult, error) {
+	in := map[string]any{"path": path, "size": size}
+	if fileHash != "" {
+		in["fileHash"] = fileHash
+	}
+	var r InitResult
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/init", nil, in, &r)
+	return r, err
+}
+
+// PatchChunk asks whether the server holds chunk index with hash.
+func (c *Client) PatchChunk(ctx context.Context, uploadID string, index int, hash string) (PatchResult, error) {
+	var r PatchResult
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/patchHash", nil,
+		map[string]any{"uploadId": uploadID, "index": index, "hash": hash}, &r)
+	return r, err
+}
+
+// PatchFile asks whether the server holds a file with fileHash.
+func (c *Client) PatchFile(ctx context.Context, uploadID, fileHash string) (PatchResult, error) {
+	var r PatchResult
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/patchHash", nil,
+		map[string]any{"uploadId": uploadID, "fileHash": fileHash}, &r)
+	return r, err
+}
+
+// Prove answers a challenge over content (a chunk's bytes when index is not
+// nil, else the whole file): the proof is computed here from content.
+func (c *Client) Prove(ctx context.Context, uploadID string, index *int, ch chunker.Challenge, content io.ReaderAt) (ProveResult, error) {
+	proof, err := chunker.Proof(ch.Nonce, content, ch.Ranges)
+	if err != nil {
+		return ProveResult{}, err
+	}
+	in := map[string]any{"uploadId": uploadID, "nonce": ch.Nonce, "proof": proof}
+	if index != nil {
+		in["index"] = *index
+	}
+	var r ProveResult
+	err = c.JSON(ctx, http.MethodPost, "/api/v1/file/prove", nil, in, &r)
+	return r, err
+}
+
+// UploadChunk sends the bytes of chunk index.
+func (c *Client) UploadChunk(ctx context.Context, uploadID string, index int, hash string, data []byte) error {
+	q := url.Values{"uploadId": {uploadID}, "index": {strconv.Itoa(index)}, "hash": {hash}}
+	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/uploadChunk", q, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+// Merge commits the session's chunks as its file.
+func (c *Client) Merge(ctx context.Context, uploadID, fileHash string) (FileResult, error) {
+	var r FileResult
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/merge", nil,
+		map[string]any{"uploadId": uploadID, "fileHash": fileHash}, &r)
+	return r, err
+}
+
+// Session returns the state of an open session (same body as Init).
+func (c *Client) Session(ctx context.Context, uploadID string) (InitResult, error) {
+	var r InitResult
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/file/session", url.Values{"uploadId": {uploadID}}, nil, &r)
+	return r, err
+}
+
+// Abort abandons a session and releases its quota.
+func (c *Client) Abort(ctx context.Context, uploadID string) error {
+	return c.JSON(ctx, http.MethodDelete, "/api/v1/file/session", url.Values{"uploadId": {uploadID}}, nil, nil)
+}
+
+// Upload sends a small file (under the server's smallFileLimit) in one request.
+func (c *Client) Upload(ctx context.Context, path string, body io.Reader, size int64) (FileResult, error) {
+	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/upload", url.Values{"path": {path}}, body)
+	if err != nil {
+		return FileResult{}, err
+	}
+	req.ContentLength = size
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		return FileResult{}, err
+	}
+	defer resp.Body.Close()
+	var r FileResult
+	if err := decodeJSON(resp.Body, &r); err != nil {
+		return r, fmt.Errorf("decode upload answer: %w", err)
+	}
+	return r, nil
+}
+
+// Retryable says whether a failed call is worth repeating: transport errors
+// and 5xx (but not 507) are; other answers will not change by asking again.
+func Retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		switch {
+		case e.Status == http.StatusInsufficientStorage:
+			return false
+		case e.Status >= 500, e.Status == http.StatusRequestTimeout, e.Status == http.StatusTooManyRequests:
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// Session binds the protocol's calls to one upload for chunker.Upload.
+type Session struct {
+	C        *Client
+	UploadID string
+	// Result is the committed file, set by a file check that completed the
+	// upload or by Merge.
+	Result FileResult
+}
+
+var _ chunker.Remote = (*Session)(nil)
+
+func (s *Session) PatchChunk(ctx context.Context, c chunker.Chunk) (chunker.Check, error) {
+	r, err := s.C.PatchChunk(ctx, s.UploadID, c.Index, c.Hash)
+	return chunker.Check{Exists: r.Exists, Challenge: r.Challenge}, err
+}
+
+func (s *Session) ProveChunk(ctx context.Context, c chunker.Chunk, ch chunker.Challenge, data []byte) (bool, error) {
+	r, err := s.C.Prove(ctx, s.UploadID, &c.Index, ch, bytes.NewReader(data))
+	return r.OK, err
+}
+
+func (s *Session) UploadChunk(ctx context.Context, c chunker.Chunk, data []byte) error {
+	return s.C.UploadChunk(ctx, s.UploadID, c.Index, c.Hash, data)
+}
+
+func (s *Session) PatchFile(ctx context.Context, fileHash string) (chunker.Check, error) {
+	r, err := s.C.PatchFile(ctx, s.UploadID, fileHash)
+	if err != nil {
+		return chunker.Check{}, err
+	}
+	if r.Exists && r.Challenge == nil {
+		s.Result = FileResult{Path: r.Path, FileHash: fileHash}
+	}
+	return chunker.Check{Exists: r.Exists, Challenge: r.Challenge}, nil
+}
+
+func (s *Session) ProveFile(ctx context.Context, fileHash string, ch chunker.Challenge, file io.ReaderAt) (bool, error) {
+	r, err := s.C.Prove(ctx, s.UploadID, nil, ch, file)
+	if err != nil {
+		return false, err
+	}
+	if r.OK {
+		s.Result = FileResult{Path: r.Path, FileHash: fileHash}
+	}
+	return r.OK, nil
+}
+
+func (s *Session) Merge(ctx context.Context, fileHash string) error {
+	r, err := s.C.Merge(ctx, s.UploadID, fileHash)
+	if err != nil {
+		return err
+	}
+	s.Result = r
+	return nil
+}

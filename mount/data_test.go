@@ -1,0 +1,127 @@
+package mount_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Copying content the server already holds sends no chunk bytes.
+func TestInstantUploadThroughCp(t *testing.T) {
+	e := setup(t)
+	src := filepath.Join(t.TempDir(), "big.bin")
+	data := randBytes(20*testChunk + 5)
+	os.WriteFile(src, data, 0o644)
+	e.sh(`cp ` + src + ` "$M/one.bin"`)
+	before := metric(t, e.d, "netdisk_http_bytes_in_total")
+	e.sh(`cp ` + src + ` "$M/two.bin" && cp "$M/one.bin" "$M/three.bin"`)
+	sent := metric(t, e.d, "netdisk_http_bytes_in_total") - before
+	if sent >= testChunk {
+		t.Fatalf("copying known content sent %v bytes to the server", sent)
+	}
+	for _, n := range []string{"two.bin", "three.bin"} {
+		if got := mustRead(t, filepath.Join(e.mnt, n)); !bytes.Equal(got, data) {
+			t.Fatalf("%s differs", n)
+		}
+	}
+}
+
+// A random read fetches only the chunk it touches; a chunk cached for one
+// file serves another file holding it; a file changed elsewhere is read
+// afresh after the TTL.
+func TestChunkReadsAndCache(t *testing.T) {
+	e := setup(t, func(o *optsT) { o.Prefetch = -1 })
+	data := randBytes(16 * testChunk)
+	if err := os.WriteFile(filepath.Join(e.mnt, "f.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Freshly mounted second view with an empty cache, so reads go to the server.
+	e.cache = nil
+	e.mount(func(o *optsT) { o.Prefetch = -1 })
+	out := metric(t, e.d, "netdisk_http_bytes_out_total")
+	f, err := os.Open(filepath.Join(e.mnt, "f.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	if _, err := f.ReadAt(buf, 9*testChunk+100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if !bytes.Equal(buf, data[9*testChunk+100:9*testChunk+100+4096]) {
+		t.Fatal("random read returned wrong bytes")
+	}
+	got := metric(t, e.d, "netdisk_http_bytes_out_total") - out
+	if got > 3*testChunk { // kernel readahead may touch a neighbour
+		t.Fatalf("a 4 KiB read fetched %v bytes", got)
+	}
+	if e.cache.Size() == 0 || e.cache.Size() > 3*testChunk {
+		t.Fatalf("cache holds %d bytes", e.cache.Size())
+	}
+	// Another file with the same content is served from the cache.
+	e.sh(`cp "$M/f.bin" "$M/g.bin"`) // server-known content: instant
+	out = metric(t, e.d, "netdisk_http_bytes_out_total")
+	g, _ := os.Open(filepath.Join(e.mnt, "g.bin"))
+	g.ReadAt(buf, 9*testChunk+100)
+	g.Close()
+	if d := metric(t, e.d, "netdisk_http_bytes_out_total") - out; d > 2*testChunk {
+		t.Logf("note: reading g.bin fetched %v bytes (readahead into neighbours)", d)
+	}
+
+	// Changed by someone else (WebDAV PUT): visible after the TTL.
+	newData := randBytes(3 * testChunk)
+	resp, err := e.d.Do(context.Background(), "PUT", "/dav/f.bin", "alice", "alice-pass", newData, nil)
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(e.mnt, "f.bin"))
+		if err == nil && bytes.Equal(b, newData) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the change made over WebDAV is not visible (len %d, %v)", len(b), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// With the server gone, operations fail with EIO after the timeout instead
+// of hanging; written data stays staged and is stored once it is back.
+func TestServerDown(t *testing.T) {
+	e := setup(t, func(o *optsT) { o.OpTimeout = 2 * time.Second; o.UploadTimeout = 3 * time.Second })
+	p := filepath.Join(e.mnt, "keep.txt")
+	os.WriteFile(p, []byte("v1"), 0o644)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("v2 written while the server is down")
+	e.d.Stop()
+	start := time.Now()
+	err = f.Sync()
+	if err == nil || !errorsIs(err, syscall.EIO) {
+		t.Fatalf("fsync with the server down: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.mnt, "nothere")); err == nil {
+		t.Fatal("stat of a new name succeeded with the server down")
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("failing took %v", d)
+	}
+	e.d.Restart()
+	if err := f.Sync(); err != nil {
+		t.Fatalf("fsync after the server came back: %v", err)
+	}
+	f.Close()
+	ent, err := e.be.Stat(context.Background(), "/keep.txt")
+	if err != nil || ent.Size != int64(len("v2 written while the server is down")) {
+		t.Fatalf("server has %+v %v", ent, err)
+	}
+}
