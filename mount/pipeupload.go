@@ -48,8 +48,8 @@ func PipelineUploader(c *client.Client) func(ctx context.Context, local, path st
 		r := &apiRemote{c: c, id: init.UploadID}
 		_, err = chunker.Upload(ctx, f, st.Size(), r, chunker.Options{
 			ChunkSize: init.ChunkSize, Concurrency: 3,
-			Uploaded:  func(i int) bool { return have[i] },
-			Retries:   3,
+			Uploaded: func(i int) bool { return have[i] },
+			Retries:  3,
 		})
 		return err
 	}

@@ -72,6 +72,16 @@
 // no-ops, so a retried merge is safe. Sink.Settle subtracts from SQLite exactly
 // what earlier flushes added for the upload (read from SQLite itself, in the
 // caller's transaction) and fences later flushes of that upload out.
+//
+// With the ledger, nothing but the Sink writes users.use_space_unfinished.
+// For package upload (upload.Accountant): Admit → Reserve(uid, sessionID,
+// max(size-replaces, 0)) with the session id chosen before the row is
+// inserted; Received → Chunk(uid, session, idx, n) before the transaction
+// that records the chunk commits (the chunk index is needed); Settled →
+// Settle(tx) inside, Commit(uid, session, net growth) after the commit;
+// Released → Settle(tx) inside, Release after. Truth.OpenSessions is
+// upload_sessions WHERE state = 'open' (id, user_id, size, received) with the
+// idx of its session_chunks rows as Have.
 package quota
 
 import (

@@ -44,7 +44,6 @@ func (r *Redis) kUser(id int64) string     { return r.prefix + "u:" + strconv.Fo
 func (r *Redis) kSession(up string) string { return r.prefix + "s:" + up }
 func (r *Redis) kBitmap(up string) string  { return r.prefix + "b:" + up }
 func ms(t time.Time) string                { return strconv.FormatInt(t.UnixMilli(), 10) }
-func itoa(n int64) string                  { return strconv.FormatInt(n, 10) }
 func (r *Redis) sessKeys(user int64, up string) []string {
 	return []string{r.kEpoch(), r.kUser(user), r.kSession(up), r.kBitmap(up), r.kDue()}
 }

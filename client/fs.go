@@ -1,0 +1,72 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// File operations of docs/API.md (/api/v1/fs/…) and the user's quota.
+
+// Node is a file or directory as the API describes it.
+type Node struct {
+	Path     string    `json:"path"`
+	Name     string    `json:"name"`
+	IsDir    bool      `json:"isDir"`
+	Size     int64     `json:"size"`
+	Mode     uint32    `json:"mode"`
+	MTime    time.Time `json:"mtime"`
+	FileHash string    `json:"fileHash"`
+}
+
+// List returns the entries of directory p, by name.
+func (c *Client) List(ctx context.Context, p string) ([]Node, error) {
+	var r struct {
+		Entries []Node `json:"entries"`
+	}
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/fs/list", url.Values{"path": {p}}, nil, &r)
+	return r.Entries, err
+}
+
+// Stat describes p.
+func (c *Client) Stat(ctx context.Context, p string) (Node, error) {
+	var n Node
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/fs/stat", url.Values{"path": {p}}, nil, &n)
+	return n, err
+}
+
+// Mkdir creates directory p; with parents, missing parents are created and
+// an existing directory is not an error (mkdir -p).
+func (c *Client) Mkdir(ctx context.Context, p string, parents bool) (Node, error) {
+	var n Node
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/fs/mkdir", nil, map[string]any{"path": p, "parents": parents}, &n)
+	return n, err
+}
+
+// Remove deletes p; a non-empty directory needs recursive.
+func (c *Client) Remove(ctx context.Context, p string, recursive bool) error {
+	return c.JSON(ctx, http.MethodDelete, "/api/v1/fs", url.Values{"path": {p}, "recursive": {strconv.FormatBool(recursive)}}, nil, nil)
+}
+
+// Move renames from to to; overwrite replaces an existing destination.
+func (c *Client) Move(ctx context.Context, from, to string, overwrite bool) (Node, error) {
+	var n Node
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/fs/move", nil, map[string]any{"from": from, "to": to, "overwrite": overwrite}, &n)
+	return n, err
+}
+
+// Quota is the user's own usage (seed 001's figures).
+type Quota struct {
+	Quota      int64 `json:"quota"`      // bytes; 0 = unlimited
+	Finished   int64 `json:"finished"`   // bytes in the user's files
+	Unfinished int64 `json:"unfinished"` // bytes held by open upload sessions
+}
+
+// Quota fetches GET /api/v1/quota.
+func (c *Client) Quota(ctx context.Context) (Quota, error) {
+	var q Quota
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/quota", nil, nil, &q)
+	return q, err
+}

@@ -1,0 +1,295 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"netdisk/chunker"
+)
+
+// PushEvent reports the progress of Push: one file starting or ending, or a
+// pipeline event of the file being uploaded in chunks.
+type PushEvent struct {
+	Type    string         `json:"type"` // "start", "pipeline", "done", "error"
+	Local   string         `json:"local"`
+	Remote  string         `json:"remote"`
+	Size    int64          `json:"size"`
+	Small   bool           `json:"small,omitempty"` // sent in one request
+	Instant bool           `json:"instant,omitempty"`
+	Event   *chunker.Event `json:"pipeline,omitempty"`
+	Result  *FileResult    `json:"result,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// PushOptions tune Push; the zero value is usable.
+type PushOptions struct {
+	// Concurrency is the chunk queue limit per file and the number of small
+	// files sent at once (default 3).
+	Concurrency int
+	// SmallFileLimit: files below it go in one request. 0 asks the server;
+	// a negative value sends everything in chunks.
+	SmallFileLimit int64
+	// Pipeline is the template for each file's chunker options (retries,
+	// backoff, sleep); ChunkSize, Concurrency, Uploaded and OnEvent are set by Push.
+	Pipeline chunker.Options
+	// OnEvent observes progress; calls are serialized.
+	OnEvent func(PushEvent)
+}
+
+// PushFile is one file Push sends.
+type PushFile struct {
+	Local, Remote string
+	Size          int64
+}
+
+// PushResult sums up a Push.
+type PushResult struct {
+	Files, Failed, Instant int
+	BytesSent, BytesSkip   int64
+}
+
+// PushPlan lists what Push would send: local may be a file or a directory;
+// remote is the target path, or a directory to put it in when it ends with
+// "/" or names an existing directory (default: "/" + the local base name).
+// Empty directories are returned as dirs.
+func (c *Client) PushPlan(ctx context.Context, local, remote string) (files []PushFile, dirs []string, err error) {
+	st, err := os.Stat(local)
+	if err != nil {
+		return nil, nil, err
+	}
+	base := filepath.Base(filepath.Clean(local))
+	switch {
+	case remote == "":
+		remote = "/" + base
+	case remote[len(remote)-1] == '/':
+		remote = path.Join(remote, base)
+	default:
+		remote = path.Clean("/" + remote)
+		if n, err := c.Stat(ctx, remote); err == nil && n.IsDir {
+			remote = path.Join(remote, base)
+		} else if err != nil && StatusOf(err) != http.StatusNotFound {
+			return nil, nil, err
+		}
+	}
+	if !st.IsDir() {
+		return []PushFile{{Local: local, Remote: remote, Size: st.Size()}}, nil, nil
+	}
+	err = filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(local, p)
+		r := path.Join(remote, filepath.ToSlash(rel))
+		if d.IsDir() {
+			empty, err := isEmptyDir(p)
+			if err == nil && empty {
+				dirs = append(dirs, r)
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil // symlinks, devices: not ours to send
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, PushFile{Local: p, Remote: r, Size: info.Size()})
+		return nil
+	})
+	return files, dirs, err
+}
+
+func isEmptyDir(p string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return false, err
+}
+
+// Push sends a file or a whole directory (see PushPlan). Small files go in one
+// request, N at a time; larger ones through the seed-000 pipeline, one after
+// the other. Every file is attempted; the error reports the failures.
+func (c *Client) Push(ctx context.Context, local, remote string, o PushOptions) (PushResult, error) {
+	files, dirs, err := c.PushPlan(ctx, local, remote)
+	if err != nil {
+		return PushResult{}, err
+	}
+	return c.PushFiles(ctx, files, dirs, o)
+}
+
+// PushFiles sends a planned list of files and creates the empty directories.
+func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string, o PushOptions) (PushResult, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 3
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return PushResult{}, err
+	}
+	if o.SmallFileLimit == 0 {
+		o.SmallFileLimit = info.SmallFileLimit
+	}
+	var mu sync.Mutex
+	emit := func(e PushEvent) {
+		if o.OnEvent != nil {
+			mu.Lock()
+			o.OnEvent(e)
+			mu.Unlock()
+		}
+	}
+	var res PushResult
+	var errsMu sync.Mutex
+	var errList []error
+	record := func(f PushFile, r fileOutcome, err error) {
+		errsMu.Lock()
+		defer errsMu.Unlock()
+		res.Files++
+		res.BytesSent += r.sent
+		res.BytesSkip += r.skipped
+		if r.instant {
+			res.Instant++
+		}
+		if err != nil {
+			res.Failed++
+			errList = append(errList, fmt.Errorf("%s: %w", f.Local, err))
+			emit(PushEvent{Type: "error", Local: f.Local, Remote: f.Remote, Size: f.Size, Error: err.Error()})
+			return
+		}
+		emit(PushEvent{Type: "done", Local: f.Local, Remote: f.Remote, Size: f.Size, Small: r.small, Instant: r.instant, Result: &r.result})
+	}
+
+	for _, d := range dirs {
+		if _, err := c.Mkdir(ctx, d, true); err != nil {
+			return res, fmt.Errorf("mkdir %s: %w", d, err)
+		}
+	}
+	var small, large []PushFile
+	for _, f := range files {
+		if o.SmallFileLimit > 0 && f.Size < o.SmallFileLimit {
+			small = append(small, f)
+		} else {
+			large = append(large, f)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	for _, f := range small {
+		g.Go(func() error {
+			emit(PushEvent{Type: "start", Local: f.Local, Remote: f.Remote, Size: f.Size, Small: true})
+			r, err := c.pushSmall(gctx, f)
+			record(f, r, err)
+			return nil
+		})
+	}
+	g.Wait()
+	for _, f := range large {
+		if ctx.Err() != nil {
+			break
+		}
+		emit(PushEvent{Type: "start", Local: f.Local, Remote: f.Remote, Size: f.Size})
+		r, err := c.pushChunked(ctx, f, o, emit)
+		record(f, r, err)
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	switch len(errList) {
+	case 0:
+		return res, nil
+	case 1:
+		return res, errList[0]
+	}
+	return res, fmt.Errorf("%d of %d files failed; first: %w", len(errList), res.Files, errList[0])
+}
+
+type fileOutcome struct {
+	small, instant bool
+	sent, skipped  int64
+	result         FileResult
+}
+
+func (c *Client) pushSmall(ctx context.Context, f PushFile) (fileOutcome, error) {
+	fh, err := os.Open(f.Local)
+	if err != nil {
+		return fileOutcome{}, err
+	}
+	defer fh.Close()
+	// Send exactly the size planned, so a growing file cannot break the length.
+	r, err := c.Upload(ctx, f.Remote, io.LimitReader(fh, f.Size), f.Size)
+	if err != nil {
+		return fileOutcome{small: true}, err
+	}
+	return fileOutcome{small: true, sent: f.Size, result: r}, nil
+}
+
+// pushChunked runs the pipeline for one file. When a resumed session's chunks
+// turn out not to match the file (it changed since: merge answers 422), the
+// session is abandoned and the file sent again from scratch, once.
+func (c *Client) pushChunked(ctx context.Context, f PushFile, o PushOptions, emit func(PushEvent)) (fileOutcome, error) {
+	fh, err := os.Open(f.Local)
+	if err != nil {
+		return fileOutcome{}, err
+	}
+	defer fh.Close()
+	var out fileOutcome
+	for attempt := 0; ; attempt++ {
+		in, err := c.Init(ctx, f.Remote, f.Size, "")
+		if err != nil {
+			return out, err
+		}
+		s := &Session{C: c, UploadID: in.UploadID}
+		po := o.Pipeline
+		po.ChunkSize = in.ChunkSize
+		po.Concurrency = o.Concurrency
+		if po.Retryable == nil {
+			po.Retryable = Retryable
+		}
+		if attempt == 0 && len(in.Uploaded) > 0 {
+			held := slices.Clone(in.Uploaded)
+			slices.Sort(held)
+			po.Uploaded = func(i int) bool { _, ok := slices.BinarySearch(held, i); return ok }
+		}
+		po.OnEvent = func(e chunker.Event) {
+			emit(PushEvent{Type: "pipeline", Local: f.Local, Remote: f.Remote, Size: f.Size, Event: &e})
+		}
+		res, err := chunker.Upload(ctx, fh, f.Size, s, po)
+		out.sent += res.Counters.BytesSent
+		out.skipped = res.Counters.BytesSkipped
+		if err != nil && attempt == 0 && len(in.Uploaded) > 0 && StatusOf(err) == http.StatusUnprocessableEntity {
+			if aerr := c.Abort(ctx, in.UploadID); aerr != nil {
+				return out, fmt.Errorf("%w (abandoning the stale session: %v)", err, aerr)
+			}
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		out.instant = res.Instant
+		out.result = s.Result
+		if out.result.Size == 0 {
+			out.result.Size = f.Size
+		}
+		return out, nil
+	}
+}
+
+func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
