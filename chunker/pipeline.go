@@ -232,6 +232,11 @@ type pipeline struct {
 	drained  chan struct{}
 	abortCh  chan struct{}
 
+	// checking is closed when the file check is over. A task failing while
+	// it runs waits for it: the remote may have committed the file (instant
+	// upload) and refuse further chunks, which is then no failure.
+	checking chan struct{}
+
 	qctx    context.Context // cancelled on abort, instant upload or caller cancel
 	qcancel context.CancelFunc
 }
@@ -262,7 +267,7 @@ func newPipeline(file io.ReaderAt, size int64, remote Remote, o Options) *pipeli
 		o.Sleep = sleepCtx
 	}
 	p := &pipeline{file: file, size: size, remote: remote, o: o,
-		wake: make(chan struct{}, 1), drained: make(chan struct{}), abortCh: make(chan struct{})}
+		wake: make(chan struct{}, 1), drained: make(chan struct{}), abortCh: make(chan struct{}), checking: make(chan struct{})}
 	p.c.TotalChunks = int(ChunkCount(size, o.ChunkSize))
 	return p
 }
@@ -367,6 +372,12 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	res := Result{FileHash: fh}
 
 	instant, err := p.checkFile(fh)
+	if instant {
+		p.mu.Lock()
+		p.stopLocked()
+		p.mu.Unlock()
+	}
+	close(p.checking)
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, p.cancelled(ctx)
@@ -578,6 +589,12 @@ func (p *pipeline) runner() {
 
 		how, err := p.task(c)
 
+		if err != nil && p.qctx.Err() == nil {
+			select {
+			case <-p.checking:
+			case <-p.qctx.Done():
+			}
+		}
 		p.mu.Lock()
 		p.c.InFlight--
 		if err == nil && how == HowUploaded {

@@ -260,4 +260,3 @@ func (s *streamHasher) Sum() string {
 	}
 	return s.file.Sum()
 }
-

@@ -3,12 +3,14 @@ package mount
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 
 	"netdisk/chunker"
 	"netdisk/client"
@@ -70,6 +72,14 @@ func permanent(err error) error {
 	return err
 }
 
+// merged reports the answer to a chunk call that lost the race with the
+// file check: the session was completed (instant upload), so there is
+// nothing left to do for the chunk.
+func merged(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status == http.StatusConflict && strings.Contains(e.Message, "merged")
+}
+
 type checkAnswer struct {
 	Exists    bool               `json:"exists"`
 	Completed bool               `json:"completed"`
@@ -84,6 +94,9 @@ func (r *apiRemote) PatchChunk(ctx context.Context, ch chunker.Chunk) (chunker.C
 	var out checkAnswer
 	err := r.c.JSON(ctx, http.MethodPost, "/api/v1/file/patchHash", nil,
 		map[string]any{"uploadId": r.id, "index": ch.Index, "hash": ch.Hash}, &out)
+	if merged(err) {
+		return chunker.Check{Exists: true}, nil
+	}
 	return out.check(), permanent(err)
 }
 
@@ -97,6 +110,9 @@ func (r *apiRemote) ProveChunk(ctx context.Context, ch chunker.Chunk, chal chunk
 	}
 	err = r.c.JSON(ctx, http.MethodPost, "/api/v1/file/prove", nil,
 		map[string]any{"uploadId": r.id, "index": ch.Index, "nonce": chal.Nonce, "proof": proof}, &out)
+	if merged(err) {
+		return true, nil
+	}
 	return out.OK, permanent(err)
 }
 
@@ -108,6 +124,9 @@ func (r *apiRemote) UploadChunk(ctx context.Context, ch chunker.Chunk, data []by
 	}
 	req.ContentLength = int64(len(data))
 	resp, err := r.c.Do(req)
+	if merged(err) {
+		return nil
+	}
 	if err != nil {
 		return permanent(err)
 	}
