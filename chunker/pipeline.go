@@ -235,7 +235,8 @@ type pipeline struct {
 	// checking is closed when the file check is over. A task failing while
 	// it runs waits for it: the remote may have committed the file (instant
 	// upload) and refuse further chunks, which is then no failure.
-	checking chan struct{}
+	checking     chan struct{}
+	checkStarted bool
 
 	qctx    context.Context // cancelled on abort, instant upload or caller cancel
 	qcancel context.CancelFunc
@@ -371,6 +372,9 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	}
 	res := Result{FileHash: fh}
 
+	p.mu.Lock()
+	p.checkStarted = true
+	p.mu.Unlock()
 	instant, err := p.checkFile(fh)
 	if instant {
 		p.mu.Lock()
@@ -590,9 +594,14 @@ func (p *pipeline) runner() {
 		how, err := p.task(c)
 
 		if err != nil && p.qctx.Err() == nil {
-			select {
-			case <-p.checking:
-			case <-p.qctx.Done():
+			p.mu.Lock()
+			started := p.checkStarted
+			p.mu.Unlock()
+			if started {
+				select {
+				case <-p.checking:
+				case <-p.qctx.Done():
+				}
 			}
 		}
 		p.mu.Lock()

@@ -511,3 +511,27 @@ func TestProofGolden(t *testing.T) {
 		t.Fatalf("proof %s, want %s", got, want)
 	}
 }
+
+// The remote commits the file on the file check and then refuses the chunks
+// still in flight: those refusals are the instant upload's doing, not failures.
+func TestPipelineInstantUploadRefusedChunksAreNotFailures(t *testing.T) {
+	data := randomData(14, 9000)
+	m := newMemRemote()
+	m.fileOwn = true
+	committed, refused := make(chan struct{}), make(chan struct{}, 10)
+	m.uploadHook = func(ctx context.Context, c Chunk, _ int) error {
+		<-committed
+		refused <- struct{}{}
+		return Permanent(errors.New("409 session already merged"))
+	}
+	m.patchFile = func() error {
+		close(committed)
+		<-refused // a chunk has been refused before the answer arrives
+		return nil
+	}
+	r := &recorder{t: t, n: 3}
+	res, err := Upload(context.Background(), bytes.NewReader(data), int64(len(data)), m, opts(r, &noSleep{}))
+	if err != nil || !res.Instant || res.Counters.Failed != 0 || r.count(QueueAborted) != 0 {
+		t.Fatalf("err %v instant %v counters %+v events %v", err, res.Instant, res.Counters, r.kinds())
+	}
+}

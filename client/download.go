@@ -136,7 +136,7 @@ func (c *Client) pullFile(ctx context.Context, remote, local string, chunkSize i
 			return err
 		}
 	}
-	flags := os.O_CREATE | os.O_WRONLY
+	flags := os.O_CREATE | os.O_RDWR
 	if offset == 0 {
 		flags |= os.O_TRUNC
 	}

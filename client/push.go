@@ -284,6 +284,9 @@ func (c *Client) pushChunked(ctx context.Context, f PushFile, o PushOptions, emi
 			return out, err
 		}
 		out.instant = res.Instant
+		if res.Instant {
+			out.skipped = f.Size - res.Counters.BytesSent
+		}
 		out.result = s.Result
 		if out.result.Size == 0 {
 			out.result.Size = f.Size

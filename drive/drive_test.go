@@ -27,7 +27,9 @@ type fixture struct {
 	a, b meta.User
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureChunk(t, testChunk) }
+
+func newFixtureChunk(t *testing.T, chunkSize int64) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -40,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: testChunk})
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: chunkSize})
 	a, err := d.AddUser(ctx, "alice", "pw-a", false, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
-		buf: d.getBuf(), sem: make(chan struct{}, 2*d.workers), hashSem: d.hashSem}, nil
+		buf: d.getBuf(), sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem}, nil
 }
 
 // Path is the cleaned path being written.

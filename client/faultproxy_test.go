@@ -1,0 +1,144 @@
+package client
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// faultProxy is a real HTTP reverse proxy in front of the real daemon. It
+// counts what clients send and, for chunk uploads, can drop the connection,
+// answer 500 or delay, as fault() decides for the n-th chunk request.
+type faultProxy struct {
+	URL string
+
+	mu         sync.Mutex
+	chunkReqs  int   // uploadChunk requests seen
+	chunkOK    int   // uploadChunk requests the daemon answered 200
+	chunkBytes int64 // uploadChunk body bytes forwarded to the daemon
+	paths      map[string]int
+	fault      func(n int) string // "", "drop", "500", "delay"
+	delay      time.Duration
+}
+
+func newFaultProxy(t *testing.T, target string) *faultProxy {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{paths: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.paths[r.URL.Path]++
+		isChunk := strings.HasSuffix(r.URL.Path, "/file/uploadChunk")
+		var action string
+		if isChunk {
+			p.chunkReqs++
+			if p.fault != nil {
+				action = p.fault(p.chunkReqs)
+			}
+		}
+		delay := p.delay
+		p.mu.Unlock()
+		switch action {
+		case "drop":
+			io.Copy(io.Discard, r.Body)
+			hj, ok := w.(http.Hijacker)
+			if !ok {
+				panic("no hijacker")
+			}
+			c, _, _ := hj.Hijack()
+			c.Close()
+			return
+		case "500":
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":"injected fault"}`)
+			return
+		case "delay":
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if isChunk {
+			r.Body = &countingBody{ReadCloser: r.Body, p: p}
+			rec := &statusRecorder{ResponseWriter: w}
+			rp.ServeHTTP(rec, r)
+			if rec.status == http.StatusOK {
+				p.mu.Lock()
+				p.chunkOK++
+				p.mu.Unlock()
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+func (p *faultProxy) stats() (reqs, ok int, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.chunkReqs, p.chunkOK, p.chunkBytes
+}
+
+func (p *faultProxy) calls(path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paths[path]
+}
+
+func (p *faultProxy) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.chunkReqs, p.chunkOK, p.chunkBytes = 0, 0, 0
+	p.paths = map[string]int{}
+}
+
+type countingBody struct {
+	io.ReadCloser
+	p *faultProxy
+}
+
+func (b *countingBody) Read(buf []byte) (int, error) {
+	n, err := b.ReadCloser.Read(buf)
+	b.p.mu.Lock()
+	b.p.chunkBytes += int64(n)
+	b.p.mu.Unlock()
+	return n, err
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

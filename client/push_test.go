@@ -1,0 +1,351 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"netdisk/chunker"
+	"netdisk/internal/testutil"
+)
+
+// End-to-end: the real daemon (64 KiB chunks so files stay small), reached
+// directly or through faultProxy.
+
+const testChunk = 64 << 10
+
+func startDaemon(t *testing.T) *testutil.Daemon {
+	t.Helper()
+	return testutil.StartDaemon(t, "--chunk-size", "64KiB")
+}
+
+func writeRandom(t *testing.T, dir, name string, seed uint64, n int) (string, []byte) {
+	t.Helper()
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, 7))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, b
+}
+
+// fastRetries keeps injected faults from slowing tests: real sleeps, short.
+func fastRetries() chunker.Options {
+	return chunker.Options{Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Retries: 8}
+}
+
+type eventLog struct {
+	mu sync.Mutex
+	ev []PushEvent
+}
+
+func (l *eventLog) on(e PushEvent) { l.mu.Lock(); l.ev = append(l.ev, e); l.mu.Unlock() }
+
+func (l *eventLog) count(k chunker.EventKind) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.ev {
+		if e.Event != nil && e.Event.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+func pullBytes(t *testing.T, c *Client, remote string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "pulled")
+	if _, err := c.Pull(context.Background(), remote, out, PullOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPushNewFileThenPull(t *testing.T) {
+	d := startDaemon(t)
+	c := New(d.URL, "admin", d.AdminPass)
+	local, data := writeRandom(t, t.TempDir(), "a.bin", 1, 20*testChunk+123)
+	var log eventLog
+	res, err := c.Push(context.Background(), local, "/dir/a.bin", PushOptions{SmallFileLimit: -1, OnEvent: log.on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 1 || res.BytesSent != int64(len(data)) || res.Instant != 0 {
+		t.Fatalf("%+v", res)
+	}
+	if log.count(chunker.ChunkHashed) != 21 || log.count(chunker.QueueDrained) != 1 || log.count(chunker.Merged) != 1 {
+		t.Fatalf("events: %d hashed, %d drained, %d merged", log.count(chunker.ChunkHashed), log.count(chunker.QueueDrained), log.count(chunker.Merged))
+	}
+	n, err := c.Stat(context.Background(), "/dir/a.bin")
+	if err != nil || n.Size != int64(len(data)) {
+		t.Fatalf("stat %+v %v", n, err)
+	}
+	if got := pullBytes(t, c, "/dir/a.bin"); !bytes.Equal(got, data) {
+		t.Fatal("pulled bytes differ")
+	}
+}
+
+func TestPullResumesFromPart(t *testing.T) {
+	d := startDaemon(t)
+	c := New(d.URL, "admin", d.AdminPass)
+	local, data := writeRandom(t, t.TempDir(), "a.bin", 2, 10*testChunk+5)
+	if _, err := c.Push(context.Background(), local, "/a.bin", PushOptions{SmallFileLimit: -1}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.Stat(context.Background(), "/a.bin")
+	out := filepath.Join(t.TempDir(), "a.out")
+	prefix := 3*testChunk + 17
+	os.WriteFile(out+PartSuffix, data[:prefix], 0o644)
+	os.WriteFile(out+PartSuffix+".etag", []byte(`"`+n.FileHash+`"`), 0o644)
+	res, err := c.Pull(context.Background(), "/a.bin", out, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resumed != int64(prefix) || res.Bytes != int64(len(data)-prefix) {
+		t.Fatalf("resumed %d received %d, want %d and %d", res.Resumed, res.Bytes, prefix, len(data)-prefix)
+	}
+	got, _ := os.ReadFile(out)
+	if !bytes.Equal(got, data) {
+		t.Fatal("resumed pull differs")
+	}
+	if _, err := os.Stat(out + PartSuffix); !os.IsNotExist(err) {
+		t.Fatalf(".part left behind: %v", err)
+	}
+
+	// A corrupt part (same etag, wrong bytes) is caught by the hash check.
+	bad := append([]byte(nil), data[:prefix]...)
+	bad[5] ^= 0xff
+	out2 := filepath.Join(t.TempDir(), "b.out")
+	os.WriteFile(out2+PartSuffix, bad, 0o644)
+	os.WriteFile(out2+PartSuffix+".etag", []byte(`"`+n.FileHash+`"`), 0o644)
+	if _, err := c.Pull(context.Background(), "/a.bin", out2, PullOptions{}); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("corrupt part: err %v", err)
+	}
+	if _, err := os.Stat(out2); !os.IsNotExist(err) {
+		t.Fatal("a corrupt download was renamed into place")
+	}
+}
+
+func TestPushThroughFaultyProxy(t *testing.T) {
+	d := startDaemon(t)
+	p := newFaultProxy(t, d.URL)
+	p.delay = 20 * time.Millisecond
+	p.fault = func(n int) string {
+		switch {
+		case n%5 == 0:
+			return "drop"
+		case n%3 == 0:
+			return "500"
+		case n%7 == 0:
+			return "delay"
+		}
+		return ""
+	}
+	c := New(p.URL, "admin", d.AdminPass)
+	local, data := writeRandom(t, t.TempDir(), "f.bin", 3, 30*testChunk)
+	var log eventLog
+	res, err := c.Push(context.Background(), local, "/f.bin", PushOptions{SmallFileLimit: -1, OnEvent: log.on, Pipeline: fastRetries()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, ok, _ := p.stats()
+	if log.count(chunker.ChunkRetry) == 0 || reqs <= 30 || ok != 30 || res.BytesSent != int64(len(data)) {
+		t.Fatalf("retries %d, chunk requests %d (ok %d), %+v", log.count(chunker.ChunkRetry), reqs, ok, res)
+	}
+	if log.count(chunker.QueueAborted) != 0 || log.count(chunker.QueueDrained) != 1 {
+		t.Fatal("aborted or not drained under recoverable faults")
+	}
+	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/f.bin"); !bytes.Equal(got, data) {
+		t.Fatal("pulled bytes differ")
+	}
+}
+
+func TestPushAbortsThenResumes(t *testing.T) {
+	d := startDaemon(t)
+	p := newFaultProxy(t, d.URL)
+	p.fault = func(n int) string {
+		if n > 6 {
+			return "500" // the daemon "breaks" after 6 chunks
+		}
+		return ""
+	}
+	c := New(p.URL, "admin", d.AdminPass)
+	local, data := writeRandom(t, t.TempDir(), "f.bin", 4, 24*testChunk)
+	var log eventLog
+	po := fastRetries()
+	po.Retries = 2
+	_, err := c.Push(context.Background(), local, "/f.bin", PushOptions{SmallFileLimit: -1, Concurrency: 1, OnEvent: log.on, Pipeline: po})
+	if !errors.Is(err, chunker.ErrAborted) || log.count(chunker.QueueAborted) != 1 || log.count(chunker.Merged) != 0 {
+		t.Fatalf("err %v, aborted %d, merged %d", err, log.count(chunker.QueueAborted), log.count(chunker.Merged))
+	}
+	if p.calls("/api/v1/file/merge") != 0 {
+		t.Fatal("merge called after a failure")
+	}
+	if _, err := c.Stat(context.Background(), "/f.bin"); StatusOf(err) != http.StatusNotFound {
+		t.Fatalf("file visible after an aborted upload: %v", err)
+	}
+	_, ok, _ := p.stats()
+	p.reset()
+	p.fault = nil
+	res, err := c.Push(context.Background(), local, "/f.bin", PushOptions{SmallFileLimit: -1, Pipeline: fastRetries()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, sent := p.stats()
+	if want := int64(len(data) - ok*testChunk); sent != want || res.BytesSent != want {
+		t.Fatalf("resume sent %d bytes (result %d), want %d", sent, res.BytesSent, want)
+	}
+	if got := pullBytes(t, c, "/f.bin"); !bytes.Equal(got, data) {
+		t.Fatal("pulled bytes differ")
+	}
+}
+
+func TestInstantUploadOfAnotherUsersContent(t *testing.T) {
+	d := startDaemon(t)
+	admin := New(d.URL, "admin", d.AdminPass)
+	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
+		t.Fatal(err)
+	}
+	local, data := writeRandom(t, t.TempDir(), "f.bin", 5, 12*testChunk+9)
+	if _, err := admin.Push(context.Background(), local, "/f.bin", PushOptions{SmallFileLimit: -1}); err != nil {
+		t.Fatal(err)
+	}
+	p := newFaultProxy(t, d.URL)
+	bob := New(p.URL, "bob", "bob-pass-123")
+	var log eventLog
+	res, err := bob.Push(context.Background(), local, "/mine.bin", PushOptions{SmallFileLimit: -1, OnEvent: log.on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, sent := p.stats()
+	if sent != 0 || res.BytesSent != 0 {
+		t.Fatalf("%d chunk bytes sent for content the server holds", sent)
+	}
+	if p.calls("/api/v1/file/prove") == 0 {
+		t.Fatal("no proof answered: another user's content must be proved")
+	}
+	if log.count(chunker.InstantUpload)+log.count(chunker.Merged) != 1 {
+		t.Fatal("neither instant upload nor merge")
+	}
+	if got := pullBytes(t, New(d.URL, "bob", "bob-pass-123"), "/mine.bin"); !bytes.Equal(got, data) {
+		t.Fatal("bob's copy differs")
+	}
+}
+
+// The real binary is killed with SIGKILL in the middle of a push; the next
+// push sends only what the daemon did not have yet. Ctrl-C (SIGINT) exits 130.
+func TestCLIPushResumesAfterKill(t *testing.T) {
+	d := startDaemon(t)
+	p := newFaultProxy(t, d.URL)
+	p.delay = 30 * time.Millisecond
+	p.fault = func(int) string { return "delay" }
+	local, data := writeRandom(t, t.TempDir(), "f.bin", 6, 40*testChunk)
+	bin := testutil.Binary(t)
+	push := func() *exec.Cmd {
+		cmd := exec.Command(bin, "push", "--chunked", "--concurrency", "1", "--server", p.URL, "--user", "admin", "--password", d.AdminPass, local, "/f.bin")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	waitChunks := func(n int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, ok, _ := p.stats(); ok >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d chunks uploaded in time", n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	cmd := push()
+	waitChunks(5)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("after SIGINT: %v, want exit 130", err)
+	}
+
+	cmd = push()
+	waitChunks(12)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	_, ok, _ := p.stats()
+
+	p.reset()
+	p.fault = nil
+	cmd = push()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("final push: %v\n%s", err, cmd.Stdout)
+	}
+	_, _, sent := p.stats()
+	if sent >= int64(len(data)) || sent > int64(len(data)-ok*testChunk) {
+		t.Fatalf("resumed push sent %d bytes of %d (%d chunks were already uploaded)", sent, len(data), ok)
+	}
+	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/f.bin"); !bytes.Equal(got, data) {
+		t.Fatal("pulled bytes differ")
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	d := startDaemon(t)
+	admin := New(d.URL, "admin", d.AdminPass)
+	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	local, _ := writeRandom(t, t.TempDir(), "f.bin", 7, 300<<10)
+	bin := testutil.Binary(t)
+	run := func(args ...string) (string, int) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"push", "--server", d.URL, "--user", "carol", "--password", "carol-pass-1", local}, "over quota"},
+		{[]string{"push", "--server", d.URL, "--user", "carol", "--password", "nope", local}, "wrong user name or password"},
+		{[]string{"ls", "--server", "127.0.0.1:1", "--user", "carol", "--password", "x"}, "unreachable"},
+	} {
+		out, code := run(tc.args...)
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, output %q, want %q", tc.args[0:1], code, out, tc.want)
+		}
+		last := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+		if !strings.HasPrefix(last, "netdisk: ") || !strings.Contains(last, tc.want) {
+			t.Errorf("last line %q is not a one-line error", last)
+		}
+	}
+}
