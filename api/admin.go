@@ -37,6 +37,7 @@ type AdminUser struct {
 	Quota      int64     `json:"quota"`      // bytes; 0 = unlimited
 	Finished   int64     `json:"finished"`   // bytes in the user's files
 	Unfinished int64     `json:"unfinished"` // bytes held by open upload sessions
+	Uploading  int64     `json:"uploading"`  // sizes declared by open uploads (quota ledger)
 	Created    time.Time `json:"created"`
 }
 
@@ -100,7 +101,7 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request, _ meta.User) {
 	}
 	out := make([]AdminUser, 0, len(us))
 	for _, u := range us {
-		out = append(out, adminUser(u))
+		out = append(out, a.withUsage(r, adminUser(u), u.ID))
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"users": out})
 }
@@ -128,7 +129,20 @@ func (a *API) getUser(w http.ResponseWriter, r *http.Request, _ meta.User) {
 		a.WriteError(w, r, userError(name, err))
 		return
 	}
-	WriteJSON(w, http.StatusOK, adminUser(u))
+	WriteJSON(w, http.StatusOK, a.withUsage(r, adminUser(u), u.ID))
+}
+
+// withUsage fills in the quota ledger's figures (unfinished as received, not
+// as last flushed to SQLite, and uploading); when the ledger cannot answer
+// (Redis down) the database's figures stay.
+func (a *API) withUsage(r *http.Request, au AdminUser, uid int64) AdminUser {
+	q, err := a.D.QuotaOf(r.Context(), uid)
+	if err != nil {
+		a.Log.Warn("admin: quota ledger", "user", au.Name, "err", err)
+		return au
+	}
+	au.Quota, au.Finished, au.Unfinished, au.Uploading = q.Total, q.Finished, q.Unfinished, q.Uploading
+	return au
 }
 
 func (a *API) deleteUser(w http.ResponseWriter, r *http.Request, actor meta.User) {
@@ -178,7 +192,7 @@ func (a *API) setQuota(w http.ResponseWriter, r *http.Request, actor meta.User) 
 		return
 	}
 	a.Log.Info("admin: quota set", "name", name, "quota", u.QuotaTotal, "by", actor.Name)
-	WriteJSON(w, http.StatusOK, adminUser(u))
+	WriteJSON(w, http.StatusOK, a.withUsage(r, adminUser(u), u.ID))
 }
 
 func (a *API) stats(w http.ResponseWriter, r *http.Request, _ meta.User) {

@@ -57,6 +57,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.adminRoutes()...)
 	rs = append(rs, a.fileRoutes()...)
 	rs = append(rs, a.chunkRoutes()...)
+	rs = append(rs, a.quotaRoutes()...)
 	return rs
 }
 

@@ -656,10 +656,8 @@ func (p *pipeline) task(c Chunk) (How, error) {
 	if _, err := p.file.ReadAt(data, c.Offset); err != nil && !errors.Is(err, io.EOF) {
 		return "", Permanent(fmt.Errorf("read chunk %d: %w", c.Index, err))
 	}
-	// The file may have changed since it was hashed: refuse to send other bytes.
-	if ChunkMD5(data) != c.Hash {
-		return "", Permanent(fmt.Errorf("chunk %d changed while uploading", c.Index))
-	}
+	// No second MD5 here: if the file changed since it was hashed, the remote
+	// hashes what it receives and refuses it (a permanent error, so an abort).
 	if chk.Exists {
 		var ok bool
 		if err := p.retry(ctx, c.Index, func(ctx context.Context) (err error) {

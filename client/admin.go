@@ -21,6 +21,7 @@ type AdminUser struct {
 	Quota      int64     `json:"quota"` // bytes; 0 = unlimited
 	Finished   int64     `json:"finished"`
 	Unfinished int64     `json:"unfinished"`
+	Uploading  int64     `json:"uploading"` // sizes declared by open uploads
 	Created    time.Time `json:"created"`
 }
 

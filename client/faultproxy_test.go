@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,8 @@ type faultProxy struct {
 	chunkOK    int   // uploadChunk requests the daemon answered 200
 	chunkBytes int64 // uploadChunk body bytes forwarded to the daemon
 	paths      map[string]int
+	notOK      []string           // index:status of the others
+	okIndex    []string           // index of each uploadChunk the daemon answered 200, in order
 	fault      func(n int) string // "", "drop", "500", "delay"
 	delay      time.Duration
 }
@@ -74,9 +77,15 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			r.Body = &countingBody{ReadCloser: r.Body, p: p}
 			rec := &statusRecorder{ResponseWriter: w}
 			rp.ServeHTTP(rec, r)
+			if rec.status != http.StatusOK {
+				p.mu.Lock()
+				p.notOK = append(p.notOK, fmt.Sprintf("%s:%d", r.URL.Query().Get("index"), rec.status))
+				p.mu.Unlock()
+			}
 			if rec.status == http.StatusOK {
 				p.mu.Lock()
 				p.chunkOK++
+				p.okIndex = append(p.okIndex, r.URL.Query().Get("index"))
 				p.mu.Unlock()
 			}
 			return
@@ -100,11 +109,37 @@ func (p *faultProxy) calls(path string) int {
 	return p.paths[path]
 }
 
+// setDelay sets how long a "delay" fault holds a request. Like setFault it
+// takes the lock: handler goroutines read both.
+func (p *faultProxy) setDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+func (p *faultProxy) setFault(f func(n int) string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fault = f
+}
+
 func (p *faultProxy) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.chunkReqs, p.chunkOK, p.chunkBytes = 0, 0, 0
 	p.paths = map[string]int{}
+	p.okIndex = nil
+}
+
+// uniqueOK counts the distinct chunk indexes the daemon accepted.
+func (p *faultProxy) uniqueOK() (int, []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]bool{}
+	for _, i := range p.okIndex {
+		seen[i] = true
+	}
+	return len(seen), append([]string(nil), p.okIndex...)
 }
 
 type countingBody struct {

@@ -59,9 +59,11 @@ func (c *Client) Move(ctx context.Context, from, to string, overwrite bool) (Nod
 
 // Quota is the user's own usage (seed 001's figures).
 type Quota struct {
-	Quota      int64 `json:"quota"`      // bytes; 0 = unlimited
+	Total      int64 `json:"total"`      // bytes; 0 = unlimited
 	Finished   int64 `json:"finished"`   // bytes in the user's files
-	Unfinished int64 `json:"unfinished"` // bytes held by open upload sessions
+	Unfinished int64 `json:"unfinished"` // bytes received by open uploads
+	Uploading  int64 `json:"uploading"`  // sizes declared by open uploads
+	Free       int64 `json:"free"`       // what a new upload may declare; -1 = unlimited
 }
 
 // Quota fetches GET /api/v1/quota.

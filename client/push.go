@@ -159,9 +159,18 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 	var res PushResult
 	var errsMu sync.Mutex
 	var errList []error
+	// Wrong credentials stop the whole push: no other file can succeed.
+	outer := ctx
+	ctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	var fatal error
 	record := func(f PushFile, r fileOutcome, err error) {
 		errsMu.Lock()
 		defer errsMu.Unlock()
+		if err != nil && StatusOf(err) == http.StatusUnauthorized && fatal == nil {
+			fatal = err
+			stopAll()
+		}
 		res.Files++
 		res.BytesSent += r.sent
 		res.BytesSkip += r.skipped
@@ -209,8 +218,11 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 		r, err := c.pushChunked(ctx, f, o, emit)
 		record(f, r, err)
 	}
-	if ctx.Err() != nil {
-		return res, ctx.Err()
+	if fatal != nil {
+		return res, fatal
+	}
+	if outer.Err() != nil {
+		return res, outer.Err()
 	}
 	switch len(errList) {
 	case 0:

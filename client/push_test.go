@@ -3,12 +3,14 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,8 +150,8 @@ func TestPullResumesFromPart(t *testing.T) {
 func TestPushThroughFaultyProxy(t *testing.T) {
 	d := startDaemon(t)
 	p := newFaultProxy(t, d.URL)
-	p.delay = 20 * time.Millisecond
-	p.fault = func(n int) string {
+	p.setDelay(20 * time.Millisecond)
+	p.setFault(func(n int) string {
 		switch {
 		case n%5 == 0:
 			return "drop"
@@ -159,7 +161,7 @@ func TestPushThroughFaultyProxy(t *testing.T) {
 			return "delay"
 		}
 		return ""
-	}
+	})
 	c := New(p.URL, "admin", d.AdminPass)
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 3, 30*testChunk)
 	var log eventLog
@@ -182,12 +184,12 @@ func TestPushThroughFaultyProxy(t *testing.T) {
 func TestPushAbortsThenResumes(t *testing.T) {
 	d := startDaemon(t)
 	p := newFaultProxy(t, d.URL)
-	p.fault = func(n int) string {
+	p.setFault(func(n int) string {
 		if n > 6 {
 			return "500" // the daemon "breaks" after 6 chunks
 		}
 		return ""
-	}
+	})
 	c := New(p.URL, "admin", d.AdminPass)
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 4, 24*testChunk)
 	var log eventLog
@@ -203,16 +205,21 @@ func TestPushAbortsThenResumes(t *testing.T) {
 	if _, err := c.Stat(context.Background(), "/f.bin"); StatusOf(err) != http.StatusNotFound {
 		t.Fatalf("file visible after an aborted upload: %v", err)
 	}
-	_, ok, _ := p.stats()
+	ok, held := p.uniqueOK()
 	p.reset()
-	p.fault = nil
+	p.setFault(nil)
 	res, err := c.Push(context.Background(), local, "/f.bin", PushOptions{SmallFileLimit: -1, Pipeline: fastRetries()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, sent := p.stats()
-	if want := int64(len(data) - ok*testChunk); sent != want || res.BytesSent != want {
-		t.Fatalf("resume sent %d bytes (result %d), want %d", sent, res.BytesSent, want)
+	again, sentIdx := p.uniqueOK()
+	if want := int64(len(data) - ok*testChunk); res.BytesSent != want || again != 24-ok {
+		t.Fatalf("resume sent %d bytes, want %d; chunks held before %v, sent now %v", res.BytesSent, want, held, sentIdx)
+	}
+	for _, i := range sentIdx {
+		if slices.Contains(held, i) {
+			t.Fatalf("chunk %s sent again on resume", i)
+		}
 	}
 	if got := pullBytes(t, c, "/f.bin"); !bytes.Equal(got, data) {
 		t.Fatal("pulled bytes differ")
@@ -256,8 +263,8 @@ func TestInstantUploadOfAnotherUsersContent(t *testing.T) {
 func TestCLIPushResumesAfterKill(t *testing.T) {
 	d := startDaemon(t)
 	p := newFaultProxy(t, d.URL)
-	p.delay = 30 * time.Millisecond
-	p.fault = func(int) string { return "delay" }
+	p.setDelay(30 * time.Millisecond)
+	p.setFault(func(int) string { return "delay" })
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 6, 40*testChunk)
 	bin := testutil.Binary(t)
 	push := func() *exec.Cmd {
@@ -295,18 +302,30 @@ func TestCLIPushResumesAfterKill(t *testing.T) {
 	waitChunks(12)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	_, ok, _ := p.stats()
+	ok, okIdx := p.uniqueOK()
 
 	p.reset()
-	p.fault = nil
+	p.setFault(nil)
 	cmd = push()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("final push: %v\n%s", err, cmd.Stdout)
 	}
 	_, _, sent := p.stats()
-	if sent >= int64(len(data)) || sent > int64(len(data)-ok*testChunk) {
-		t.Fatalf("resumed push sent %d bytes of %d (%d chunks were already uploaded)", sent, len(data), ok)
+	_, again := p.uniqueOK()
+	before := map[string]bool{}
+	for _, i := range okIdx {
+		before[i] = true
 	}
+	for _, i := range again {
+		if before[i] {
+			t.Errorf("chunk %s sent again after the kill (held before: %v)", i, okIdx)
+		}
+	}
+	// Bytes include retries of requests the proxy failed to forward.
+	if sent >= int64(len(data)) || len(again) < 40-ok {
+		t.Fatalf("resumed push sent %d bytes of %d, accepted %d chunks (%d held before)", sent, len(data), len(again), ok)
+	}
+	t.Logf("first runs: %d chunks; resumed run sent %d of %d bytes", ok, sent, len(data))
 	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/f.bin"); !bytes.Equal(got, data) {
 		t.Fatal("pulled bytes differ")
 	}
@@ -346,6 +365,70 @@ func TestCLIErrors(t *testing.T) {
 		last := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
 		if !strings.HasPrefix(last, "netdisk: ") || !strings.Contains(last, tc.want) {
 			t.Errorf("last line %q is not a one-line error", last)
+		}
+	}
+}
+
+func TestPushDirectoryThenPullIt(t *testing.T) {
+	d := startDaemon(t)
+	c := New(d.URL, "admin", d.AdminPass)
+	src := filepath.Join(t.TempDir(), "tree")
+	os.MkdirAll(filepath.Join(src, "a", "b"), 0o755)
+	os.MkdirAll(filepath.Join(src, "empty"), 0o755)
+	want := map[string][]byte{}
+	for i, name := range []string{"top.txt", "a/x.bin", "a/b/y.bin", "a/b/z.txt"} {
+		_, b := writeRandom(t, src, name, uint64(20+i), (i+1)*50000)
+		want[name] = b
+	}
+	// Small files go whole; a low limit sends the larger ones in chunks.
+	res, err := c.Push(context.Background(), src, "/", PushOptions{SmallFileLimit: 120000})
+	if err != nil || res.Files != 4 || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n, err := c.Stat(context.Background(), "/tree/empty"); err != nil || !n.IsDir {
+		t.Fatalf("empty dir: %+v %v", n, err)
+	}
+	out := filepath.Join(t.TempDir(), "copy")
+	if _, err := c.Pull(context.Background(), "/tree", out, PullOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range want {
+		got, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("%s differs after push+pull: %v", name, err)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(out, "empty")); err != nil || !st.IsDir() {
+		t.Fatalf("empty dir not pulled: %v", err)
+	}
+}
+
+func TestCLIPushJSONEvents(t *testing.T) {
+	d := startDaemon(t)
+	local, _ := writeRandom(t, t.TempDir(), "f.bin", 30, 5*testChunk)
+	out, err := exec.Command(testutil.Binary(t), "push", "--json", "--chunked", "--server", d.URL, "--user", "admin", "--password", d.AdminPass, local, "/f.bin").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	var last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		if pe, ok := m["pipeline"].(map[string]any); ok {
+			kinds = append(kinds, pe["event"].(string))
+		}
+		last = m
+	}
+	if last["type"] != "summary" || last["files"] != float64(1) || last["bytesSent"] != float64(5*testChunk) {
+		t.Fatalf("summary %v", last)
+	}
+	joined := strings.Join(kinds, " ")
+	for _, k := range []string{"ChunkHashed", "AllChunksHashed", "FileHashed", "QueueDrained", "Merged"} {
+		if !strings.Contains(joined, k) {
+			t.Fatalf("no %s in %s", k, joined)
 		}
 	}
 }

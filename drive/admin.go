@@ -40,7 +40,7 @@ func (d *Drive) DeleteUserAs(ctx context.Context, actor meta.User, name string) 
 			return errs.E(op, errs.Conflict, "", fmt.Errorf("refusing to delete %q: it is the last admin", name))
 		}
 	}
-	return d.meta.DeleteUser(ctx, u.ID)
+	return d.deleteUser(ctx, u.ID)
 }
 
 // IsLastAdmin reports whether u is an admin and no other admin exists.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/quota"
 	"netdisk/vpath"
 )
 
@@ -35,6 +37,9 @@ type Config struct {
 	// HashWorkers bounds how many chunks are hashed at once across all
 	// uploads; 0 means GOMAXPROCS (at least 2).
 	HashWorkers int
+	// Quota is the quota ledger guard (drive/quota.go); nil keeps only the
+	// check SQLite makes in every commit. It needs Meta to be *meta.SQLite.
+	Quota *quota.Guard
 }
 
 // Drive is the file core.
@@ -55,6 +60,8 @@ type Drive struct {
 	authCache map[string]authEntry
 
 	gcMu sync.Mutex // one GC or fsck at a time
+
+	quota *quota.Guard
 }
 
 type authEntry struct {
@@ -65,7 +72,10 @@ type authEntry struct {
 // New returns a Drive over the given stores.
 func New(c Config) *Drive {
 	d := &Drive{meta: c.Meta, blobs: c.Blobs, pins: dedup.NewPins(), chunkSize: c.ChunkSize,
-		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}}
+		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota}
+	if _, ok := c.Meta.(txTree); c.Quota != nil && !ok {
+		panic("drive: a quota guard needs a transactional metadata store (*meta.SQLite)")
+	}
 	if d.chunkSize <= 0 {
 		d.chunkSize = chunker.DefaultChunkSize
 	}
@@ -195,6 +205,9 @@ func (d *Drive) SetQuota(ctx context.Context, name string, total int64) error {
 	if err != nil {
 		return err
 	}
+	if d.quota != nil {
+		return d.setQuotaGuarded(ctx, u.ID, total)
+	}
 	return d.meta.SetQuota(ctx, u.ID, total)
 }
 
@@ -204,7 +217,7 @@ func (d *Drive) DeleteUser(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return d.meta.DeleteUser(ctx, u.ID)
+	return d.deleteUser(ctx, u.ID)
 }
 
 // ---- namespace
@@ -288,6 +301,9 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err != nil {
 		return err
 	}
+	if d.quota != nil {
+		return d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) })
+	}
 	return d.meta.Remove(ctx, uid, p)
 }
 
@@ -300,6 +316,9 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 	if dst, err = clean("drive.Move", dst); err != nil {
 		return err
 	}
+	if d.quota != nil {
+		return d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) })
+	}
 	return d.meta.Move(ctx, uid, src, dst, overwrite)
 }
 
@@ -311,6 +330,9 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 	}
 	if dst, err = clean("drive.Copy", dst); err != nil {
 		return err
+	}
+	if d.quota != nil {
+		return d.copyWithHold(ctx, uid, src, dst, overwrite, recursive)
 	}
 	return d.meta.Copy(ctx, uid, src, dst, overwrite, recursive)
 }
@@ -347,18 +369,29 @@ type Quota struct {
 	Total      int64 `json:"total"` // 0 = unlimited
 	Finished   int64 `json:"finished"`
 	Unfinished int64 `json:"unfinished"`
+	Uploading  int64 `json:"uploading"` // sizes declared by open sessions and writes (ledger only)
 }
 
-// Free returns the bytes left, or -1 when unlimited.
+// Free returns the bytes a new write may still declare, or -1 when
+// unlimited: the admission rule counts what open sessions declared
+// (Uploading), which covers what they received (Unfinished).
 func (q Quota) Free() int64 {
 	if q.Total <= 0 {
 		return -1
 	}
-	return max(q.Total-q.Finished-q.Unfinished, 0)
+	return max(q.Total-q.Finished-max(q.Uploading, q.Unfinished), 0)
 }
 
-// QuotaOf returns the user's quota figures.
+// QuotaOf returns the user's quota figures: the ledger's with a quota guard,
+// else SQLite's.
 func (d *Drive) QuotaOf(ctx context.Context, uid int64) (Quota, error) {
+	if d.quota != nil {
+		u, err := d.quota.Usage(ctx, uid)
+		if err != nil {
+			return Quota{}, err
+		}
+		return Quota{Total: u.Total, Finished: u.Finished, Unfinished: u.Unfinished, Uploading: u.Uploading}, nil
+	}
 	u, err := d.meta.UserByID(ctx, uid)
 	if err != nil {
 		return Quota{}, err

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/quota"
 )
 
 // Writer streams a new version of a file into the drive. Bytes are cut at the
@@ -35,6 +37,8 @@ type Writer struct {
 	sem     chan struct{} // chunks in flight (hashing or storing): bounds memory
 	hashSem chan struct{} // chunks being hashed: bounds CPU to the drive's workers
 	wg      sync.WaitGroup
+
+	hold *quota.Hold // with a quota guard: the bytes reserved for this write
 
 	mu     sync.Mutex
 	sums   []chunker.Sum
@@ -87,12 +91,21 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if !parent.IsDir {
 		return nil, errs.E(op, errs.NotDir, p, nil)
 	}
-	if err := d.checkFits(ctx, uid, p, o.ExpectedSize); err != nil {
+	var hold *quota.Hold
+	if d.quota != nil {
+		// The declared size is reserved whole before any byte is read (the
+		// new chunks sit beside the old version until the commit); a body of
+		// unknown length reserves as it arrives (reserveMore).
+		hold = d.quota.NewHold(uid)
+		if err := hold.Grow(ctx, o.ExpectedSize); err != nil {
+			return nil, err
+		}
+	} else if err := d.checkFits(ctx, uid, p, o.ExpectedSize); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
-		buf: d.getBuf(), sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem}, nil
+		buf: d.getBuf(), sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold}, nil
 }
 
 // Path is the cleaned path being written.
@@ -114,6 +127,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 		p = p[k:]
 		n += k
 		w.size += int64(k)
+		if err := w.reserve(); err != nil {
+			return n, err
+		}
 		if len(w.buf) == int(w.d.chunkSize) {
 			if err := w.dispatch(); err != nil {
 				return n, err
@@ -194,6 +210,22 @@ func (w *Writer) finish() {
 		w.d.pins.Unpin(k)
 	}
 	w.cancel()
+	if w.hold != nil {
+		w.hold.Release(context.WithoutCancel(w.ctx)) // no-op once committed
+	}
+}
+
+// reserve makes sure the hold covers every byte received before a chunk of
+// them is stored; a refusal fails the write.
+func (w *Writer) reserve() error {
+	if w.hold == nil || w.size <= w.hold.Reserved() {
+		return nil
+	}
+	if err := w.reserveMore(); err != nil {
+		w.fail(err)
+		return w.failed()
+	}
+	return nil
 }
 
 // Commit stores the last chunk and makes the new version visible atomically.
@@ -228,7 +260,16 @@ func (w *Writer) Commit() (meta.Node, error) {
 	f.FileHash = fh.Sum()
 	// The commit must not be cut short by the request's context once every
 	// byte is stored: a client that hangs up after sending still gets its file.
-	return w.d.meta.CommitFile(context.WithoutCancel(w.ctx), w.uid, w.path, f)
+	ctx := context.WithoutCancel(w.ctx)
+	if w.hold != nil {
+		var n meta.Node
+		err := w.d.holdCommit(ctx, w.hold, func(tx *sql.Tx) (delta int64, err error) {
+			n, delta, err = w.d.tree().CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
+			return delta, err
+		})
+		return n, err
+	}
+	return w.d.meta.CommitFile(ctx, w.uid, w.path, f)
 }
 
 // Abort discards what was written; the old version stays.
@@ -276,6 +317,9 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 		w.buf = w.buf[:len(w.buf)+n]
 		w.size += int64(n)
 		total += int64(n)
+		if rerr := w.reserve(); rerr != nil {
+			return total, rerr
+		}
 		if len(w.buf) == cap(w.buf) {
 			if derr := w.dispatch(); derr != nil {
 				return total, derr

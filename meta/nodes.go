@@ -177,7 +177,17 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error) {
 	const op = "meta.CommitFile"
 	var n Node
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		n, err = s.commitFileTx(ctx, tx, op, uid, path, f)
+		return err
+	})
+	return n, wrap(op, path, err)
+}
+
+// commitFileTx is CommitFile inside the caller's transaction.
+func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile) (Node, error) {
+	var n Node
+	err := func() error {
 		ids, err := s.chunkIDs(ctx, tx, f.Chunks)
 		if err != nil {
 			return err
@@ -230,8 +240,8 @@ func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFi
 		n.UserID, n.Path, n.IsDir, n.Size, n.FileHash = uid, path, false, f.Size, f.FileHash
 		n.ModTime = time.Unix(0, f.ModTime.UnixNano())
 		return nil
-	})
-	return n, wrap(op, path, err)
+	}()
+	return n, err
 }
 
 // removeTx deletes path and its subtree and gives back the bytes of the files.
@@ -297,7 +307,12 @@ func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst
 // Move renames src (and its subtree) to dst.
 func (s *SQLite) Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error {
 	const op = "meta.Move"
-	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error {
+	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return moveTx(ctx, tx, op, uid, src, dst, overwrite) }))
+}
+
+// moveTx is Move inside the caller's transaction.
+func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite bool) error {
+	return func() error {
 		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite)
 		if err != nil {
 			return err
@@ -314,13 +329,18 @@ func (s *SQLite) Move(ctx context.Context, uid int64, src, dst string, overwrite
 		_, err = tx.ExecContext(ctx, `UPDATE nodes SET path = ?, parent = ?, name = ? WHERE id = ?`,
 			dst, vpath.Parent(dst), vpath.Base(dst), sn.ID)
 		return err
-	}))
+	}()
 }
 
 // Copy copies src to dst; files share their chunks with the original.
 func (s *SQLite) Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error {
 	const op = "meta.Copy"
-	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error {
+	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive) }))
+}
+
+// copyTx is Copy inside the caller's transaction.
+func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite, recursive bool) error {
+	return func() error {
 		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite)
 		if err != nil {
 			return err
@@ -365,7 +385,7 @@ func (s *SQLite) Copy(ctx context.Context, uid int64, src, dst string, overwrite
 			}
 		}
 		return addFinished(ctx, tx, op, uid, added, dst)
-	}))
+	}()
 }
 
 // SetModTime changes a node's modification time.

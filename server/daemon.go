@@ -14,10 +14,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/quota"
 	"netdisk/upload"
 )
 
@@ -33,6 +36,9 @@ type Options struct {
 	Out        io.Writer // where the one-time admin password is printed
 	Now        func() time.Time
 	SessionTTL time.Duration // idle upload sessions expire after it; 0 means upload.DefaultTTL
+	// Redis is the URL of the Redis server holding the quota ledger; empty
+	// means the embedded ledger (one daemon per data directory).
+	Redis string
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -41,7 +47,35 @@ type Daemon struct {
 	Meta   *meta.SQLite
 	Upload *upload.Service
 	Server *Server
+	Quota  *quota.Guard
+	rdb    *redis.Client
 	opts   Options
+}
+
+// clockFunc adapts Options.Now to quota.Clock.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
+
+// openLedger builds the quota ledger: Redis with short timeouts (a Redis that
+// does not answer makes uploads fail with 503 within a second or two), or
+// the embedded one.
+func openLedger(o Options, sink *quota.SQLiteSink) (quota.Ledger, *redis.Client, error) {
+	cfg := quota.Config{Sink: sink, Log: o.Logger}
+	if o.Now != nil {
+		cfg.Clock = clockFunc(o.Now)
+	}
+	if o.Redis == "" {
+		return quota.NewMemory(cfg), nil, nil
+	}
+	ro, err := redis.ParseURL(o.Redis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--redis: %w", err)
+	}
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = time.Second, time.Second, time.Second
+	ro.MaxRetries = 1
+	rdb := redis.NewClient(ro)
+	return quota.NewRedis(rdb, "", cfg), rdb, nil
 }
 
 // Open opens (creating on first start) the data directory and wires the layers.
@@ -64,13 +98,33 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, err
 	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger})
+	sink := quota.NewSQLiteSink(m, o.Now)
+	ledger, rdb, err := openLedger(o, sink)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	g := quota.NewGuard(ledger, sink, o.Logger)
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, Quota: g})
 	if err := ensureAdmin(ctx, d, m, o); err != nil {
 		m.Close()
 		return nil, err
 	}
-	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger})
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up}), opts: o}, nil
+	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g}})
+	g.SetTruth(up)
+	// SQLite is the truth: the ledger is rebuilt from it at every start, so a
+	// kill -9 (a reservation of a write that died with the process, a
+	// session ended in SQLite but not in the ledger) leaves nothing behind.
+	if err := g.Reconcile(ctx); err != nil {
+		if rdb == nil {
+			m.Close()
+			return nil, fmt.Errorf("quota: %w", err)
+		}
+		// Redis not reachable yet: uploads answer 503 until Run reconciles.
+		o.Logger.Warn("quota: cannot reconcile the Redis ledger now; uploads fail with 503 until it answers", "err", err)
+	}
+	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up})
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, rdb: rdb, opts: o}, nil
 }
 
 // ensureAdmin creates the user "admin" when there are no users at all.
@@ -96,7 +150,12 @@ func ensureAdmin(ctx context.Context, d *drive.Drive, m meta.Store, o Options) e
 }
 
 // Close releases the stores.
-func (d *Daemon) Close() error { return d.Meta.Close() }
+func (d *Daemon) Close() error {
+	if d.rdb != nil {
+		d.rdb.Close()
+	}
+	return d.Meta.Close()
+}
 
 // Serve listens and serves until ctx is cancelled, then shuts down gracefully:
 // in-flight requests get a grace period; staged uploads that do not finish are
@@ -121,6 +180,11 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		go d.gcLoop(bg, d.opts.GCInterval)
 	}
 	go d.Upload.Run(bg, min(d.Upload.TTL()/10, time.Minute))
+	var clock quota.Clock
+	if d.opts.Now != nil {
+		clock = clockFunc(d.opts.Now)
+	}
+	go d.Quota.Run(bg, clock, time.Second)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

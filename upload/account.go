@@ -5,80 +5,99 @@ import (
 	"database/sql"
 	"fmt"
 
-	"netdisk/drive"
-	"netdisk/errs"
+	"netdisk/quota"
 )
 
-// Accountant is where the session service reports space, kept in one place so
-// the quota ledger (package quota: embedded or Redis, seed 001) can replace
-// the plain SQLite bookkeeping below. tx is the session store's transaction
-// that records the event; an implementation writing to the same SQLite file
-// uses it (so a chunk and its bytes are counted in one commit), one that keeps
-// its own ledger may ignore it and reconcile from upload_sessions.received.
+// Accountant is where sessions report space: the quota ledger (package
+// quota, seed 001), through LedgerAccountant. The call order is the ledger's
+// (quota.go, "Integration"):
+//
+//	init:   Step { Reserve(id, size); insert the row }
+//	chunk:  Step { Chunk(id, idx, n); record the chunk }
+//	merge:  Step { tx{ commit the file; Settle(tx); mark merged }; Merged(growth) }
+//	abort, expiry: Step { tx{ Settle(tx); delete the row }; Released }
+//
+// A session reserves its whole declared size (its chunks sit beside the
+// file it replaces until the merge); the replaced file's bytes come back when
+// the merge commits.
 type Accountant interface {
-	// Admit is called by init before a session is created: refuse with
-	// errs.Quota a declared size that cannot fit. replaces is the size of the
-	// file the upload would replace (its bytes come back at merge).
-	Admit(ctx context.Context, uid int64, path string, size, replaces int64) error
-	// Received counts n more bytes held by an open session (uploadChunk,
-	// patchHash/prove on a chunk). It may refuse with errs.Quota.
-	Received(ctx context.Context, tx *sql.Tx, uid int64, session string, n, replaces int64) error
-	// Settled releases a session's held bytes when it merges (the file's size
-	// is counted as finished by the commit itself).
-	Settled(ctx context.Context, tx *sql.Tx, uid int64, session string, held int64) error
-	// Released gives back a session's held bytes when it is abandoned or expires.
-	Released(ctx context.Context, tx *sql.Tx, uid int64, session string, held int64) error
+	// Step brackets one SQLite change and its ledger calls (quota.Guard.Step).
+	Step() (done func())
+	// Reserve admits a new session: errs.Quota (507) when it cannot fit,
+	// errs.Unavailable (503) when the ledger cannot answer.
+	Reserve(ctx context.Context, uid int64, session string, declared int64) error
+	// Chunk counts chunk idx of n bytes, before the record commits; a
+	// repeated index counts once.
+	Chunk(ctx context.Context, uid int64, session string, idx, n int64) error
+	// Settle runs inside the transaction that closes the session.
+	Settle(ctx context.Context, tx *sql.Tx, uid int64, session string) error
+	// Merged and Released run after that transaction committed: the merge
+	// moved the user's finished bytes by growth.
+	Merged(ctx context.Context, uid int64, session string, growth int64)
+	Released(ctx context.Context, uid int64, session string)
 }
 
-// SQLAccountant keeps users.use_space_unfinished in SQLite, in the same
-// transaction as the session's own row.
-type SQLAccountant struct{ D *drive.Drive }
+// LedgerAccountant is the Accountant on a quota.Guard.
+type LedgerAccountant struct{ G *quota.Guard }
 
-var _ Accountant = SQLAccountant{}
+var _ Accountant = LedgerAccountant{}
 
-// Admit refuses a declared size larger than total - finished - unfinished.
-func (a SQLAccountant) Admit(ctx context.Context, uid int64, path string, size, replaces int64) error {
-	q, err := a.D.QuotaOf(ctx, uid)
+func (a LedgerAccountant) Step() func() { return a.G.Step() }
+
+func (a LedgerAccountant) Reserve(ctx context.Context, uid int64, session string, declared int64) error {
+	_, err := a.G.Ledger().Reserve(ctx, uid, session, declared)
+	return err
+}
+
+func (a LedgerAccountant) Chunk(ctx context.Context, uid int64, session string, idx, n int64) error {
+	return a.G.Ledger().Chunk(ctx, uid, session, int(idx), n)
+}
+
+func (a LedgerAccountant) Settle(ctx context.Context, tx *sql.Tx, uid int64, session string) error {
+	_, err := a.G.Sink().Settle(ctx, tx, uid, session)
+	return err
+}
+
+func (a LedgerAccountant) Merged(ctx context.Context, uid int64, session string, growth int64) {
+	r, err := a.G.Ledger().Commit(ctx, uid, session, max(growth, 0))
+	if err == nil && !r.Found {
+		err = fmt.Errorf("session %s unknown to the ledger", session)
+	}
+	a.G.MarkDirty("Commit", err)
+	a.G.Changed(ctx, uid, min(growth, 0))
+}
+
+func (a LedgerAccountant) Released(ctx context.Context, uid int64, session string) {
+	_, err := a.G.Ledger().Release(ctx, uid, session)
+	a.G.MarkDirty("Release", err)
+}
+
+// OpenSessions is the ledger's truth (quota.Truth): every open session with
+// its declared size and the chunks it holds.
+func (s *Service) OpenSessions(ctx context.Context) ([]quota.Session, error) {
+	rows, err := s.db.ReadDB().QueryContext(ctx, `SELECT us.id, us.user_id, us.size, sc.idx, c.size
+		FROM upload_sessions us LEFT JOIN session_chunks sc ON sc.session_id = us.id LEFT JOIN chunks c ON c.id = sc.chunk_id
+		WHERE us.state = 'open' ORDER BY us.id`)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	need := size - replaces
-	if free := q.Free(); free >= 0 && need > free {
-		return errs.E("upload.Init", errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed", free, need))
+	defer rows.Close()
+	var out []quota.Session
+	for rows.Next() {
+		var id string
+		var uid, size int64
+		var idx, n sql.NullInt64
+		if err := rows.Scan(&id, &uid, &size, &idx, &n); err != nil {
+			return nil, err
+		}
+		if len(out) == 0 || out[len(out)-1].Upload != id {
+			out = append(out, quota.Session{User: uid, Upload: id, Declared: size})
+		}
+		if idx.Valid {
+			last := &out[len(out)-1]
+			last.Have = append(last.Have, int(idx.Int64))
+			last.Received += n.Int64
+		}
 	}
-	return nil
-}
-
-// Received adds n to the unfinished bytes; a chunk that would take the user's
-// server-side usage (finished + unfinished) past total is refused, so
-// never-finished uploads cannot fill the disk beyond a user's quota.
-func (SQLAccountant) Received(ctx context.Context, tx *sql.Tx, uid int64, session string, n, replaces int64) error {
-	var total, finished, unfinished int64
-	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished, use_space_unfinished FROM users WHERE id = ?`, uid).
-		Scan(&total, &finished, &unfinished); err != nil {
-		return err
-	}
-	if total > 0 && finished+unfinished+n > total+replaces {
-		return errs.E("upload.Chunk", errs.Quota, "", fmt.Errorf("quota exceeded: %d bytes free, %d needed", max(total+replaces-finished-unfinished, 0), n))
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE users SET use_space_unfinished = use_space_unfinished + ? WHERE id = ?`, n, uid)
-	return err
-}
-
-// Settled subtracts the session's held bytes.
-func (SQLAccountant) Settled(ctx context.Context, tx *sql.Tx, uid int64, session string, held int64) error {
-	return release(ctx, tx, uid, held)
-}
-
-// Released subtracts the session's held bytes.
-func (SQLAccountant) Released(ctx context.Context, tx *sql.Tx, uid int64, session string, held int64) error {
-	return release(ctx, tx, uid, held)
-}
-
-func release(ctx context.Context, tx *sql.Tx, uid, held int64) error {
-	if held == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE users SET use_space_unfinished = max(use_space_unfinished - ?, 0) WHERE id = ?`, held, uid)
-	return err
+	return out, rows.Err()
 }

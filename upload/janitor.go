@@ -36,14 +36,14 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 		for _, id := range ids {
 			mu := s.stripe(id)
 			mu.Lock()
-			err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+			err := s.dropStep(ctx, id, func(tx *sql.Tx) (bool, error) {
 				// Re-check inside the transaction: a chunk may have touched it.
 				var n int
 				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM upload_sessions WHERE id = ? AND (`+cond+`)`, id, openCut, mergedCut).Scan(&n); err != nil || n == 0 {
-					return err
+					return false, err
 				}
 				removed++
-				return s.drop(ctx, tx, id)
+				return true, nil
 			})
 			mu.Unlock()
 			if err != nil {

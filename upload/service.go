@@ -41,7 +41,8 @@ const (
 type Config struct {
 	Drive *drive.Drive
 	DB    *meta.SQLite // the drive's metadata store: sessions share its file and writer
-	// Accountant counts held bytes; nil means SQLAccountant.
+	// Accountant counts space in the quota ledger (required; see
+	// LedgerAccountant).
 	Accountant Accountant
 	// TTL: sessions idle longer expire (their held bytes are released).
 	TTL time.Duration
@@ -75,7 +76,7 @@ func New(c Config) *Service {
 	s := &Service{d: c.Drive, db: c.DB, acct: c.Accountant, ttl: c.TTL, keep: c.MergedRetention,
 		chTTL: c.ChallengeTTL, now: c.Now, log: c.Logger}
 	if s.acct == nil {
-		s.acct = SQLAccountant{D: c.Drive}
+		panic("upload: Config.Accountant is required")
 	}
 	if s.ttl <= 0 {
 		s.ttl = DefaultTTL
@@ -231,33 +232,54 @@ func (s *Service) Init(ctx context.Context, uid int64, path string, size int64, 
 	if err != nil {
 		return Info{}, err
 	}
-	var id string
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		now := s.now().UnixNano()
-		cutoff := s.now().Add(-s.ttl).UnixNano()
+	// resume touches the open session with the same path and size, if any.
+	resume := func(tx *sql.Tx) (string, error) {
+		var id string
 		err := tx.QueryRowContext(ctx, `SELECT id FROM upload_sessions WHERE user_id = ? AND path = ? AND size = ? AND state = 'open'
 			AND touched_ns >= ? AND (? = '' OR file_hash IN ('', ?)) ORDER BY touched_ns DESC LIMIT 1`,
-			uid, p, size, cutoff, fileHash, fileHash).Scan(&id)
-		if err == nil {
-			_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET touched_ns = ?, file_hash = CASE WHEN ? = '' THEN file_hash ELSE ? END WHERE id = ?`,
-				now, fileHash, fileHash, id)
-			return err
+			uid, p, size, s.now().Add(-s.ttl).UnixNano(), fileHash, fileHash).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
+		if err != nil {
+			return "", err
 		}
-		// Admission reads committed usage; the check sits inside the write
-		// transaction so concurrent inits of one user are admitted one by one.
-		if err := s.acct.Admit(ctx, uid, p, size, replaces); err != nil {
-			return err
-		}
-		id = newID()
-		_, err = tx.ExecContext(ctx, `INSERT INTO upload_sessions(id, user_id, path, size, chunk_size, file_hash, replaces, created_ns, touched_ns)
-			VALUES (?,?,?,?,?,?,?,?,?)`, id, uid, p, size, s.d.ChunkSize(), fileHash, replaces, now, now)
-		return err
-	})
-	if err != nil {
+		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET touched_ns = ?, file_hash = CASE WHEN ? = '' THEN file_hash ELSE ? END WHERE id = ?`,
+			s.now().UnixNano(), fileHash, fileHash, id)
+		return id, err
+	}
+	var id string
+	if err := s.db.Tx(ctx, func(tx *sql.Tx) (err error) { id, err = resume(tx); return err }); err != nil {
 		return Info{}, wrap(op, p, err)
+	}
+	if id == "" {
+		// A new session: the ledger admits its declared size (atomically
+		// against every other session of the user) before the row exists.
+		done := s.acct.Step()
+		id = newID()
+		if err := s.acct.Reserve(ctx, uid, id, size); err != nil {
+			done()
+			return Info{}, wrap(op, p, err)
+		}
+		var other string
+		err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			if other, err = resume(tx); err != nil || other != "" {
+				return err // a concurrent init created it meanwhile
+			}
+			now := s.now().UnixNano()
+			_, err = tx.ExecContext(ctx, `INSERT INTO upload_sessions(id, user_id, path, size, chunk_size, file_hash, replaces, created_ns, touched_ns)
+			VALUES (?,?,?,?,?,?,?,?,?)`, id, uid, p, size, s.d.ChunkSize(), fileHash, replaces, now, now)
+			return err
+		})
+		if err != nil || other != "" {
+			s.acct.Released(context.WithoutCancel(ctx), uid, id)
+			id = other
+		}
+		done()
+		if err != nil {
+			return Info{}, wrap(op, p, err)
+		}
 	}
 	return s.Get(ctx, uid, id)
 }
@@ -328,26 +350,49 @@ func (s *Service) Abort(ctx context.Context, uid int64, id string) error {
 	if _, err := s.load(ctx, s.db.ReadDB(), op, uid, id); err != nil {
 		return err
 	}
-	return wrap(op, "", s.db.Tx(ctx, func(tx *sql.Tx) error { return s.drop(ctx, tx, id) }))
+	return wrap(op, "", s.dropStep(ctx, id, nil))
 }
 
-// drop deletes a session row (its chunks and challenges cascade) and releases
-// what an open one held.
-func (s *Service) drop(ctx context.Context, tx *sql.Tx, id string) error {
+// dropStep drops a session in one transaction and Step; check, if set, runs
+// first in the transaction and may veto (false) the drop.
+func (s *Service) dropStep(ctx context.Context, id string, check func(tx *sql.Tx) (bool, error)) error {
+	defer s.acct.Step()()
+	var open bool
+	var uid int64
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if check != nil {
+			if ok, err := check(tx); err != nil || !ok {
+				return err
+			}
+		}
+		var err error
+		open, uid, err = s.drop(ctx, tx, id)
+		return err
+	})
+	if err == nil && open {
+		s.acct.Released(context.WithoutCancel(ctx), uid, id)
+	}
+	return err
+}
+
+// drop deletes a session row (its chunks and challenges cascade) and settles
+// what an open one flushed to SQLite; the caller releases the ledger's
+// reservation after the commit when open is true.
+func (s *Service) drop(ctx context.Context, tx *sql.Tx, id string) (open bool, uid int64, err error) {
 	ss, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM upload_sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return false, 0, nil
 	}
 	if err != nil {
-		return err
+		return false, 0, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM upload_sessions WHERE id = ?`, id); err != nil {
-		return err
+		return false, 0, err
 	}
-	if ss.State == stateOpen {
-		return s.acct.Released(ctx, tx, ss.UID, ss.ID, ss.Received)
+	if ss.State != stateOpen {
+		return false, 0, nil
 	}
-	return nil
+	return true, ss.UID, s.acct.Settle(ctx, tx, ss.UID, ss.ID)
 }
 
 // errGone: a chunk the service meant to reuse vanished (GC) before it was pinned.
@@ -358,10 +403,18 @@ var errGone = errors.New("chunk no longer stored")
 // pins it); otherwise the chunk row is found or inserted by SHA-256 (the
 // caller has stored and pinned the blob).
 func (s *Service) record(ctx context.Context, ss session, idx int64, c meta.Chunk) error {
+	// The ledger counts the chunk first (idempotent per index; it refuses
+	// a session it no longer knows), then SQLite records it, in one Step.
+	defer s.acct.Step()()
+	if err := s.acct.Chunk(ctx, ss.UID, ss.ID, idx, c.Size); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			return errUnknown("upload.Chunk")
+		}
+		return err
+	}
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var state string
-		var replaces int64
-		err := tx.QueryRowContext(ctx, `SELECT state, replaces FROM upload_sessions WHERE id = ?`, ss.ID).Scan(&state, &replaces)
+		err := tx.QueryRowContext(ctx, `SELECT state FROM upload_sessions WHERE id = ?`, ss.ID).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errUnknown("upload.Chunk")
 		}
@@ -406,9 +459,6 @@ func (s *Service) record(ctx context.Context, ss session, idx int64, c meta.Chun
 		var add int64
 		if !prev.Valid {
 			add = c.Size
-			if err := s.acct.Received(ctx, tx, ss.UID, ss.ID, add, replaces); err != nil {
-				return err
-			}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET received = received + ?, touched_ns = ? WHERE id = ?`, add, now, ss.ID)
 		return err
@@ -528,20 +578,27 @@ func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, f
 			return Result{}, err
 		}
 	}
-	if _, err := s.d.CommitChunks(ctx, ss.UID, ss.Path, meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks}); err != nil {
-		return Result{}, err
-	}
+	// One transaction commits the file, settles the session's flushed bytes
+	// and closes it; the ledger turns the reservation into finished bytes
+	// after, in the same Step. The growth is bounded by the declared size
+	// the session reserved.
+	f := meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks, ModTime: s.d.Now()}
+	done := s.acct.Step()
+	defer done()
+	var growth int64
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var state string
-		var received int64
-		err := tx.QueryRowContext(ctx, `SELECT state, received FROM upload_sessions WHERE id = ?`, ss.ID).Scan(&state, &received)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // expired or aborted meanwhile: the file is committed all the same
+		err := tx.QueryRowContext(ctx, `SELECT state FROM upload_sessions WHERE id = ?`, ss.ID).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && state != stateOpen {
+			return errUnknown(op) // expired or aborted meanwhile: its reservation is gone
 		}
-		if err != nil || state != stateOpen {
+		if err != nil {
 			return err
 		}
-		if err := s.acct.Settled(ctx, tx, ss.UID, ss.ID, received); err != nil {
+		if _, growth, err = s.db.CommitFileTx(ctx, tx, ss.UID, ss.Path, f, ss.Size); err != nil {
+			return err
+		}
+		if err := s.acct.Settle(ctx, tx, ss.UID, ss.ID); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET state = 'merged', received = 0, result_hash = ?, touched_ns = ? WHERE id = ?`,
@@ -551,6 +608,7 @@ func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, f
 	if err != nil {
 		return Result{}, wrap(op, ss.Path, err)
 	}
+	s.acct.Merged(ctx, ss.UID, ss.ID, growth)
 	ss.ResultHash = fileHash
 	return ss.result(), nil
 }

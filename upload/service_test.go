@@ -14,12 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"netdisk/chunker"
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/internal/testutil"
 	"netdisk/meta"
+	"netdisk/quota"
 )
 
 const testChunk = 1024
@@ -30,9 +33,14 @@ type env struct {
 	m     *meta.SQLite
 	d     *drive.Drive
 	s     *Service
+	g     *quota.Guard
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv wires the service as the daemon does, on the embedded ledger.
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith wires it on rdb's Redis ledger (nil: embedded).
+func newEnvWith(t *testing.T, rdb *redis.Client) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -47,9 +55,21 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: testChunk, Now: clock.Now, Logger: quiet})
-	s := New(Config{Drive: d, DB: m, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now, Logger: quiet})
-	return &env{t: t, clock: clock, m: m, d: d, s: s}
+	sink := quota.NewSQLiteSink(m, clock.Now)
+	cfg := quota.Config{Sink: sink, Clock: clock, Log: quiet}
+	var l quota.Ledger = quota.NewMemory(cfg)
+	if rdb != nil {
+		l = quota.NewRedis(rdb, "", cfg)
+	}
+	g := quota.NewGuard(l, sink, quiet)
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: testChunk, Now: clock.Now, Logger: quiet, Quota: g})
+	s := New(Config{Drive: d, DB: m, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now, Logger: quiet,
+		Accountant: LedgerAccountant{G: g}})
+	g.SetTruth(s)
+	if err := g.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, clock: clock, m: m, d: d, s: s, g: g}
 }
 
 func (e *env) user(name string, quota int64) int64 {
@@ -384,12 +404,16 @@ func TestQuotaAdmissionAndChunkLimit(t *testing.T) {
 	if _, err := e.s.Init(ctx, uid, "/big", 4*testChunk, ""); !errs.Is(err, errs.Quota) {
 		t.Fatalf("init over quota: %v, want Quota", err)
 	}
-	// Two sessions each admitted on their own cannot together hold more than the quota.
+	// Sessions reserve their declared size at init: two that together exceed
+	// the quota cannot both be admitted, however their chunks interleave.
 	a, err := e.s.Init(ctx, uid, "/a", 2*testChunk, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bb, err := e.s.Init(ctx, uid, "/b", 2*testChunk, "")
+	if _, err := e.s.Init(ctx, uid, "/b", 2*testChunk, ""); !errs.Is(err, errs.Quota) {
+		t.Fatalf("second init: %v, want Quota", err)
+	}
+	bb, err := e.s.Init(ctx, uid, "/b", testChunk, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,9 +428,6 @@ func TestQuotaAdmissionAndChunkLimit(t *testing.T) {
 		if err := put(p.id, p.i); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := put(bb.UploadID, 1); !errs.Is(err, errs.Quota) {
-		t.Fatalf("4th chunk: %v, want Quota", err)
 	}
 	if err := e.s.Abort(ctx, uid, bb.UploadID); err != nil {
 		t.Fatal(err)

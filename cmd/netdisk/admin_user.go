@@ -120,14 +120,14 @@ held by unfinished uploads, and when the user was created.`,
 
 func printUsers(w io.Writer, us []client.AdminUser) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADMIN\tQUOTA\tUSED\tUNFINISHED\tCREATED")
+	fmt.Fprintln(tw, "NAME\tADMIN\tQUOTA\tUSED\tUNFINISHED\tUPLOADING\tCREATED")
 	for _, u := range us {
 		admin := "no"
 		if u.Admin {
 			admin = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.Name, admin, formatQuota(u.Quota), ibytes(u.Finished),
-			ibytes(u.Unfinished), u.Created.Local().Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", u.Name, admin, formatQuota(u.Quota), ibytes(u.Finished),
+			ibytes(u.Unfinished), ibytes(u.Uploading), u.Created.Local().Format("2006-01-02 15:04"))
 	}
 	tw.Flush()
 }

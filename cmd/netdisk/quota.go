@@ -26,11 +26,11 @@ func newQuotaCmd() *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), q)
 			}
 			free := "unlimited"
-			if q.Quota > 0 {
-				free = ibytes(q.Quota - q.Finished - q.Unfinished)
+			if q.Free >= 0 {
+				free = ibytes(q.Free)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "quota %s, used %s in files, %s in unfinished uploads, free %s\n",
-				formatQuota(q.Quota), ibytes(q.Finished), ibytes(q.Unfinished), free)
+			fmt.Fprintf(cmd.OutOrStdout(), "quota %s, used %s in files, %s received by unfinished uploads (%s declared), free %s\n",
+				formatQuota(q.Total), ibytes(q.Finished), ibytes(q.Unfinished), ibytes(q.Uploading), free)
 			return nil
 		},
 	}

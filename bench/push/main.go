@@ -1,0 +1,329 @@
+// Command push benchmarks the client side of uploads (netdisk push) against a
+// daemon in this process (real SQLite, real chunk directory, loopback HTTP):
+//
+//	go run ./bench/push                              # 1 GiB file, 10,000 small files
+//	go run ./bench/push -size 64MiB -files 500       # a quick run
+//
+// Big file, each with its own content so no run deduplicates against another:
+//   - hash only: reading + chunk MD5s, no network (the lower bound of hashing);
+//   - pipeline: client.Push — seed 000, hashing and uploading overlap;
+//   - hash-then-upload: every chunk hashed first, then uploaded with the same
+//     concurrency (upload time reported apart: pipeline ≈ max, this = sum);
+//   - curl -T to WebDAV: one streaming PUT, no hashing on the client.
+//
+// Then -files small files pushed as a directory (one request each, -concurrency at once).
+package main
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"golang.org/x/sync/errgroup"
+
+	"netdisk/chunker"
+	"netdisk/client"
+	"netdisk/server"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/push:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	sizeFlag := flag.String("size", "1GiB", "big file size")
+	csFlag := flag.String("chunk-size", "4MiB", "server chunk size")
+	files := flag.Int("files", 10000, "number of small files")
+	smallFlag := flag.String("small-size", "4KiB", "size of each small file")
+	conc := flag.Int("concurrency", 3, "chunk uploads (and small files) at once")
+	bwFlag := flag.String("bandwidth", "0", "limit upload bandwidth (e.g. 100MiB), like a real link; 0 = loopback speed")
+	flag.Parse()
+	size, err := humanize.ParseBytes(*sizeFlag)
+	if err != nil {
+		return err
+	}
+	cs, err := humanize.ParseBytes(*csFlag)
+	if err != nil {
+		return err
+	}
+	small, err := humanize.ParseBytes(*smallFlag)
+	if err != nil {
+		return err
+	}
+	bw, err := humanize.ParseBytes(*bwFlag)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "netdisk-bench-push-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := filepath.Join(dir, "ready")
+	d, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", ChunkSize: int64(cs),
+		ReadyFile: ready, AdminPass: "bench-admin", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	go d.Serve(ctx)
+	var addr []byte
+	for deadline := time.Now().Add(10 * time.Second); len(addr) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon not ready")
+		}
+		addr, _ = os.ReadFile(ready)
+	}
+	url := "http://" + strings.TrimSpace(string(addr))
+	c := client.New(url, "admin", "bench-admin")
+	link := "loopback, unlimited"
+	if bw > 0 {
+		c.HTTP = &http.Client{Transport: &throttled{next: http.DefaultTransport, pace: &pacer{rate: float64(bw)}}}
+		link = "loopback limited to " + humanize.IBytes(bw) + "/s"
+	}
+	fmt.Printf("big file %s, chunk %s, concurrency %d; %d small files of %s; %d CPUs; %s\n",
+		humanize.IBytes(size), humanize.IBytes(cs), *conc, *files, humanize.IBytes(small), runtime.NumCPU(), link)
+
+	mk := func(name string, seed uint64) (string, error) {
+		p := filepath.Join(dir, name)
+		return p, writeRandom(p, seed, int64(size))
+	}
+
+	// Hash only (also warms the page cache for the pipeline's file's twin).
+	pA, err := mk("a.bin", 1)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if _, err := hashFile(pA, int64(cs)); err != nil {
+		return err
+	}
+	hashOnly := time.Since(t0)
+	report("hash only (chunk MD5s)", hashOnly, int64(size))
+
+	// Pipeline.
+	t0 = time.Now()
+	res, err := c.Push(ctx, pA, "/pipeline.bin", client.PushOptions{Concurrency: *conc, SmallFileLimit: -1})
+	if err != nil {
+		return err
+	}
+	pipe := time.Since(t0)
+	report("pipeline push (seed 000)", pipe, res.BytesSent)
+	os.Remove(pA)
+
+	// Hash everything, then upload.
+	pB, err := mk("b.bin", 2)
+	if err != nil {
+		return err
+	}
+	t0 = time.Now()
+	hashes, err := hashFile(pB, int64(cs))
+	if err != nil {
+		return err
+	}
+	hashT := time.Since(t0)
+	t1 := time.Now()
+	if err := uploadHashed(ctx, c, pB, "/sequential.bin", int64(size), int64(cs), hashes, *conc); err != nil {
+		return err
+	}
+	upT := time.Since(t1)
+	report("hash-then-upload", hashT+upT, int64(size))
+	fmt.Printf("  of which hashing %v, uploading %v; pipeline vs max(hash, upload) = %v vs %v\n",
+		hashT.Round(time.Millisecond), upT.Round(time.Millisecond), pipe.Round(time.Millisecond), max(hashT, upT).Round(time.Millisecond))
+	os.Remove(pB)
+
+	// curl -T to WebDAV.
+	if curl, err := exec.LookPath("curl"); err == nil {
+		pC, err := mk("c.bin", 3)
+		if err != nil {
+			return err
+		}
+		t0 = time.Now()
+		args := []string{"-sS", "-f", "-u", "admin:bench-admin", "-T", pC, url + "/dav/curl.bin"}
+		if bw > 0 {
+			args = append(args, "--limit-rate", fmt.Sprint(bw))
+		}
+		out, err := exec.CommandContext(ctx, curl, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("curl: %v: %s", err, out)
+		}
+		report("curl -T to WebDAV", time.Since(t0), int64(size))
+		os.Remove(pC)
+	} else {
+		fmt.Println("curl -T to WebDAV: curl not installed, skipped")
+	}
+
+	if *files <= 0 {
+		return nil
+	}
+	// Small files.
+	sd := filepath.Join(dir, "small")
+	for i := range *files {
+		sub := filepath.Join(sd, fmt.Sprintf("d%02d", i%100))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return err
+		}
+		if err := writeRandom(filepath.Join(sub, fmt.Sprintf("f%05d", i)), uint64(1000+i), int64(small)); err != nil {
+			return err
+		}
+	}
+	t0 = time.Now()
+	sres, err := c.Push(ctx, sd, "/small", client.PushOptions{Concurrency: *conc})
+	if err != nil {
+		return err
+	}
+	el := time.Since(t0)
+	fmt.Printf("%-28s %10v  %d files, %.0f files/s, %s/s\n", "push of small files", el.Round(time.Millisecond),
+		sres.Files, float64(sres.Files)/el.Seconds(), humanize.IBytes(uint64(float64(sres.BytesSent)/el.Seconds())))
+	return nil
+}
+
+func report(what string, d time.Duration, bytes int64) {
+	fmt.Printf("%-28s %10v  %s/s\n", what, d.Round(time.Millisecond), humanize.IBytes(uint64(float64(bytes)/d.Seconds())))
+}
+
+// writeRandom writes n pseudo-random bytes (ChaCha8, fast) seeded by seed.
+func writeRandom(p string, seed uint64, n int64) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	var key [32]byte
+	key[0], key[1] = byte(seed), byte(seed>>8)
+	key[2], key[3] = byte(seed>>16), byte(seed>>24)
+	r := rand.NewChaCha8(key)
+	buf := make([]byte, 1<<20)
+	for n > 0 {
+		k := min(n, int64(len(buf)))
+		r.Read(buf[:k])
+		if _, err := f.Write(buf[:k]); err != nil {
+			f.Close()
+			return err
+		}
+		n -= k
+	}
+	return f.Close()
+}
+
+func hashFile(p string, cs int64) ([]string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var hs []string
+	buf := make([]byte, cs)
+	for {
+		n, err := io.ReadFull(f, buf)
+		if n > 0 {
+			m := md5.Sum(buf[:n])
+			hs = append(hs, hex.EncodeToString(m[:]))
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return hs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// uploadHashed is the naive client: every chunk hashed beforehand, then sent
+// with the same concurrency, then merged.
+func uploadHashed(ctx context.Context, c *client.Client, local, remote string, size, cs int64, hashes []string, conc int) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	in, err := c.Init(ctx, remote, size, chunker.FileHash(hashes))
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(conc)
+	for i, h := range hashes {
+		g.Go(func() error {
+			buf := make([]byte, chunker.ChunkLen(size, cs, int64(i)))
+			if _, err := f.ReadAt(buf, int64(i)*cs); err != nil && err != io.EOF {
+				return err
+			}
+			return c.UploadChunk(gctx, in.UploadID, i, h, buf)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	_, err = c.Merge(ctx, in.UploadID, chunker.FileHash(hashes))
+	return err
+}
+
+// throttled paces request bodies through one shared pacer, so concurrent
+// uploads share the link as they would a real one.
+type throttled struct {
+	next http.RoundTripper
+	pace *pacer
+}
+
+func (t *throttled) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		r2 := r.Clone(r.Context())
+		r2.Body = &pacedBody{ReadCloser: r.Body, pace: t.pace}
+		return t.next.RoundTrip(r2)
+	}
+	return t.next.RoundTrip(r)
+}
+
+type pacer struct {
+	mu   sync.Mutex
+	rate float64 // bytes per second
+	free time.Time
+}
+
+// wait blocks until n more bytes fit on the link.
+func (p *pacer) wait(n int) {
+	p.mu.Lock()
+	now := time.Now()
+	// A little credit absorbs the oversleeping of time.Sleep, so the
+	// average rate holds without bursts longer than 20ms.
+	if floor := now.Add(-20 * time.Millisecond); p.free.Before(floor) {
+		p.free = floor
+	}
+	p.free = p.free.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
+	until := p.free
+	p.mu.Unlock()
+	time.Sleep(time.Until(until))
+}
+
+type pacedBody struct {
+	io.ReadCloser
+	pace *pacer
+}
+
+func (b *pacedBody) Read(buf []byte) (int, error) {
+	if len(buf) > 64<<10 {
+		buf = buf[:64<<10]
+	}
+	n, err := b.ReadCloser.Read(buf)
+	b.pace.wait(n)
+	return n, err
+}

@@ -1,0 +1,134 @@
+package drive
+
+import (
+	"context"
+	"database/sql"
+
+	"netdisk/errs"
+	"netdisk/meta"
+	"netdisk/quota"
+)
+
+// With Config.Quota set, every change of a user's files goes through the
+// quota ledger (issue 5): bytes that enter (Writer: WebDAV PUT and the
+// one-request upload; Copy) are reserved before any is stored and refused
+// with errs.Quota (507) when they do not fit; deletes, moves over a file and
+// overwrites tell the ledger after their commit. Each SQLite change and its
+// ledger update form one quota.Guard Step. The upload sessions of the chunked
+// API account through the same Guard (package upload).
+
+// txTree is what the quota wiring needs from the metadata store beyond
+// meta.Store: tree changes inside a transaction that report how they moved
+// the user's finished bytes (*meta.SQLite).
+type txTree interface {
+	Tx(ctx context.Context, fn func(*sql.Tx) error) error
+	CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path string, f meta.NewFile, maxGrowth int64) (meta.Node, int64, error)
+	CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
+	MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
+	RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error)
+	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
+}
+
+// QuotaGuard returns the ledger guard, nil without one.
+func (d *Drive) QuotaGuard() *quota.Guard { return d.quota }
+
+// tree returns the transactional store; only called with d.quota set (New
+// checked the store has it).
+func (d *Drive) tree() txTree { return d.meta.(txTree) }
+
+// measuredChange runs change in a transaction inside a Step and reports its
+// effect on finished bytes to the ledger.
+func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *sql.Tx) (int64, error)) error {
+	defer d.quota.Step()()
+	var delta int64
+	err := d.tree().Tx(ctx, func(tx *sql.Tx) (err error) {
+		delta, err = change(tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	d.quota.Changed(context.WithoutCancel(ctx), uid, delta)
+	return nil
+}
+
+// copyWithHold reserves the bytes a copy adds, then copies.
+func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error {
+	sn, err := d.meta.Stat(ctx, uid, src)
+	if err != nil {
+		return err
+	}
+	var need int64
+	if !sn.IsDir || recursive {
+		if need, err = d.tree().SubtreeSize(ctx, uid, src); err != nil {
+			return err
+		}
+	}
+	h := d.quota.NewHold(uid)
+	if err := h.Grow(ctx, need); err != nil {
+		return err
+	}
+	err = d.holdCommit(ctx, h, func(tx *sql.Tx) (int64, error) {
+		return d.tree().CopyTx(ctx, tx, uid, src, dst, overwrite, recursive, h.Reserved())
+	})
+	if err != nil {
+		h.Release(ctx)
+	}
+	return err
+}
+
+// holdCommit runs change (bounded by the hold) in a transaction inside a Step
+// and turns the hold into finished bytes when it commits.
+func (d *Drive) holdCommit(ctx context.Context, h *quota.Hold, change func(tx *sql.Tx) (int64, error)) error {
+	defer d.quota.Step()()
+	var delta int64
+	err := d.tree().Tx(ctx, func(tx *sql.Tx) (err error) {
+		delta, err = change(tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	h.CommitInStep(context.WithoutCancel(ctx), delta)
+	return nil
+}
+
+// setQuotaGuarded changes the total in SQLite, then in the ledger.
+func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
+	defer d.quota.Step()()
+	if err := d.meta.SetQuota(ctx, uid, total); err != nil {
+		return err
+	}
+	d.quota.MarkDirty("SetTotal", d.quota.Ledger().SetTotal(context.WithoutCancel(ctx), uid, total))
+	return nil
+}
+
+// deleteUser removes the user in SQLite, then from the ledger.
+func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
+	if d.quota == nil {
+		return d.meta.DeleteUser(ctx, uid)
+	}
+	defer d.quota.Step()()
+	if err := d.meta.DeleteUser(ctx, uid); err != nil {
+		return err
+	}
+	d.quota.MarkDirty("Forget", d.quota.Ledger().Forget(context.WithoutCancel(ctx), uid))
+	return nil
+}
+
+// reserveMore grows a writer's hold to cover size bytes: by doubling steps
+// (at least a chunk, at most 256 MiB) and, when a full step does not fit, by
+// exactly what has arrived, so a body that fits is never refused.
+func (w *Writer) reserveMore() error {
+	h := w.hold
+	need := w.size - h.Reserved()
+	if need <= 0 {
+		return nil
+	}
+	step := max(need, min(max(h.Reserved(), w.d.chunkSize), 256<<20))
+	err := h.Grow(w.ctx, step)
+	if errs.Is(err, errs.Quota) && step > need {
+		err = h.Grow(w.ctx, need)
+	}
+	return err
+}

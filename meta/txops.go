@@ -1,0 +1,102 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"netdisk/errs"
+)
+
+// Tree changes inside a caller's transaction, for the quota wiring (package
+// quota, issue 5): the caller combines the change with its own writes (an
+// upload session closing, the ledger's Settle) in one commit, and learns by
+// how much the change moved the user's finished bytes, so the ledger can be
+// told exactly that. maxGrowth bounds that move: a change that would grow the
+// user's finished bytes by more is refused with errs.Quota inside the
+// transaction (the caller reserved maxGrowth in the ledger; the tree may have
+// changed since it looked). maxGrowth < 0 means no bound beyond the quota
+// check every commit makes.
+
+// NoGrowthLimit is the maxGrowth of a change the caller does not bound.
+const NoGrowthLimit = -1
+
+// FinishedTx returns the user's finished bytes as tx sees them.
+func FinishedTx(ctx context.Context, tx *sql.Tx, uid int64) (int64, error) {
+	var n int64
+	err := tx.QueryRowContext(ctx, `SELECT use_space_finished FROM users WHERE id = ?`, uid).Scan(&n)
+	return n, err
+}
+
+// measured runs change and returns how it moved the user's finished bytes,
+// refusing growth beyond maxGrowth.
+func measured(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, maxGrowth int64, change func() error) (int64, error) {
+	before, err := FinishedTx(ctx, tx, uid)
+	if err != nil {
+		return 0, wrap(op, path, err)
+	}
+	if err := change(); err != nil {
+		return 0, wrap(op, path, err)
+	}
+	after, err := FinishedTx(ctx, tx, uid)
+	if err != nil {
+		return 0, wrap(op, path, err)
+	}
+	delta := after - before
+	if maxGrowth >= 0 && delta > maxGrowth {
+		return 0, errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: the change needs %d bytes, %d were reserved (the tree changed meanwhile)", delta, maxGrowth))
+	}
+	return delta, nil
+}
+
+// CommitFileTx is CommitFile inside tx; it returns the node and the change of
+// the user's finished bytes.
+func (s *SQLite) CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error) {
+	const op = "meta.CommitFile"
+	var n Node
+	delta, err := measured(ctx, tx, op, uid, path, maxGrowth, func() (err error) {
+		n, err = s.commitFileTx(ctx, tx, op, uid, path, f)
+		return err
+	})
+	return n, delta, err
+}
+
+// CopyTx is Copy inside tx; it returns the change of the user's finished bytes.
+func (s *SQLite) CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error) {
+	const op = "meta.Copy"
+	return measured(ctx, tx, op, uid, src, maxGrowth, func() error {
+		return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive)
+	})
+}
+
+// MoveTx is Move inside tx; it returns the change of the user's finished
+// bytes (negative when an overwritten destination went away).
+func (s *SQLite) MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error) {
+	const op = "meta.Move"
+	return measured(ctx, tx, op, uid, src, NoGrowthLimit, func() error {
+		return moveTx(ctx, tx, op, uid, src, dst, overwrite)
+	})
+}
+
+// RemoveTx is Remove inside tx; it returns the change of the user's finished
+// bytes (minus the sizes of the files removed).
+func (s *SQLite) RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error) {
+	const op = "meta.Remove"
+	return measured(ctx, tx, op, uid, path, NoGrowthLimit, func() error {
+		return removeTx(ctx, tx, op, uid, path)
+	})
+}
+
+// SubtreeSize returns the sum of the sizes of the files at or below path (a
+// file: its size), as committed now.
+func (s *SQLite) SubtreeSize(ctx context.Context, uid int64, path string) (int64, error) {
+	const op = "meta.SubtreeSize"
+	n, err := stat(ctx, s.r, op, uid, path)
+	if err != nil || !n.IsDir {
+		return n.Size, wrap(op, path, err)
+	}
+	cond, args := subtree(path)
+	var sz sql.NullInt64
+	err = s.r.QueryRowContext(ctx, `SELECT sum(size) FROM nodes WHERE is_dir = 0 AND user_id = ? AND `+cond, append([]any{uid}, args...)...).Scan(&sz)
+	return sz.Int64, wrap(op, path, err)
+}

@@ -1,0 +1,274 @@
+package quota
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Guard is how the daemon uses a Ledger (issue 5). It adds three things the
+// ledger alone cannot know:
+//
+//   - Steps. Every SQLite change that moves a user's figures and the ledger
+//     call that mirrors it run inside one Step (a shared lock); Reconcile takes
+//     the lock exclusively. So Reconcile never reads SQLite between a change
+//     and its ledger update, and the rebuilt ledger neither misses nor
+//     double-counts it. (This holds within one daemon; see Reconcile.)
+//   - Holds: reservations for bytes that enter outside upload sessions
+//     (WebDAV PUT, the one-request upload, COPY). They are sessions of the
+//     ledger that SQLite never sees, so the Guard keeps them and hands them to
+//     Reconcile beside the open upload sessions: a Reconcile in the middle of
+//     a PUT keeps the PUT's reservation.
+//   - Repair by re-deriving. When a ledger update after a committed SQLite
+//     change fails (Redis unreachable at that instant), the ledger is only
+//     ever left on the safe side (a reservation not yet released, a delete
+//     not yet subtracted); the Guard marks itself dirty and Run reconciles
+//     from SQLite as soon as the ledger answers again.
+type Guard struct {
+	l    Ledger
+	sink *SQLiteSink
+	log  *slog.Logger
+
+	mu sync.RWMutex // read: a Step; write: Reconcile
+
+	hmu   sync.Mutex
+	holds map[string]Session // open hold parts, by ledger upload id
+	truth Truth
+
+	prefix string // hold ids of this process: never an upload id, never another daemon's
+	seq    atomic.Int64
+	dirty  atomic.Bool
+}
+
+// NewGuard wraps l, whose sink is sink. Call SetTruth before Reconcile.
+func NewGuard(l Ledger, sink *SQLiteSink, log *slog.Logger) *Guard {
+	if log == nil {
+		log = slog.Default()
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	return &Guard{l: l, sink: sink, log: log, holds: map[string]Session{}, prefix: "h-" + hex.EncodeToString(b) + "-"}
+}
+
+// SetTruth sets the open upload sessions (package upload) Reconcile reads.
+func (g *Guard) SetTruth(t Truth) {
+	g.hmu.Lock()
+	g.truth = t
+	g.hmu.Unlock()
+}
+
+// Ledger returns the wrapped ledger (call its session methods inside a Step).
+func (g *Guard) Ledger() Ledger { return g.l }
+
+// Sink returns the SQLite sink (Settle goes in the transaction that closes an
+// upload session).
+func (g *Guard) Sink() *SQLiteSink { return g.sink }
+
+// Step starts a SQLite change and its ledger update; call the returned
+// function when both are done. Steps do not nest.
+func (g *Guard) Step() (done func()) {
+	g.mu.RLock()
+	return g.mu.RUnlock
+}
+
+// MarkDirty asks Run to reconcile: a ledger update after a committed SQLite
+// change failed.
+func (g *Guard) MarkDirty(op string, err error) {
+	if err == nil {
+		return
+	}
+	g.log.Warn("quota: ledger update failed after the database commit; will reconcile", "op", op, "err", err)
+	g.dirty.Store(true)
+}
+
+// OpenSessions is the truth Reconcile rebuilds from: the open upload sessions
+// and this process's holds.
+func (g *Guard) OpenSessions(ctx context.Context) ([]Session, error) {
+	g.hmu.Lock()
+	t := g.truth
+	g.hmu.Unlock()
+	var out []Session
+	if t != nil {
+		var err error
+		if out, err = t.OpenSessions(ctx); err != nil {
+			return nil, err
+		}
+	}
+	g.hmu.Lock()
+	for _, h := range g.holds {
+		out = append(out, h)
+	}
+	g.hmu.Unlock()
+	return out, nil
+}
+
+// Reconcile rebuilds the ledger from SQLite and the holds, with no Step in
+// progress. With several daemons sharing one Redis, a Step of another daemon
+// is not excluded: a change it commits during the rebuild may be counted
+// short or twice until its next failed update marks it dirty or the next
+// Reconcile; SQLite's own check (finished <= total in every commit) holds
+// regardless.
+func (g *Guard) Reconcile(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.dirty.Store(false)
+	if err := g.l.Reconcile(ctx, guardTruth{g}); err != nil {
+		g.dirty.Store(true)
+		return err
+	}
+	return nil
+}
+
+type guardTruth struct{ g *Guard }
+
+func (t guardTruth) OpenSessions(ctx context.Context) ([]Session, error) { return t.g.OpenSessions(ctx) }
+
+// Run flushes due tasks every interval, reconciles when the ledger lost its
+// state or an update failed, and prunes settled flush records every hour
+// (records older than an hour: far beyond any lease).
+func (g *Guard) Run(ctx context.Context, clock Clock, every time.Duration) {
+	if clock == nil {
+		clock = systemClock{}
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	lastPrune := clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.Tick(ctx, clock.Now())
+		if now := clock.Now(); g.sink != nil && now.Sub(lastPrune) >= time.Hour {
+			lastPrune = now
+			if _, err := g.sink.PruneSettled(ctx, now.Add(-time.Hour)); err != nil && ctx.Err() == nil {
+				g.log.Warn("quota: prune", "err", err)
+			}
+		}
+	}
+}
+
+// Tick is one round of Run: reconcile if needed, then flush what is due.
+func (g *Guard) Tick(ctx context.Context, now time.Time) {
+	if g.dirty.Load() {
+		if err := g.Reconcile(ctx); err != nil {
+			if ctx.Err() == nil {
+				g.log.Warn("quota: reconcile", "err", err)
+			}
+			return
+		}
+		g.log.Info("quota: reconciled from the database")
+	}
+	_, err := g.l.ScanDue(ctx, now)
+	if errors.Is(err, ErrStateLost) {
+		g.log.Warn("quota: ledger state lost, reconciling")
+		if err = g.Reconcile(ctx); err == nil {
+			g.log.Info("quota: reconciled from the database")
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		g.log.Warn("quota: scan", "err", err)
+	}
+}
+
+// Usage returns the user's figures.
+func (g *Guard) Usage(ctx context.Context, user int64) (Usage, error) { return g.l.Usage(ctx, user) }
+
+// Changed tells the ledger that a committed SQLite change moved the user's
+// finished bytes by delta outside any hold (a delete, a move over a file).
+// Call it inside the Step of the change.
+func (g *Guard) Changed(ctx context.Context, user, delta int64) {
+	if delta != 0 {
+		g.MarkDirty("AddFinished", g.l.AddFinished(ctx, user, delta))
+	}
+}
+
+// Hold is a reservation for bytes entering a user's files outside an upload
+// session. It may grow in parts (a body of unknown length); each part is a
+// ledger session of its own.
+type Hold struct {
+	g        *Guard
+	user     int64
+	base     string
+	parts    []Session
+	reserved int64
+}
+
+// NewHold starts an empty hold for user.
+func (g *Guard) NewHold(user int64) *Hold {
+	return &Hold{g: g, user: user, base: g.prefix + strconv.FormatInt(g.seq.Add(1), 36)}
+}
+
+// Reserved is the total reserved so far.
+func (h *Hold) Reserved() int64 { return h.reserved }
+
+// Grow reserves n more bytes under the admission rule: errs.Quota (507) when
+// they do not fit, errs.Unavailable (503) when the ledger cannot answer. Call
+// it outside a Step.
+func (h *Hold) Grow(ctx context.Context, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	defer h.g.Step()()
+	id := h.base + "." + strconv.Itoa(len(h.parts))
+	if _, err := h.g.l.Reserve(ctx, h.user, id, n); err != nil {
+		return err
+	}
+	s := Session{User: h.user, Upload: id, Declared: n}
+	h.g.hmu.Lock()
+	h.g.holds[id] = s
+	h.g.hmu.Unlock()
+	h.parts = append(h.parts, s)
+	h.reserved += n
+	return nil
+}
+
+// CommitInStep ends the hold after a committed change that moved the user's
+// finished bytes by delta (at most Reserved when positive): the reservation
+// becomes finished bytes, and a negative delta (a smaller overwrite) is
+// subtracted. Call it inside the Step of the change.
+func (h *Hold) CommitInStep(ctx context.Context, delta int64) {
+	rest := delta
+	for _, p := range h.parts {
+		c := min(max(rest, 0), p.Declared)
+		rest -= c
+		r, err := h.g.l.Commit(ctx, h.user, p.Upload, c)
+		if err == nil && !r.Found {
+			err = errors.New("hold " + p.Upload + " unknown to the ledger")
+		}
+		h.g.MarkDirty("Commit", err)
+	}
+	h.forget()
+	h.g.Changed(ctx, h.user, rest)
+}
+
+// Release gives the reservation back (the write failed or was abandoned).
+// Call it outside a Step; it is a no-op on an empty or ended hold.
+func (h *Hold) Release(ctx context.Context) {
+	if len(h.parts) == 0 {
+		return
+	}
+	defer h.g.Step()()
+	ctx = context.WithoutCancel(ctx)
+	for _, p := range h.parts {
+		_, err := h.g.l.Release(ctx, h.user, p.Upload)
+		h.g.MarkDirty("Release", err)
+	}
+	h.forget()
+}
+
+func (h *Hold) forget() {
+	h.g.hmu.Lock()
+	for _, p := range h.parts {
+		delete(h.g.holds, p.Upload)
+	}
+	h.g.hmu.Unlock()
+	h.parts, h.reserved = nil, 0
+}

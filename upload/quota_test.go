@@ -1,0 +1,185 @@
+package upload
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/internal/testutil"
+)
+
+// ledgers runs fn on the embedded ledger and on a real redis-server.
+func ledgers(t *testing.T, fn func(t *testing.T, e *env)) {
+	t.Run("embedded", func(t *testing.T) { fn(t, newEnv(t)) })
+	t.Run("redis", func(t *testing.T) {
+		r := testutil.StartRedis(t)
+		fn(t, newEnvWith(t, r.Client()))
+	})
+}
+
+// truth is what SQLite says: the sum of the user's file sizes and the
+// flushed unfinished bytes.
+func (e *env) truth(uid int64) (files, finished int64) {
+	e.t.Helper()
+	ctx := context.Background()
+	var sum *int64
+	if err := e.m.ReadDB().QueryRowContext(ctx, `SELECT sum(size) FROM nodes WHERE user_id = ? AND is_dir = 0`, uid).Scan(&sum); err != nil {
+		e.t.Fatal(err)
+	}
+	if sum != nil {
+		files = *sum
+	}
+	if err := e.m.ReadDB().QueryRowContext(ctx, `SELECT use_space_finished FROM users WHERE id = ?`, uid).Scan(&finished); err != nil {
+		e.t.Fatal(err)
+	}
+	return files, finished
+}
+
+// The seed's attack: sessions opened and never finished are refused once
+// finished + uploading reaches the total, and their space comes back when the
+// janitor expires them.
+func TestAbandonedSessionsRefusedThenExpire(t *testing.T) {
+	ledgers(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		uid := e.user("mallory", 10*testChunk)
+		var ids []string
+		for i := 0; ; i++ {
+			info, err := e.s.Init(ctx, uid, fmt.Sprintf("/junk%d", i), 2*testChunk, "")
+			if errs.Is(err, errs.Quota) {
+				if !strings.Contains(errs.Message(err), "0 bytes free") {
+					t.Fatalf("refusal says %q, want how much is free", errs.Message(err))
+				}
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := randBytes(testChunk)
+			if err := e.s.PutChunk(ctx, uid, info.UploadID, 0, md5hex(c), bytes.NewReader(c), -1); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, info.UploadID)
+		}
+		if len(ids) != 5 {
+			t.Fatalf("admitted %d sessions of 2 chunks under a 10-chunk quota, want 5", len(ids))
+		}
+		q, err := e.d.QuotaOf(ctx, uid)
+		if err != nil || q.Uploading != 10*testChunk || q.Unfinished != 5*testChunk || q.Free() != 0 {
+			t.Fatalf("usage = %+v, %v", q, err)
+		}
+		// A WebDAV-style write is refused too, before any byte is stored.
+		if _, err := e.d.Create(ctx, uid, "/put.bin", drive.WriteOptions{ExpectedSize: 1}); !errs.Is(err, errs.Quota) {
+			t.Fatalf("Create with the quota full: %v, want Quota", err)
+		}
+		// The delayed flush reaches SQLite once per session.
+		e.clock.Advance(10 * time.Second)
+		e.g.Tick(ctx, e.clock.Now())
+		var flushed int64
+		e.m.ReadDB().QueryRow(`SELECT use_space_unfinished FROM users WHERE id = ?`, uid).Scan(&flushed)
+		if flushed != 5*testChunk {
+			t.Fatalf("SQLite unfinished after the flush = %d, want %d", flushed, 5*testChunk)
+		}
+		e.clock.Advance(time.Hour + time.Second)
+		if n, err := e.s.Expire(ctx); err != nil || n != 5 {
+			t.Fatalf("Expire = %d, %v; want 5", n, err)
+		}
+		q, err = e.d.QuotaOf(ctx, uid)
+		if err != nil || q.Uploading != 0 || q.Unfinished != 0 || q.Free() != 10*testChunk {
+			t.Fatalf("usage after expiry = %+v, %v", q, err)
+		}
+		e.m.ReadDB().QueryRow(`SELECT use_space_unfinished FROM users WHERE id = ?`, uid).Scan(&flushed)
+		if flushed != 0 {
+			t.Fatalf("SQLite unfinished after expiry = %d", flushed)
+		}
+		if _, err := e.upload(uid, "/real", randBytes(10*testChunk)); err != nil {
+			t.Fatalf("upload after expiry: %v", err)
+		}
+	})
+}
+
+// Random concurrent sessions, merges, aborts, overwrites, copies and deletes
+// of one user never take committed usage past the total, and end exact:
+// finished equals the sum of the file sizes, and nothing is left reserved.
+func TestConcurrentWritesKeepInvariant(t *testing.T) {
+	ledgers(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const total = 12 * testChunk
+		uid := e.user("olga", total)
+		stop := make(chan struct{})
+		var watch sync.WaitGroup
+		watch.Add(1)
+		var over error
+		go func() {
+			defer watch.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				u, err := e.g.Usage(ctx, uid)
+				if err == nil && u.Committed() > total {
+					over = fmt.Errorf("committed %d > total %d (%+v)", u.Committed(), total, u)
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(w), 7))
+				for i := 0; i < 25; i++ {
+					p := fmt.Sprintf("/f%d", r.IntN(4))
+					var err error
+					switch r.IntN(5) {
+					case 0, 1:
+						_, err = e.upload(uid, p, randBytes(r.IntN(3*testChunk)+1))
+					case 2:
+						var info Info
+						if info, err = e.s.Init(ctx, uid, p+".part", int64(2*testChunk), ""); err == nil {
+							c := randBytes(testChunk)
+							e.s.PutChunk(ctx, uid, info.UploadID, 0, md5hex(c), bytes.NewReader(c), -1)
+							err = e.s.Abort(ctx, uid, info.UploadID)
+						}
+					case 3:
+						err = e.d.Copy(ctx, uid, p, fmt.Sprintf("/c%d", r.IntN(3)), true, true)
+					case 4:
+						err = e.d.Remove(ctx, uid, p)
+					}
+					if err != nil && !errs.Is(err, errs.Quota) && !errs.Is(err, errs.NotFound) && !errs.Is(err, errs.Conflict) {
+						t.Errorf("op: %v", err)
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		close(stop)
+		watch.Wait()
+		if over != nil {
+			t.Fatal(over)
+		}
+		files, finished := e.truth(uid)
+		u, err := e.g.Usage(ctx, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Finished != files || finished != files || u.Uploading != 0 || u.Unfinished != 0 {
+			t.Fatalf("ledger %+v, SQLite finished %d, files %d", u, finished, files)
+		}
+		// A rebuild from SQLite finds the same figures.
+		if err := e.g.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := e.g.Usage(ctx, uid); v != u {
+			t.Fatalf("after reconcile %+v, before %+v", v, u)
+		}
+	})
+}
