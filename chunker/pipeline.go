@@ -150,6 +150,10 @@ type Options struct {
 	// Uploaded reports chunks the session already holds (init's "uploaded"):
 	// their tasks complete without a call.
 	Uploaded func(index int) bool
+	// Hashes, when it has one entry per chunk, are the chunk hashes already
+	// known to the caller (e.g. computed as the data was written): the file
+	// is then not read to hash it, only to send or prove chunks.
+	Hashes []string
 	// Retries is how many times a failing call is retried (default 5; <0 none).
 	Retries int
 	// Backoff is the first retry delay, doubled each time up to MaxBackoff,
@@ -485,6 +489,12 @@ func (p *pipeline) checkFile(fh string) (bool, error) {
 // each as soon as it is hashed. It returns the file hash.
 func (p *pipeline) hashAll() (string, error) {
 	n := p.c.TotalChunks
+	if len(p.o.Hashes) == n && n > 0 {
+		for i, h := range p.o.Hashes {
+			p.enqueue(Chunk{Index: i, Offset: int64(i) * p.o.ChunkSize, Size: ChunkLen(p.size, p.o.ChunkSize, int64(i)), Hash: h})
+		}
+		return p.allHashed(p.o.Hashes), nil
+	}
 	hashes := make([]string, n)
 	type job struct {
 		c   Chunk
@@ -537,6 +547,11 @@ func (p *pipeline) hashAll() (string, error) {
 	if readErr != nil {
 		return "", readErr
 	}
+	return p.allHashed(hashes), nil
+}
+
+// allHashed marks the end of hashing and returns the file hash.
+func (p *pipeline) allHashed(hashes []string) string {
 	p.mu.Lock()
 	p.c.AllChunksHashed = true
 	p.emit(Event{Kind: AllChunksHashed, Index: -1})
@@ -547,7 +562,7 @@ func (p *pipeline) hashAll() (string, error) {
 	p.mu.Lock()
 	p.emit(Event{Kind: FileHashed, Index: -1, Hash: fh})
 	p.mu.Unlock()
-	return fh, nil
+	return fh
 }
 
 func (p *pipeline) enqueue(c Chunk) {

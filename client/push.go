@@ -262,14 +262,55 @@ func (c *Client) pushChunked(ctx context.Context, f PushFile, o PushOptions, emi
 		return fileOutcome{}, err
 	}
 	defer fh.Close()
+	return c.pushChunkedFrom(ctx, fh, f, o, emit)
+}
+
+// PushContent stores size bytes of r at remote and returns the committed
+// file: in one request when size is below o.SmallFileLimit (> 0; 0 does not
+// ask the server here), else through the seed-000 pipeline. It is Push for
+// content that is already open, e.g. the FUSE mount's staged files. Chunk
+// hashes known in advance go in o.Pipeline.Hashes, computed with chunk size
+// o.Pipeline.ChunkSize; they are ignored when the server cuts otherwise.
+func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, remote string, o PushOptions) (FileResult, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 3
+	}
+	f := PushFile{Remote: remote, Size: size}
+	if o.SmallFileLimit > 0 && size < o.SmallFileLimit {
+		res, err := c.Upload(ctx, remote, io.NewSectionReader(r, 0, size), size)
+		if err == nil && res.Size == 0 {
+			res.Size = size
+		}
+		return res, err
+	}
+	var mu sync.Mutex
+	emit := func(e PushEvent) {
+		if o.OnEvent != nil {
+			mu.Lock()
+			o.OnEvent(e)
+			mu.Unlock()
+		}
+	}
+	out, err := c.pushChunkedFrom(ctx, r, f, o, emit)
+	return out.result, err
+}
+
+func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile, o PushOptions, emit func(PushEvent)) (fileOutcome, error) {
 	var out fileOutcome
 	for attempt := 0; ; attempt++ {
-		in, err := c.Init(ctx, f.Remote, f.Size, "")
+		known := ""
+		if len(o.Pipeline.Hashes) > 0 {
+			known = chunker.FileHash(o.Pipeline.Hashes)
+		}
+		in, err := c.Init(ctx, f.Remote, f.Size, known)
 		if err != nil {
 			return out, err
 		}
 		s := &Session{C: c, UploadID: in.UploadID}
 		po := o.Pipeline
+		if po.ChunkSize != in.ChunkSize || int64(len(po.Hashes)) != chunker.ChunkCount(f.Size, in.ChunkSize) {
+			po.Hashes = nil // cut with another chunk size: hash again
+		}
 		po.ChunkSize = in.ChunkSize
 		po.Concurrency = o.Concurrency
 		if po.Retryable == nil {

@@ -219,3 +219,40 @@ func (s *Session) Merge(ctx context.Context, fileHash string) error {
 	s.Result = r
 	return nil
 }
+
+// SendAhead stores one full chunk of a file whose final size is not known
+// yet (a file still being written), in a one-chunk session of its own that
+// is never merged. A later upload of the file then finds the chunk held by
+// this user and sends no bytes for it (patchHash answers exists). Abort the
+// returned session once that upload is committed or abandoned; the server's
+// session expiry covers a client that never does.
+func (c *Client) SendAhead(ctx context.Context, path string, data []byte, hash string) (uploadID string, err error) {
+	// The file hash keeps sessions of different chunks for the same path apart.
+	in, err := c.Init(ctx, path, int64(len(data)), chunker.FileHash([]string{hash}))
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			c.Abort(context.WithoutCancel(ctx), in.UploadID)
+		}
+	}()
+	if len(in.Uploaded) == 1 {
+		return in.UploadID, nil
+	}
+	s := &Session{C: c, UploadID: in.UploadID}
+	ch := chunker.Chunk{Index: 0, Size: int64(len(data)), Hash: hash}
+	chk, err := s.PatchChunk(ctx, ch)
+	if err != nil {
+		return "", err
+	}
+	if chk.Exists && chk.Challenge == nil {
+		return in.UploadID, nil
+	}
+	if chk.Exists {
+		if ok, err := s.ProveChunk(ctx, ch, *chk.Challenge, data); err == nil && ok {
+			return in.UploadID, nil
+		}
+	}
+	return in.UploadID, s.UploadChunk(ctx, ch, data)
+}

@@ -8,6 +8,7 @@ package mount
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -51,9 +52,18 @@ type Backend interface {
 	// ReadRange reads [off, off+len(dest)) of the version whose file hash is
 	// fileHash; a different current version is ErrStale.
 	ReadRange(ctx context.Context, path, fileHash string, off int64, dest []byte) error
-	// Upload stores the local file at path and returns once the server has
-	// committed it.
-	Upload(ctx context.Context, local, path string) (Entry, error)
+	// Upload stores size bytes of r at path and returns once the server has
+	// committed them. hashes, when not nil, are the chunk MD5s cut at
+	// ChunkSize, already known: r is then read only for chunks to send.
+	Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, path string) (Entry, error)
+	// ChunkSize is the server's chunk size; 0 means unknown, and then no
+	// data is sent ahead.
+	ChunkSize() int64
+	// SendAhead stores one full chunk of a file still being written, so the
+	// Upload at close finds it on the server; the answer is a handle for
+	// Release, to be called once that upload is over.
+	SendAhead(ctx context.Context, path string, data []byte, hash string) (string, error)
+	Release(ctx context.Context, handles []string)
 	Mkdir(ctx context.Context, path string) error
 	// Remove deletes a file or an empty directory (ENOTEMPTY otherwise).
 	Remove(ctx context.Context, path string) error

@@ -26,6 +26,7 @@ type fileNode struct {
 	attrAt  time.Time
 	stage   *os.File // nil when not staged
 	dirty   bool     // stage holds data the server does not have
+	ahead   *ahead   // follows in-order writes to the stage; may be nil
 	mtime   *time.Time
 	opens   int
 	deleted bool
@@ -65,7 +66,23 @@ func (n *fileNode) stageEmpty() error {
 		return err
 	}
 	n.stage, n.dirty = f, true
+	n.restartAhead()
 	return nil
+}
+
+// restartAhead starts following writes of a stage that is now empty.
+func (n *fileNode) restartAhead() {
+	n.stopAhead()
+	n.ahead = newAhead(n.fsys.o.Backend, n.path, func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), n.fsys.o.OpTimeout)
+	})
+}
+
+func (n *fileNode) stopAhead() {
+	if n.ahead != nil {
+		n.ahead.release(true)
+		n.ahead = nil
+	}
 }
 
 func (n *fileNode) dropStage() {
@@ -73,6 +90,7 @@ func (n *fileNode) dropStage() {
 		n.stage.Close()
 		os.Remove(n.stage.Name())
 		n.stage, n.dirty = nil, false
+		n.stopAhead()
 	}
 }
 
@@ -131,6 +149,11 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 		if err := n.stage.Truncate(int64(sz)); err != nil {
 			return Errno(err)
 		}
+		if sz == 0 {
+			n.restartAhead()
+		} else {
+			n.stopAhead()
+		}
 		n.dirty = true
 		if n.opens == 0 {
 			// truncate(2) by path: no close will follow.
@@ -170,6 +193,7 @@ func (n *fileNode) ensureStagedLocked(ctx context.Context, empty bool) syscall.E
 	if empty || n.entry.Size == 0 && n.entry.FileHash == "" {
 		return 0
 	}
+	n.stopAhead() // the stage starts with the old content
 	h := &handle{n: n}
 	if errno := h.load(ctx); errno != 0 {
 		n.dropStage()
@@ -205,6 +229,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 				return nil, 0, Errno(err)
 			}
 			n.dirty = true
+			n.restartAhead()
 		}
 	}
 	h := n.newHandleLocked(writable)
@@ -267,6 +292,9 @@ func (n *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off
 		n.dirty = true
 		n.mtime = nil
 	}
+	if n.ahead != nil && (m < len(data) || !n.ahead.write(data, off)) {
+		n.stopAhead()
+	}
 	if err != nil {
 		return uint32(m), Errno(err)
 	}
@@ -296,7 +324,15 @@ func (n *fileNode) flushLocked(ctx context.Context) syscall.Errno {
 func (n *fileNode) uploadLocked(ctx context.Context, p string) syscall.Errno {
 	ctx, cancel := context.WithTimeout(ctx, n.fsys.o.UploadTimeout)
 	defer cancel()
-	e, err := n.fsys.o.Backend.Upload(ctx, n.stage.Name(), p)
+	st, err := n.stage.Stat()
+	if err != nil {
+		return Errno(err)
+	}
+	var hashes []string
+	if n.ahead != nil {
+		hashes = n.ahead.chunkHashes(st.Size())
+	}
+	e, err := n.fsys.o.Backend.Upload(ctx, n.stage, st.Size(), hashes, p)
 	if err != nil {
 		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
 			"path", p, "staged", n.stage.Name(), "err", err)
@@ -307,6 +343,9 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) syscall.Errno {
 		}
 	}
 	n.dirty = false
+	if n.ahead != nil {
+		n.ahead.release(false)
+	}
 	if n.mtime != nil {
 		sctx, scancel := n.fsys.opCtx(ctx)
 		err := n.fsys.o.Backend.SetModTime(sctx, p, *n.mtime)
@@ -387,7 +426,9 @@ func (h *handle) read(ctx context.Context, dest []byte, off int64) (int, syscall
 func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
 	h.mu.Lock()
 	cl, p := h.cl, h.path
-	sequential := off == h.lastEnd
+	// The kernel's readahead sends several reads at once, which may arrive
+	// out of order: "sequential" allows for that window.
+	sequential := off >= h.lastEnd-seqWindow && off <= h.lastEnd+seqWindow
 	h.mu.Unlock()
 	if off >= cl.Size {
 		return 0, 0
@@ -403,7 +444,7 @@ func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, s
 		in := pos - c.Offset
 		want := min(c.Size-in, end-pos)
 		buf := dest[done : done+int(want)]
-		if _, ok := h.n.fsys.o.Cache.ReadAt(c, buf, in); !ok {
+		if _, ok := h.n.fsys.o.Cache.ReadAt(c, cl.FileHash, buf, in); !ok {
 			data, err := h.n.fsys.fetch(ctx, p, cl.FileHash, c)
 			if err != nil {
 				return done, Errno(err)
@@ -422,6 +463,10 @@ func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, s
 	return done, 0
 }
 
+// seqWindow is how far a read may be from the end of the previous one and
+// still count as sequential (a few kernel readahead requests).
+const seqWindow = 4 << 20
+
 // fetch gets one chunk from the server once, however many readers want it,
 // and caches it (after checking its MD5).
 func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte, error) {
@@ -432,7 +477,7 @@ func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte,
 		if err := f.o.Backend.ReadRange(ctx, p, fileHash, c.Offset, data); err != nil {
 			return nil, err
 		}
-		if err := f.o.Cache.Put(c, data); err != nil {
+		if err := f.o.Cache.Put(c, fileHash, data); err != nil {
 			return nil, err
 		}
 		return data, nil

@@ -8,11 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"netdisk/chunker"
 	"netdisk/client"
 )
 
@@ -25,8 +25,9 @@ var ErrStale = errors.New("file changed on the server")
 // for writes.
 type HTTPBackend struct {
 	C *client.Client
-	// Uploader stores a local file at a remote path; nil uses a WebDAV PUT.
-	Uploader func(ctx context.Context, local, path string) error
+
+	infoOnce  sync.Once
+	chunkSize int64
 }
 
 var _ Backend = (*HTTPBackend)(nil)
@@ -40,9 +41,7 @@ func NewHTTPBackend(c *client.Client) *HTTPBackend {
 	tr.MaxIdleConnsPerHost = 16
 	cc := *c
 	cc.HTTP = &http.Client{Transport: tr}
-	b := &HTTPBackend{C: &cc}
-	b.Uploader = PipelineUploader(b.C)
-	return b
+	return &HTTPBackend{C: &cc}
 }
 
 type apiNode struct {
@@ -139,40 +138,46 @@ func (b *HTTPBackend) ReadRange(ctx context.Context, p, fileHash string, off int
 	return nil
 }
 
-func (b *HTTPBackend) Upload(ctx context.Context, local, p string) (Entry, error) {
-	if err := b.Uploader(ctx, local, p); err != nil {
+// smallLimit: files below it are sent in one request. It is well under
+// the server's limit on purpose: a file cut in chunks whose content the
+// server already holds sends no bytes (instant upload), which is worth a
+// few round trips from a few hundred KiB on.
+const smallLimit = 256 << 10
+
+func (b *HTTPBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string) (Entry, error) {
+	o := client.PushOptions{Concurrency: uploadConcurrency, SmallFileLimit: smallLimit,
+		Pipeline: chunker.Options{ChunkSize: b.ChunkSize(), Hashes: hashes, Retries: 3}}
+	if _, err := b.C.PushContent(ctx, r, size, p, o); err != nil {
 		return Entry{}, err
 	}
 	return b.Stat(ctx, p)
 }
 
-// defaultUploader PUTs the file over WebDAV (cut and deduplicated by the
-// server, but every byte is sent).
-func defaultUploader(c *client.Client) func(ctx context.Context, local, p string) error {
-	return func(ctx context.Context, local, p string) error {
-		f, err := os.Open(local)
-		if err != nil {
-			return err
+// uploadConcurrency is the chunk calls in flight per file: enough to keep
+// the server's disk busy while a request crosses the network.
+const uploadConcurrency = 8
+
+// ChunkSize is the server's, as GET /api/v1/info said at the first ask.
+func (b *HTTPBackend) ChunkSize() int64 {
+	b.infoOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if info, err := b.C.Info(ctx); err == nil {
+			b.chunkSize = info.ChunkSize
 		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		req, err := c.NewRequest(ctx, http.MethodPut, davPath(p), nil, f)
-		if err != nil {
-			return err
-		}
-		req.ContentLength = st.Size()
-		if st.Size() == 0 {
-			req.Body = http.NoBody
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, resp.Body)
-		return resp.Body.Close()
+	})
+	return b.chunkSize
+}
+
+func (b *HTTPBackend) SendAhead(ctx context.Context, p string, data []byte, hash string) (string, error) {
+	return b.C.SendAhead(ctx, p, data, hash)
+}
+
+// Release abandons the sessions that carried chunks sent ahead; failures
+// only leave them to the server's expiry.
+func (b *HTTPBackend) Release(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		b.C.Abort(ctx, id)
 	}
 }
 
@@ -192,30 +197,14 @@ func (b *HTTPBackend) SetModTime(ctx context.Context, p string, t time.Time) err
 	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/setmtime", nil, map[string]any{"path": p, "mtime": t.UTC().Format(time.RFC3339Nano)}, nil)
 }
 
-// Quota asks /api/v1/quota; a server without it reports unlimited space.
+// Quota is GET /api/v1/quota; a server without it reports unlimited space.
 func (b *HTTPBackend) Quota(ctx context.Context) (Quota, error) {
-	var out map[string]any
-	if err := b.C.JSON(ctx, http.MethodGet, "/api/v1/quota", nil, nil, &out); err != nil {
+	q, err := b.C.Quota(ctx)
+	if err != nil {
 		if s := client.StatusOf(err); s == http.StatusNotFound || s == http.StatusMethodNotAllowed {
 			return Quota{}, nil
 		}
 		return Quota{}, err
 	}
-	num := func(k string) int64 {
-		switch v := out[k].(type) {
-		case float64:
-			return int64(v)
-		case string:
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-		return 0
-	}
-	q := Quota{Total: num("total")}
-	if _, ok := out["used"]; ok {
-		q.Used = num("used")
-	} else {
-		q.Used = num("finished") + num("unfinished")
-	}
-	return q, nil
+	return Quota{Total: q.Total, Used: q.Finished + q.Unfinished}, nil
 }

@@ -127,7 +127,9 @@ func (g *Guard) Reconcile(ctx context.Context) error {
 
 type guardTruth struct{ g *Guard }
 
-func (t guardTruth) OpenSessions(ctx context.Context) ([]Session, error) { return t.g.OpenSessions(ctx) }
+func (t guardTruth) OpenSessions(ctx context.Context) ([]Session, error) {
+	return t.g.OpenSessions(ctx)
+}
 
 // Run flushes due tasks every interval, reconciles when the ledger lost its
 // state or an update failed, and prunes settled flush records every hour

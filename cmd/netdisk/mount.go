@@ -123,6 +123,7 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 		}
 	}()
 	srv.Wait()
+	cache.Wait()
 	// Staged data whose upload failed is kept; say where.
 	if left, _ := os.ReadDir(stage); len(left) > 0 {
 		slog.Warn("staged data not uploaded is kept", "dir", stage, "files", len(left))

@@ -1,0 +1,158 @@
+package mount
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"sync"
+
+	"netdisk/chunker"
+)
+
+// ahead follows a staged file written in order from offset 0 (cp, tar,
+// editors, the bench: almost every writer). Chunk boundaries are fixed
+// multiples of the server's chunk size, so each chunk is final as soon as
+// the write crosses its end: it is hashed then, from the bytes of the write
+// calls, and sent to the server in the background (Backend.SendAhead).
+// close/fsync then waits only for the chunks in flight, the tail and the
+// merge, and never reads the staged file again to hash it. A write out of
+// order ends the following; the upload at close then does everything.
+//
+// Methods run under the file node's lock, except the background sends.
+type ahead struct {
+	be   Backend
+	path func() string
+	cs   int64
+	opt  func() (context.Context, context.CancelFunc) // bounds one send
+
+	end   int64  // bytes written in order so far
+	buf   []byte // the chunk being filled, len = end % cs
+	slots chan struct{}
+	pool  chan []byte
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	hashes  []string // of the full chunks; "" while being hashed
+	handles []string // sessions carrying chunks sent ahead
+	failed  bool     // a send failed: stop sending, close uploads the rest
+}
+
+// aheadInFlight bounds chunks hashed and sent at once per file (their
+// buffers are memory: aheadInFlight+1 chunks).
+const aheadInFlight = 4
+
+func newAhead(be Backend, path func() string, opt func() (context.Context, context.CancelFunc)) *ahead {
+	cs := be.ChunkSize()
+	if cs <= 0 {
+		return nil
+	}
+	return &ahead{be: be, path: path, cs: cs, opt: opt,
+		slots: make(chan struct{}, aheadInFlight), pool: make(chan []byte, aheadInFlight+1)}
+}
+
+// write takes the bytes of a write at off; false means the write was not
+// in order and the following is over (call stop).
+func (a *ahead) write(data []byte, off int64) bool {
+	if off != a.end {
+		return false
+	}
+	for len(data) > 0 {
+		if a.buf == nil {
+			select {
+			case a.buf = <-a.pool:
+				a.buf = a.buf[:0]
+			default:
+			}
+		}
+		room := int(a.cs) - len(a.buf)
+		k := min(room, len(data))
+		a.buf = append(a.buf, data[:k]...)
+		data = data[k:]
+		a.end += int64(k)
+		if len(a.buf) == int(a.cs) {
+			a.send()
+		}
+	}
+	return true
+}
+
+// send hands the full chunk in buf to a background worker; it waits for a
+// slot, so a writer faster than the server is held back here rather than
+// piling chunks up for close.
+func (a *ahead) send() {
+	buf := a.buf
+	a.buf = nil
+	a.mu.Lock()
+	idx := len(a.hashes)
+	a.hashes = append(a.hashes, "")
+	a.mu.Unlock()
+	a.slots <- struct{}{}
+	a.wg.Add(1)
+	p := a.path()
+	go func() {
+		defer a.wg.Done()
+		defer func() { <-a.slots }()
+		h := chunker.ChunkMD5(buf)
+		a.mu.Lock()
+		a.hashes[idx] = h
+		failed := a.failed
+		a.mu.Unlock()
+		if !failed {
+			ctx, cancel := a.opt()
+			id, err := a.be.SendAhead(ctx, p, buf, h)
+			cancel()
+			a.mu.Lock()
+			if err != nil {
+				a.failed = true
+			} else {
+				a.handles = append(a.handles, id)
+			}
+			a.mu.Unlock()
+		}
+		select {
+		case a.pool <- buf:
+		default:
+		}
+	}()
+}
+
+// hashes waits for the chunks in flight and returns every chunk hash of the
+// size bytes written, or nil when the following does not cover them.
+func (a *ahead) chunkHashes(size int64) []string {
+	a.wg.Wait()
+	if size != a.end || size == 0 {
+		return nil
+	}
+	a.mu.Lock()
+	hs := append([]string(nil), a.hashes...)
+	a.mu.Unlock()
+	if len(a.buf) > 0 {
+		sum := md5.Sum(a.buf)
+		hs = append(hs, hex.EncodeToString(sum[:]))
+	}
+	return hs
+}
+
+// release gives up the sessions that carried chunks, without waiting: after
+// the upload that used them (all is settled then: chunkHashes waited), or,
+// with stop, when the following ends (the sends in flight finish first).
+func (a *ahead) release(stop bool) {
+	a.mu.Lock()
+	hs := a.handles
+	a.handles = nil
+	a.mu.Unlock()
+	go func() {
+		if stop {
+			a.wg.Wait()
+			a.mu.Lock()
+			hs = append(hs, a.handles...)
+			a.handles = nil
+			a.mu.Unlock()
+		}
+		if len(hs) > 0 {
+			ctx, cancel := a.opt()
+			defer cancel()
+			a.be.Release(ctx, hs)
+		}
+	}()
+}
