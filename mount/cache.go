@@ -109,11 +109,12 @@ func (c *ChunkCache) ReadAt(ref ChunkRef, fileHash string, dest []byte, off int6
 			return n, true
 		}
 	}
-	verified := it.verified
-	c.mu.Unlock()
 	if !ok {
+		c.mu.Unlock()
 		return 0, false
 	}
+	verified := it.verified
+	c.mu.Unlock()
 	f, err := os.Open(c.path(key))
 	if err != nil {
 		c.drop(key)

@@ -3,11 +3,14 @@ package mount_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"netdisk/client"
 )
 
 // Copying content the server already holds sends no chunk bytes.
@@ -123,5 +126,108 @@ func TestServerDown(t *testing.T) {
 	ent, err := e.be.Stat(context.Background(), "/keep.txt")
 	if err != nil || ent.Size != int64(len("v2 written while the server is down")) {
 		t.Fatalf("server has %+v %v", ent, err)
+	}
+}
+
+// A file written in order has its full chunks sent while it is written:
+// fsync then commits it, every byte crosses the network once, and the
+// sessions that carried the chunks are given up afterwards (quota back to
+// the file alone). A file written out of order is uploaded whole at close.
+func TestSendAheadWhileWriting(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	data := randBytes(10*testChunk + 5)
+	before := metric(t, e.d, "netdisk_http_bytes_in_total")
+	f, err := os.Create(filepath.Join(e.mnt, "seq.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += 4096 {
+		if _, err := f.Write(data[off:min(off+4096, len(data))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Before any fsync or close, the full chunks reach the server.
+	for deadline := time.Now().Add(10 * time.Second); metric(t, e.d, "netdisk_http_bytes_in_total")-before < 10*testChunk; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %v bytes reached the server while writing", metric(t, e.d, "netdisk_http_bytes_in_total")-before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ent, err := e.be.Stat(ctx, "/seq.bin")
+	if err != nil || ent.Size != int64(len(data)) {
+		t.Fatalf("after fsync the server has %+v, %v", ent, err)
+	}
+	f.Close()
+	if sent := metric(t, e.d, "netdisk_http_bytes_in_total") - before; sent > float64(len(data))+float64(testChunk) {
+		t.Fatalf("writing %d bytes sent %v bytes", len(data), sent)
+	}
+	// Read back through the server, not the mount.
+	resp, err := e.d.Do(ctx, "GET", "/dav/seq.bin", "alice", "alice-pass", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Equal(got, data) {
+		t.Fatalf("the server holds %d other bytes", len(got))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q, err := e.c.Quota(ctx)
+		if err == nil && q.Uploading == 0 && q.Unfinished == 0 && q.Finished == int64(len(data)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("quota stays %+v, %v: sessions not given up", q, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Out of order: the second chunk first.
+	g, err := os.Create(filepath.Join(e.mnt, "ooo.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteAt(data[testChunk:3*testChunk], testChunk)
+	g.WriteAt(data[:testChunk], 0)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, filepath.Join(e.mnt, "ooo.bin")); !bytes.Equal(got, data[:3*testChunk]) {
+		t.Fatalf("out-of-order file differs")
+	}
+}
+
+// df shows the user's quota: size = quota, used = the user's files.
+func TestDfShowsQuota(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
+	if _, err := admin.AdminAddUser(ctx, client.NewUser{Name: "bob", Password: "bob-pass", Quota: 100 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	e.c = client.New(e.d.URL, "bob", "bob-pass")
+	e.mount()
+	if err := os.WriteFile(filepath.Join(e.mnt, "f"), randBytes(3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Sessions that carried chunks are given up in the background: poll.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(e.mnt, &st); err != nil {
+			t.Fatal(err)
+		}
+		total, free := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+		if total == 100<<20 && free == 97<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("df: total %d free %d, want %d and %d", total, free, 100<<20, 97<<20)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -4,7 +4,7 @@
 // a large folder and `cp -r` of a source tree.
 //
 //	go run ./bench/mount                       # 1 GiB, 10,000 entries
-//	go run ./bench/mount -size 64MiB -entries 500 -randreads 200   # quick check
+//	go run ./bench/mount -size 64MiB -entries 300 -randreads 200 -src ./mount   # quick check
 package main
 
 import (
@@ -41,7 +41,7 @@ func run() error {
 	sizeFlag := flag.String("size", "1GiB", "sequential file size")
 	entries := flag.Int("entries", 10000, "files in the folder listed with ls -l")
 	randReads := flag.Int("randreads", 2000, "4 KiB random reads")
-	srcTree := flag.String("src", ".", "source tree copied with cp -r (its .git is skipped)")
+	srcTree := flag.String("src", "./mount", "source tree copied with cp -r (all of it)")
 	work := flag.String("work", "", "scratch directory (default a temp dir, removed)")
 	flag.Parse()
 	size, err := humanize.ParseBytes(*sizeFlag)
@@ -157,11 +157,7 @@ func run() error {
 			return fmt.Errorf("%s: ls: %w", t.name, err)
 		}
 		cp, err := timed(func() error {
-			out, err := exec.Command("rsync", "-r", "--exclude", ".git", *srcTree+"/", filepath.Join(t.dir, "tree")+"/").CombinedOutput()
-			if err != nil {
-				// fall back to cp -r when rsync is missing
-				out, err = exec.Command("cp", "-r", *srcTree, filepath.Join(t.dir, "tree")).CombinedOutput()
-			}
+			out, err := exec.Command("cp", "-r", *srcTree, filepath.Join(t.dir, "tree")).CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("%v: %s", err, out)
 			}
