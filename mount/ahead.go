@@ -156,3 +156,20 @@ func (a *ahead) release(stop bool) {
 		}
 	}()
 }
+
+// releaseNow abandons the sessions that carried chunks, waiting for it, and
+// reports whether there were any. The upload at close needs it when the
+// quota refuses a reservation: each of those sessions still holds its
+// chunk's size, so near a full quota the file would be counted twice.
+func (a *ahead) releaseNow(ctx context.Context) bool {
+	a.wg.Wait()
+	a.mu.Lock()
+	hs := a.handles
+	a.handles = nil
+	a.mu.Unlock()
+	if len(hs) == 0 {
+		return false
+	}
+	a.be.Release(ctx, hs)
+	return true
+}

@@ -3,6 +3,7 @@ package mount_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -229,5 +230,38 @@ func TestDfShowsQuota(t *testing.T) {
 			t.Fatalf("df: total %d free %d, want %d and %d", total, free, 100<<20, 97<<20)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A file larger than half the free quota still fits: the chunks sent ahead
+// while writing hold reservations of their own, so the upload at close gives
+// them back and tries again when the quota refuses it.
+func TestSendAheadNearFullQuota(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
+	const quota = 30 * testChunk
+	if _, err := admin.AdminAddUser(ctx, client.NewUser{Name: "carol", Password: "carol-pass", Quota: quota}); err != nil {
+		t.Fatal(err)
+	}
+	e.c = client.New(e.d.URL, "carol", "carol-pass")
+	e.mount()
+	data := randBytes(20 * testChunk) // 2/3 of the quota: twice would not fit
+	if err := os.WriteFile(filepath.Join(e.mnt, "big.bin"), data, 0o644); err != nil {
+		t.Fatalf("writing 2/3 of the quota through the mount: %v", err)
+	}
+	resp, err := e.d.Do(ctx, "GET", "/dav/big.bin", "carol", "carol-pass", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Equal(got, data) {
+		t.Fatalf("the server holds %d other bytes", len(got))
+	}
+	// And a file that really does not fit is refused with ENOSPC.
+	err = os.WriteFile(filepath.Join(e.mnt, "too-big.bin"), randBytes(20*testChunk), 0o644)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("over quota through the mount: %v, want ENOSPC", err)
 	}
 }
