@@ -146,6 +146,8 @@ func Status(err error) int {
 		return http.StatusLocked
 	case errs.Precondition:
 		return http.StatusPreconditionFailed
+	case errs.Canceled:
+		return errs.StatusClientClosed
 	}
 	return http.StatusInternalServerError
 }

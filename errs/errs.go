@@ -4,6 +4,7 @@
 package errs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -29,12 +30,18 @@ const (
 	Mismatch                    // content does not match its claimed hash: 422 / EIO
 	Locked                      // a WebDAV lock forbids it: 423 / EAGAIN
 	Precondition                // a conditional header failed: 412
+	Canceled                    // the caller went away or gave up: 499, not logged as a failure
 )
+
+// StatusClientClosed is the status recorded for a request whose client went
+// away (nginx's 499): nothing reaches the client, but logs and metrics tell it
+// apart from a server failure.
+const StatusClientClosed = 499
 
 var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
 	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
 	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch", "locked",
-	"precondition failed"}
+	"precondition failed", "canceled"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -76,17 +83,21 @@ func Errorf(op string, kind Kind, format string, args ...any) error {
 }
 
 // KindOf returns the kind of the outermost *Error in err's chain whose kind is
-// not Other, or Other.
+// not Other; else Canceled for a cancelled or expired context; else Other.
 func KindOf(err error) Kind {
+	orig := err
 	for err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
-			return Other
+			break
 		}
 		if e.Kind != Other {
 			return e.Kind
 		}
 		err = e.Err
+	}
+	if errors.Is(orig, context.Canceled) || errors.Is(orig, context.DeadlineExceeded) {
+		return Canceled
 	}
 	return Other
 }

@@ -169,6 +169,9 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 				deny(w, errs.Message(err), http.StatusUnauthorized)
 				return
 			}
+			if errs.Is(err, errs.Canceled) {
+				return // the client went away while we checked
+			}
 			s.log.Error("auth", "err", err)
 			deny(w, "authentication unavailable", http.StatusServiceUnavailable)
 			return

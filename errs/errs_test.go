@@ -1,0 +1,39 @@
+package errs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestKindOf(t *testing.T) {
+	base := E("meta.Stat", NotFound, "/a", nil)
+	cases := []struct {
+		err  error
+		want Kind
+	}{
+		{nil, Other},
+		{errors.New("plain"), Other},
+		{base, NotFound},
+		{fmt.Errorf("wrapped: %w", base), NotFound},
+		{E("drive.Open", Other, "/a", base), NotFound}, // an outer Other defers to the cause
+		{E("meta.Stat", Other, "", context.Canceled), Canceled},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), Canceled},
+		{E("api", Quota, "", context.Canceled), Quota}, // an explicit kind wins
+	}
+	for _, c := range cases {
+		if got := KindOf(c.err); got != c.want {
+			t.Errorf("KindOf(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestMessageHidesInternals(t *testing.T) {
+	if m := Message(errors.New("sql: connection refused at 10.0.0.1")); m != "internal error" {
+		t.Fatalf("unexpected error leaked: %q", m)
+	}
+	if m := Message(E("drive.Create", Quota, "/f", errors.New("quota exceeded: 5 bytes free, 9 needed"))); m != "/f: quota exceeded: 5 bytes free, 9 needed" {
+		t.Fatalf("message %q", m)
+	}
+}
