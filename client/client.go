@@ -57,6 +57,9 @@ type Error struct {
 func (e *Error) Error() string {
 	switch e.Status {
 	case http.StatusUnauthorized:
+		if e.Message == "" || strings.Contains(e.Message, "user name or password") {
+			return "wrong user name or password"
+		}
 		return "wrong user name or password (" + e.Message + ")"
 	case http.StatusInsufficientStorage:
 		return "over quota: " + e.Message

@@ -35,7 +35,7 @@ func newMountCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "mount [--server URL] MOUNTPOINT",
-		Short: "mount your drive as a filesystem (FUSE)",
+		Short: "Mount your drive as a filesystem (FUSE)",
 		Long: `Mount the user's drive at MOUNTPOINT. Runs in the foreground until Ctrl-C,
 SIGTERM or 'fusermount3 -u MOUNTPOINT'; --daemon detaches once mounted.
 Reads fetch only the chunks they touch into a local content-addressed cache;

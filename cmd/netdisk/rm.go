@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+
 	"github.com/spf13/cobra"
+
+	"netdisk/client"
 )
 
 func init() { extraCommands = append(extraCommands, newRmCmd) }
@@ -18,7 +23,12 @@ func newRmCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := cf.client()
 			for _, p := range args {
-				if err := c.Remove(cmd.Context(), p, recursive); err != nil {
+				err := c.Remove(cmd.Context(), p, recursive)
+				if !recursive && client.StatusOf(err) == http.StatusConflict {
+					// The server words it for API callers; say it in this command's terms.
+					return fmt.Errorf("%s: directory not empty (use rm -r)", p)
+				}
+				if err != nil {
 					return cliError(cmd.Context(), err)
 				}
 			}
