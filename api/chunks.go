@@ -13,26 +13,52 @@ import (
 func (a *API) chunkRoutes() []Route {
 	return []Route{
 		{Pattern: "GET /api/v1/fs/chunks", Handler: a.fileChunks},
-		{Pattern: "POST /api/v1/fs/setmtime", Handler: a.setMTime},
+		{Pattern: "POST /api/v1/fs/setattr", Handler: a.setAttr},
+		{Pattern: "POST /api/v1/fs/setmtime", Handler: a.setAttr},
 	}
 }
 
-// setMTime answers POST /api/v1/fs/setmtime {"path", "mtime" (RFC 3339)}:
-// tar, rsync -a and cp -p set times after writing.
-func (a *API) setMTime(w http.ResponseWriter, r *http.Request, u meta.User) {
+// setAttr answers POST /api/v1/fs/setattr {"path", "mtime"? (RFC 3339),
+// "mode"? (permission bits as a number, ≤ 0o7777)}: tar, rsync -a, cp -p and
+// chmod through the mount. POST /api/v1/fs/setmtime is the same call (its
+// older name). A request is checked whole before anything changes, so a bad
+// mode leaves the mtime alone too. The bits are stored, never acted on.
+func (a *API) setAttr(w http.ResponseWriter, r *http.Request, u meta.User) {
+	const op = "api.setattr"
 	var req struct {
-		Path  string    `json:"path"`
-		MTime time.Time `json:"mtime"`
+		Path  string     `json:"path"`
+		MTime *time.Time `json:"mtime"`
+		Mode  *uint32    `json:"mode"`
 	}
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
-	if err := a.D.SetModTime(r.Context(), u.ID, req.Path, req.MTime); err != nil {
-		a.WriteError(w, r, err)
+	switch {
+	case req.Path == "":
+		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "path is required"))
+		return
+	case req.MTime == nil && req.Mode == nil:
+		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "nothing to set: give mtime and/or mode"))
+		return
+	case req.Mode != nil && *req.Mode&^meta.PermBits != 0:
+		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "mode %#o has bits outside %#o", *req.Mode, meta.PermBits))
 		return
 	}
-	n, err := a.D.Stat(r.Context(), u.ID, req.Path)
+	ctx := r.Context()
+	if req.Mode != nil {
+		if err := a.D.SetMode(ctx, u.ID, req.Path, *req.Mode); err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+	}
+	if req.MTime != nil {
+		if err := a.D.SetModTime(ctx, u.ID, req.Path, *req.MTime); err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+	}
+	n, err := a.D.Stat(ctx, u.ID, req.Path)
 	if err != nil {
 		a.WriteError(w, r, err)
 		return

@@ -37,14 +37,7 @@ type Node struct {
 
 // NodeOf converts a stored node.
 func NodeOf(n meta.Node) Node {
-	mode := n.Mode & 0o7777
-	if mode == 0 {
-		mode = 0o644
-		if n.IsDir {
-			mode = 0o755
-		}
-	}
-	return Node{Path: n.Path, Name: n.Name(), IsDir: n.IsDir, Size: n.Size, Mode: mode,
+	return Node{Path: n.Path, Name: n.Name(), IsDir: n.IsDir, Size: n.Size, Mode: n.Perm(),
 		MTime: n.ModTime.UTC().Format(time.RFC3339Nano), FileHash: n.FileHash}
 }
 
@@ -93,8 +86,9 @@ func (a *API) fsStat(w http.ResponseWriter, r *http.Request, u meta.User) {
 }
 
 type mkdirReq struct {
-	Path    string `json:"path"`
-	Parents bool   `json:"parents"`
+	Path    string  `json:"path"`
+	Parents bool    `json:"parents"`
+	Mode    *uint32 `json:"mode"` // permission bits of the directory created (not of missing parents)
 }
 
 func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -104,9 +98,31 @@ func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	ctx := r.Context()
+	if req.Mode != nil && *req.Mode&^meta.PermBits != 0 {
+		a.WriteError(w, r, errs.Errorf("api.mkdir", errs.Invalid, "mode %#o has bits outside %#o", *req.Mode, meta.PermBits))
+		return
+	}
 	var err error
 	status := http.StatusCreated
-	if req.Parents {
+	if req.Parents && req.Mode != nil {
+		// Missing parents get no stored bits; the directory asked for gets
+		// the mode, unless it already existed.
+		var p string
+		if p, err = vpath.Clean(req.Path); err != nil {
+			err = errs.E("api.mkdir", errs.Invalid, req.Path, err)
+		} else if p != "/" {
+			err = a.D.MkdirAll(ctx, u.ID, vpath.Parent(p))
+		}
+		if err == nil {
+			if _, err = a.D.MkdirMode(ctx, u.ID, req.Path, *req.Mode); errs.Is(err, errs.Exists) {
+				if n, serr := a.D.Stat(ctx, u.ID, req.Path); serr == nil && n.IsDir {
+					status, err = http.StatusOK, nil
+				}
+			}
+		}
+	} else if req.Mode != nil {
+		_, err = a.D.MkdirMode(ctx, u.ID, req.Path, *req.Mode)
+	} else if req.Parents {
 		// Like mkdir -p: an existing directory is success.
 		if n, serr := a.D.Stat(ctx, u.ID, req.Path); serr == nil && n.IsDir {
 			status = http.StatusOK

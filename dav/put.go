@@ -27,8 +27,6 @@ func expectedLength(r *http.Request) int64 {
 // the whole body arrived: a cut-off PUT leaves the old version untouched.
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
 	ctx := r.Context()
-	_, statErr := fs.D.Stat(ctx, fs.UID, name)
-	existed := statErr == nil
 	size := expectedLength(r)
 	fw, err := fs.D.Create(ctx, fs.UID, name, drive.WriteOptions{ExpectedSize: size})
 	if err != nil {
@@ -51,7 +49,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, fs *FS, name strin
 		return 0, err
 	}
 	w.Header().Set("ETag", ETag(node))
-	if existed {
+	if fw.Existed() {
 		return http.StatusNoContent, nil
 	}
 	return http.StatusCreated, nil

@@ -401,17 +401,14 @@ func (d *Drive) QuotaOf(ctx context.Context, uid int64) (Quota, error) {
 
 // checkFits refuses early an upload whose declared size cannot fit, so a client
 // learns before sending gigabytes; the commit checks again exactly.
-func (d *Drive) checkFits(ctx context.Context, uid int64, p string, size int64) error {
+// old is the size of the version being replaced (0 when none).
+func (d *Drive) checkFits(ctx context.Context, uid int64, p string, size, old int64) error {
 	if size <= 0 {
 		return nil
 	}
 	q, err := d.QuotaOf(ctx, uid)
 	if err != nil {
 		return err
-	}
-	var old int64
-	if n, err := d.meta.Stat(ctx, uid, p); err == nil {
-		old = n.Size
 	}
 	if free := q.Free(); free >= 0 && size-old > free {
 		return errs.E("drive.Create", errs.Quota, p, fmt.Errorf("quota exceeded: %d bytes free, %d needed", free, size-old))

@@ -31,12 +31,14 @@ type Writer struct {
 	mtime  time.Time
 	mode   uint32
 
-	buf     []byte
-	next    int64 // index of the chunk in buf
-	size    int64
-	sem     chan struct{} // chunks in flight (hashing or storing): bounds memory
-	hashSem chan struct{} // chunks being hashed: bounds CPU to the drive's workers
-	wg      sync.WaitGroup
+	buf      []byte // the chunk being filled; nil until bytes arrive
+	next     int64  // index of the chunk in buf
+	size     int64
+	expected int64         // announced body size, -1 when unknown
+	existed  bool          // p was a file when the write began
+	sem      chan struct{} // chunks in flight (hashing or storing): bounds memory
+	hashSem  chan struct{} // chunks being hashed: bounds CPU to the drive's workers
+	wg       sync.WaitGroup
 
 	hold *quota.Hold // with a quota guard: the bytes reserved for this write
 
@@ -47,6 +49,9 @@ type Writer struct {
 	done   bool
 }
 
+// bufPool holds chunk-sized buffers (pointers, so Put does not allocate).
+// Only buffers of exactly the drive's chunk size go back: short ones made for
+// small bodies are left to the GC.
 var bufPool sync.Pool
 
 func (d *Drive) getBuf() []byte {
@@ -56,7 +61,38 @@ func (d *Drive) getBuf() []byte {
 	return make([]byte, 0, d.chunkSize)
 }
 
-func putBuf(b []byte) { bufPool.Put(&b) }
+func (d *Drive) putBuf(b []byte) {
+	if int64(cap(b)) == d.chunkSize {
+		b = b[:0]
+		bufPool.Put(&b)
+	}
+}
+
+// newBuf returns the buffer for the next chunk. When the rest of the body is
+// announced shorter than a chunk, the buffer is just that big plus one byte
+// (so a reader's EOF arrives without growing it): a 4 KiB PUT must not
+// allocate and zero a 4 MiB buffer. A body longer than announced grows it
+// (room), so chunk boundaries never depend on the announcement.
+func (w *Writer) newBuf() []byte {
+	if w.expected >= 0 {
+		if rest := w.expected - w.size; rest >= 0 && rest+1 < w.d.chunkSize {
+			return make([]byte, 0, rest+1)
+		}
+	}
+	return w.d.getBuf()
+}
+
+// room makes sure buf has space for at least one more byte of the current
+// chunk.
+func (w *Writer) room() {
+	if w.buf == nil {
+		w.buf = w.newBuf()
+	}
+	if len(w.buf) == cap(w.buf) && int64(len(w.buf)) < w.d.chunkSize {
+		nb := append(w.d.getBuf(), w.buf...)
+		w.buf = nb
+	}
+}
 
 // WriteOptions tune Create.
 type WriteOptions struct {
@@ -78,15 +114,15 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if p == "/" {
 		return nil, errs.E(op, errs.IsDir, p, nil)
 	}
-	if n, err := d.meta.Stat(ctx, uid, p); err == nil && n.IsDir {
-		return nil, errs.E(op, errs.IsDir, p, nil)
-	}
-	parent, err := d.meta.Stat(ctx, uid, parentOf(p))
-	if errs.Is(err, errs.NotFound) {
-		return nil, errs.E(op, errs.NoParent, p, nil)
-	}
+	old, existed, parent, hasParent, err := d.statWithParent(ctx, uid, p)
 	if err != nil {
 		return nil, err
+	}
+	if existed && old.IsDir {
+		return nil, errs.E(op, errs.IsDir, p, nil)
+	}
+	if !hasParent {
+		return nil, errs.E(op, errs.NoParent, p, nil)
 	}
 	if !parent.IsDir {
 		return nil, errs.E(op, errs.NotDir, p, nil)
@@ -100,13 +136,36 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 		if err := hold.Grow(ctx, o.ExpectedSize); err != nil {
 			return nil, err
 		}
-	} else if err := d.checkFits(ctx, uid, p, o.ExpectedSize); err != nil {
+	} else if err := d.checkFits(ctx, uid, p, o.ExpectedSize, old.Size); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
-		buf: d.getBuf(), sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold}, nil
+		expected: max(o.ExpectedSize, -1), existed: existed,
+		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold}, nil
 }
+
+// statWithParent looks p and its parent up, in one query when the store can.
+func (d *Drive) statWithParent(ctx context.Context, uid int64, p string) (n meta.Node, found bool, parent meta.Node, parentFound bool, err error) {
+	if s, ok := d.meta.(interface {
+		StatWithParent(ctx context.Context, uid int64, path string) (meta.Node, bool, meta.Node, bool, error)
+	}); ok {
+		return s.StatWithParent(ctx, uid, p)
+	}
+	n, err = d.meta.Stat(ctx, uid, p)
+	if found = err == nil; err != nil && !errs.Is(err, errs.NotFound) {
+		return n, false, parent, false, err
+	}
+	parent, err = d.meta.Stat(ctx, uid, parentOf(p))
+	if errs.Is(err, errs.NotFound) {
+		return n, found, parent, false, nil
+	}
+	return n, found, parent, err == nil, err
+}
+
+// Existed reports whether the path was a file when the write began (a PUT
+// answers 204 rather than 201).
+func (w *Writer) Existed() bool { return w.existed }
 
 // Path is the cleaned path being written.
 func (w *Writer) Path() string { return w.path }
@@ -121,8 +180,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	n := 0
 	for len(p) > 0 {
-		room := int(w.d.chunkSize) - len(w.buf)
-		k := min(room, len(p))
+		w.room()
+		k := min(cap(w.buf)-len(w.buf), len(p))
 		w.buf = append(w.buf, p[:k]...)
 		p = p[k:]
 		n += k
@@ -139,46 +198,57 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// dispatch hands the current buffer to a worker; it blocks while all workers
-// are busy, which is what keeps memory flat on a fast sender.
-func (w *Writer) dispatch() error {
+// take removes the current buffer as the next chunk and gives it its slot.
+func (w *Writer) take() ([]byte, int64) {
 	b, idx := w.buf, w.next
-	w.buf = w.d.getBuf()
+	w.buf = nil // the next chunk's buffer is made when its bytes arrive
 	w.next++
 	w.mu.Lock()
 	w.sums = append(w.sums, chunker.Sum{})
 	w.mu.Unlock()
+	return b, idx
+}
+
+// dispatch hands the current buffer to a worker; it blocks while all workers
+// are busy, which is what keeps memory flat on a fast sender.
+func (w *Writer) dispatch() error {
+	b, idx := w.take()
 	select {
 	case w.sem <- struct{}{}:
 	case <-w.ctx.Done():
-		putBuf(b)
+		w.d.putBuf(b)
 		w.fail(w.ctx.Err())
 		return w.failed()
 	}
 	w.wg.Add(1)
 	go func() {
 		defer func() { <-w.sem; w.wg.Done() }()
-		// Hashing is CPU-bound and shares the drive-wide limit; storing waits on
-		// fsync, so more chunks may be storing than hashing at once.
-		w.hashSem <- struct{}{}
-		sum := chunker.HashChunk(b)
-		<-w.hashSem
-		key := dedup.Key(sum.SHA256)
-		w.d.pins.Pin(key)
-		w.mu.Lock()
-		w.pinned = append(w.pinned, key)
-		w.mu.Unlock()
-		err := w.d.blobs.Put(w.ctx, key, b)
-		putBuf(b)
-		if err != nil {
-			w.fail(err)
-			return
-		}
-		w.mu.Lock()
-		w.sums[idx] = sum
-		w.mu.Unlock()
+		w.store(b, idx)
 	}()
 	return nil
+}
+
+// store hashes chunk idx, stores it durably and records its sum.
+func (w *Writer) store(b []byte, idx int64) {
+	// Hashing is CPU-bound and shares the drive-wide limit; storing waits on
+	// fsync, so more chunks may be storing than hashing at once.
+	w.hashSem <- struct{}{}
+	sum := chunker.HashChunk(b)
+	<-w.hashSem
+	key := dedup.Key(sum.SHA256)
+	w.d.pins.Pin(key)
+	w.mu.Lock()
+	w.pinned = append(w.pinned, key)
+	w.mu.Unlock()
+	err := w.d.blobs.Put(w.ctx, key, b)
+	w.d.putBuf(b)
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	w.mu.Lock()
+	w.sums[idx] = sum
+	w.mu.Unlock()
 }
 
 func (w *Writer) fail(err error) {
@@ -235,12 +305,12 @@ func (w *Writer) Commit() (meta.Node, error) {
 		return meta.Node{}, err
 	}
 	if len(w.buf) > 0 {
-		if err := w.dispatch(); err != nil {
-			w.finish()
-			return meta.Node{}, err
-		}
-	} else {
-		putBuf(w.buf)
+		// The last chunk is stored here, in the caller's goroutine: Commit
+		// waits for it anyway, and for a small file (one short chunk) a
+		// worker goroutine and its semaphores are pure overhead.
+		w.store(w.take())
+	} else if w.buf != nil {
+		w.d.putBuf(w.buf)
 	}
 	w.buf = nil
 	w.wg.Wait()
@@ -277,7 +347,7 @@ func (w *Writer) Abort() {
 	w.fail(context.Canceled)
 	w.finish()
 	if w.buf != nil {
-		putBuf(w.buf)
+		w.d.putBuf(w.buf)
 		w.buf = nil
 	}
 }
@@ -313,6 +383,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 		if err := w.failed(); err != nil {
 			return total, err
 		}
+		w.room()
 		n, err := r.Read(w.buf[len(w.buf):cap(w.buf)])
 		w.buf = w.buf[:len(w.buf)+n]
 		w.size += int64(n)
@@ -320,7 +391,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 		if rerr := w.reserve(); rerr != nil {
 			return total, rerr
 		}
-		if len(w.buf) == cap(w.buf) {
+		if int64(len(w.buf)) == w.d.chunkSize {
 			if derr := w.dispatch(); derr != nil {
 				return total, derr
 			}

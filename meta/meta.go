@@ -31,7 +31,7 @@ type Node struct {
 	Path     string // cleaned, absolute; "/" is the root
 	IsDir    bool
 	Size     int64
-	Mode     uint32 // permission bits as stored; 0 means default
+	Mode     uint32 // permission bits as stored (mode.go: 0 means default, ModeSet is 000); Perm() reads them
 	ModTime  time.Time
 	FileHash string // lowercase hex; "" for directories
 }
@@ -113,6 +113,11 @@ type Store interface {
 	// false copies only the directory itself.
 	Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error
 	SetModTime(ctx context.Context, uid int64, path string, mtime time.Time) error
+	// SetMode stores permission bits (≤ 0o7777, else Invalid); they are
+	// numbers for clients, never acted on by the server (meta/mode.go).
+	SetMode(ctx context.Context, uid int64, path string, perm uint32) error
+	// MkdirMode is Mkdir with permission bits stored from the start.
+	MkdirMode(ctx context.Context, uid int64, path string, mtime time.Time, perm uint32) (Node, error)
 	FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error)
 
 	Props(ctx context.Context, nodeID int64) ([]Prop, error)

@@ -18,8 +18,18 @@ type Entry struct {
 	IsDir    bool
 	Size     int64
 	ModTime  time.Time
-	Mode     uint32 // permission bits as stored; 0 means default
+	Mode     uint32 // permission bits | ModeValid; without ModeValid the defaults 0644/0755 apply
 	FileHash string // files only
+}
+
+// ModeValid marks Entry.Mode as carrying real permission bits (000
+// included), as the server reports them.
+const ModeValid uint32 = 1 << 31
+
+// Attrs are the attributes SetAttr changes; nil fields are left alone.
+type Attrs struct {
+	Mode    *uint32 // permission bits, ≤ 0o7777
+	ModTime *time.Time
 }
 
 // ChunkRef is one chunk of a file version.
@@ -64,10 +74,12 @@ type Backend interface {
 	// Release, to be called once that upload is over.
 	SendAhead(ctx context.Context, path string, data []byte, hash string) (string, error)
 	Release(ctx context.Context, handles []string)
-	Mkdir(ctx context.Context, path string) error
+	// Mkdir creates a directory with permission bits mode (≤ 0o7777).
+	Mkdir(ctx context.Context, path string, mode uint32) error
 	// Remove deletes a file or an empty directory (ENOTEMPTY otherwise).
 	Remove(ctx context.Context, path string) error
 	Rename(ctx context.Context, src, dst string, overwrite bool) error
-	SetModTime(ctx context.Context, path string, t time.Time) error
+	// SetAttr stores the attributes given and returns the node as it is then.
+	SetAttr(ctx context.Context, path string, a Attrs) (Entry, error)
 	Quota(ctx context.Context) (Quota, error)
 }

@@ -24,10 +24,11 @@ type fileNode struct {
 	mu      sync.Mutex
 	entry   Entry
 	attrAt  time.Time
-	stage   *os.File // nil when not staged
-	dirty   bool     // stage holds data the server does not have
-	ahead   *ahead   // follows in-order writes to the stage; may be nil
-	mtime   *time.Time
+	stage   *os.File   // nil when not staged
+	dirty   bool       // stage holds data the server does not have
+	ahead   *ahead     // follows in-order writes to the stage; may be nil
+	mtime   *time.Time // set while dirty: stored after the upload
+	mode    *uint32    // likewise (chmod of a file being written)
 	opens   int
 	deleted bool
 }
@@ -137,8 +138,8 @@ func (n *fileNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 	return 0
 }
 
-// Setattr: size (truncate) and mtime are stored; mode and owner are not and
-// are accepted as no-ops so cp -p, tar and rsync -a work.
+// Setattr: size (truncate), mtime and mode are stored; the owner is not and
+// is accepted as a no-op so cp -p, tar and rsync -a work.
 func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -163,17 +164,31 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 			n.dropStage()
 		}
 	}
-	if t, ok := in.GetMTime(); ok {
-		if n.dirty {
-			n.mtime = &t // applied after the upload
-		} else {
+	if a, ok := attrsOf(in); ok {
+		switch {
+		case n.dirty || n.deleted:
+			// Stored after the upload (an unlinked file has nothing to
+			// store them on: fchmod of it only changes what fstat shows).
+			if a.ModTime != nil {
+				n.mtime = a.ModTime
+			}
+			if a.Mode != nil {
+				n.mode = a.Mode
+				n.entry.Mode = *a.Mode | ModeValid
+			}
+		default:
 			ctx, cancel := n.fsys.opCtx(ctx)
 			defer cancel()
-			if err := n.fsys.o.Backend.SetModTime(ctx, n.path(), t); err != nil {
+			e, err := n.fsys.o.Backend.SetAttr(ctx, n.path(), a)
+			if err != nil {
 				return Errno(err)
 			}
-			n.entry.ModTime = t
-			n.mtime = nil
+			if n.stage == nil {
+				n.entry, n.attrAt = e, n.fsys.o.Now()
+			} else {
+				n.entry.ModTime, n.entry.Mode = e.ModTime, e.Mode
+			}
+			n.mtime, n.mode = nil, nil
 		}
 	}
 	n.getattrLocked(&out.Attr)
@@ -351,15 +366,17 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) syscall.Errno {
 	if n.ahead != nil {
 		n.ahead.release(false)
 	}
-	if n.mtime != nil {
+	if n.mtime != nil || n.mode != nil {
+		// A new version keeps the stored mode, so only a chmod (or a
+		// create mode) made while the data was staged is sent here.
 		sctx, scancel := n.fsys.opCtx(ctx)
-		err := n.fsys.o.Backend.SetModTime(sctx, p, *n.mtime)
+		ae, err := n.fsys.o.Backend.SetAttr(sctx, p, Attrs{Mode: n.mode, ModTime: n.mtime})
 		scancel()
 		if err != nil {
 			return Errno(err)
 		}
-		e.ModTime = *n.mtime
-		n.mtime = nil
+		e = ae
+		n.mtime, n.mode = nil, nil
 	}
 	n.entry, n.attrAt = e, n.fsys.o.Now()
 	if _, parent := n.Parent(); parent != nil {

@@ -74,6 +74,9 @@ func (f *FS) MountOptions(fsName string) *fs.Options {
 		NegativeTimeout: &ttl,
 		UID:             f.o.UID,
 		GID:             f.o.GID,
+		// Our attributes always carry the bits: a chmod 000 must show as
+		// 000, not be replaced with go-fuse's default.
+		NullPermissions: true,
 		MountOptions: fuse.MountOptions{
 			FsName:                   fsName,
 			Name:                     "netdisk",
@@ -81,6 +84,9 @@ func (f *FS) MountOptions(fsName string) *fs.Options {
 			MaxWrite:                 1 << 20,
 			DisableXAttrs:            true,
 			ExplicitDataCacheControl: false,
+			// Mode bits are stored numbers from the server: a setuid bit
+			// must never make the kernel run a file as its owner.
+			Options: []string{"nosuid", "nodev"},
 		},
 	}
 }
@@ -99,18 +105,26 @@ func joinPath(dir, name string) string {
 	return dir + "/" + name
 }
 
+// Permission bits of nodes whose bits are not known (defaultFileMode is also
+// what the server shows for a file that has none stored).
+const (
+	defaultFileMode = 0o644
+	defaultDirMode  = 0o755
+)
+
 func (f *FS) fillAttr(e Entry, out *fuse.Attr) {
 	mode := e.Mode & 0o7777
+	valid := e.Mode&ModeValid != 0
 	if e.IsDir {
-		if mode == 0 {
-			mode = 0o755
+		if !valid {
+			mode = defaultDirMode
 		}
 		out.Mode = syscall.S_IFDIR | mode
 		out.Nlink = 2
 		out.Size = 4096
 	} else {
-		if mode == 0 {
-			mode = 0o644
+		if !valid {
+			mode = defaultFileMode
 		}
 		out.Mode = syscall.S_IFREG | mode
 		out.Nlink = 1
@@ -244,20 +258,34 @@ func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOu
 	return 0
 }
 
-// Setattr on a directory stores the mtime (tar, rsync -a); mode and owner
-// are not stored and are accepted as no-ops.
+// Setattr on a directory stores the mtime and mode (chmod, tar, rsync -a);
+// the owner is not stored and is accepted as a no-op.
 func (d *dirNode) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if t, ok := in.GetMTime(); ok {
+	if a, ok := attrsOf(in); ok {
 		ctx, cancel := d.fsys.opCtx(ctx)
 		defer cancel()
-		if err := d.fsys.o.Backend.SetModTime(ctx, d.path(), t); err != nil {
+		e, err := d.fsys.o.Backend.SetAttr(ctx, d.path(), a)
+		if err != nil {
 			return Errno(err)
 		}
 		d.mu.Lock()
-		d.attrAt = time.Time{}
+		d.entry, d.attrAt = e, d.fsys.o.Now()
 		d.mu.Unlock()
 	}
 	return d.Getattr(ctx, nil, out)
+}
+
+// attrsOf picks the attributes the drive stores out of a setattr request.
+func attrsOf(in *fuse.SetAttrIn) (Attrs, bool) {
+	var a Attrs
+	if t, ok := in.GetMTime(); ok {
+		a.ModTime = &t
+	}
+	if m, ok := in.GetMode(); ok {
+		m &= 0o7777
+		a.Mode = &m
+	}
+	return a, a.ModTime != nil || a.Mode != nil
 }
 
 func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
@@ -287,7 +315,7 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
 	p := joinPath(d.path(), name)
-	if err := d.fsys.o.Backend.Mkdir(ctx, p); err != nil {
+	if err := d.fsys.o.Backend.Mkdir(ctx, p, mode&0o7777); err != nil {
 		return nil, Errno(err)
 	}
 	e, err := d.fsys.o.Backend.Stat(ctx, p)
@@ -308,13 +336,19 @@ func (d *dirNode) touch() {
 }
 
 // Create stages an empty file and stores it at once, so the name exists on
-// the server (for rename, other clients, listings) while it is written.
+// the server (for rename, other clients, listings) while it is written. The
+// mode (the kernel has applied the umask) is stored with it unless it is
+// the default a new file shows anyway, which saves a call per file in cp -r.
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	n := &fileNode{fsys: d.fsys}
 	if err := n.stageEmpty(); err != nil {
 		return nil, nil, 0, Errno(err)
 	}
-	n.entry = Entry{Name: name, ModTime: d.fsys.o.Now()}
+	perm := mode & 0o7777
+	n.entry = Entry{Name: name, ModTime: d.fsys.o.Now(), Mode: perm | ModeValid}
+	if perm != defaultFileMode {
+		n.mode = &perm
+	}
 	ch := d.NewInode(ctx, n, fs.StableAttr{Mode: syscall.S_IFREG})
 	n.mu.Lock()
 	errno := n.uploadLocked(ctx, joinPath(d.path(), name))

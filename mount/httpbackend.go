@@ -56,7 +56,8 @@ type apiNode struct {
 
 func (n apiNode) entry() Entry {
 	t, _ := time.Parse(time.RFC3339Nano, n.MTime)
-	return Entry{Name: n.Name, IsDir: n.IsDir, Size: n.Size, ModTime: t, Mode: n.Mode, FileHash: n.FileHash}
+	// The server reports every node's bits, its defaults resolved.
+	return Entry{Name: n.Name, IsDir: n.IsDir, Size: n.Size, ModTime: t, Mode: n.Mode&0o7777 | ModeValid, FileHash: n.FileHash}
 }
 
 func pq(p string) url.Values { return url.Values{"path": {p}} }
@@ -181,8 +182,8 @@ func (b *HTTPBackend) Release(ctx context.Context, ids []string) {
 	}
 }
 
-func (b *HTTPBackend) Mkdir(ctx context.Context, p string) error {
-	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/mkdir", nil, map[string]any{"path": p}, nil)
+func (b *HTTPBackend) Mkdir(ctx context.Context, p string, mode uint32) error {
+	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/mkdir", nil, map[string]any{"path": p, "mode": mode}, nil)
 }
 
 func (b *HTTPBackend) Remove(ctx context.Context, p string) error {
@@ -193,8 +194,17 @@ func (b *HTTPBackend) Rename(ctx context.Context, src, dst string, overwrite boo
 	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/move", nil, map[string]any{"from": src, "to": dst, "overwrite": overwrite}, nil)
 }
 
-func (b *HTTPBackend) SetModTime(ctx context.Context, p string, t time.Time) error {
-	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/setmtime", nil, map[string]any{"path": p, "mtime": t.UTC().Format(time.RFC3339Nano)}, nil)
+func (b *HTTPBackend) SetAttr(ctx context.Context, p string, a Attrs) (Entry, error) {
+	req := map[string]any{"path": p}
+	if a.Mode != nil {
+		req["mode"] = *a.Mode
+	}
+	if a.ModTime != nil {
+		req["mtime"] = a.ModTime.UTC().Format(time.RFC3339Nano)
+	}
+	var n apiNode
+	err := b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/setattr", nil, req, &n)
+	return n.entry(), err
 }
 
 // Quota is GET /api/v1/quota; a server without it reports unlimited space.

@@ -24,7 +24,6 @@ var unsupported = map[string]string{
 	"FallocateKeepSize":   "preallocation has no meaning for chunked content",
 	"LseekHoleSeeksToEOF": "SEEK_HOLE/SEEK_DATA are not offered",
 	"LseekEnxioCheck":     "SEEK_HOLE/SEEK_DATA are not offered",
-	"FileBasic":           "chmod/creation modes are not stored: files are 0644, directories 0755",
 	"Tmpfile":             "O_TMPFILE (an unnamed file) cannot be staged to a path",
 }
 

@@ -39,6 +39,9 @@ type Options struct {
 	// Redis is the URL of the Redis server holding the quota ledger; empty
 	// means the embedded ledger (one daemon per data directory).
 	Redis string
+	// Pprof, when set, serves net/http/pprof on this address (a listener of
+	// its own, never the public one; for profiling, off by default).
+	Pprof string
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -185,6 +188,14 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		clock = clockFunc(d.opts.Now)
 	}
 	go d.Quota.Run(bg, clock, time.Second)
+	if d.opts.Pprof != "" {
+		ps, err := servePprof(d.opts.Pprof, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer ps.Close()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -70,6 +70,9 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
+	// Profiling is for developers measuring the daemon, not an operator knob.
+	f.StringVar(&o.Pprof, "pprof", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060")
+	_ = f.MarkHidden("pprof")
 	_ = strings.TrimSpace
 	return cmd
 }

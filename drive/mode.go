@@ -1,0 +1,28 @@
+package drive
+
+import (
+	"context"
+
+	"netdisk/meta"
+)
+
+// SetMode stores p's permission bits (perm ≤ 0o7777, else Invalid). They
+// are kept for clients such as the FUSE mount (chmod, cp -p, tar, rsync -a);
+// the server never acts on them, setuid and setgid included.
+func (d *Drive) SetMode(ctx context.Context, uid int64, p string, perm uint32) error {
+	p, err := clean("drive.SetMode", p)
+	if err != nil {
+		return err
+	}
+	return d.meta.SetMode(ctx, uid, p, perm)
+}
+
+// MkdirMode creates directory p with permission bits perm; its parent must
+// exist. perm 0 is stored as an explicit 000 (Mkdir stores no bits).
+func (d *Drive) MkdirMode(ctx context.Context, uid int64, p string, perm uint32) (meta.Node, error) {
+	p, err := clean("drive.Mkdir", p)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	return d.meta.MkdirMode(ctx, uid, p, d.now(), perm)
+}

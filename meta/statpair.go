@@ -1,0 +1,34 @@
+package meta
+
+import (
+	"context"
+
+	"netdisk/vpath"
+)
+
+// StatWithParent returns the node at path and its parent's, each with
+// whether it exists, in one indexed query: starting a write needs both, and a
+// small upload should not pay two round trips through the reader pool for it.
+// The root has no parent (parentFound false).
+func (s *SQLite) StatWithParent(ctx context.Context, uid int64, path string) (n Node, found bool, parent Node, parentFound bool, err error) {
+	const op = "meta.Stat"
+	pp := vpath.Parent(path)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND path IN (?, ?)`, uid, path, pp)
+	if err != nil {
+		return n, false, parent, false, wrap(op, path, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		x, err := scanNode(rows)
+		if err != nil {
+			return n, false, parent, false, wrap(op, path, err)
+		}
+		switch x.Path {
+		case path:
+			n, found = x, true
+		case pp:
+			parent, parentFound = x, true
+		}
+	}
+	return n, found, parent, parentFound, wrap(op, path, rows.Err())
+}

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+)
+
+// servePprof exposes the Go profiler on addr, on a mux and listener of its
+// own: the profiles reveal internals and cost CPU, so they never share the
+// authenticated public listener. It is for measuring (serve --pprof).
+func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--pprof %s: only a loopback address is allowed", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ps := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Warn("profiler listening (--pprof)", "addr", ln.Addr().String())
+	go ps.Serve(ln)
+	return ps, nil
+}
