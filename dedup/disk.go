@@ -11,33 +11,50 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DiskStore keeps blobs as files under dir/ab/cd/<key>, two levels of fan-out
 // so no directory grows past a few thousand entries at realistic sizes.
+// Blobs are written to a temp file in dir/tmp, fsynced, renamed into place,
+// and the directory is fsynced.
 type DiskStore struct {
-	dir string
+	dir, tmp string
 
 	// known holds fan-out directories known to exist (blobs are deleted,
 	// directories never are), so a Put does not stat or mkdir them each time.
 	known sync.Map
 
-	// spare is a new, unnamed file made ahead of the next Put (Linux:
-	// O_TMPFILE, see disk_linux.go), so the request does not wait for the
-	// inode to be allocated: on a busy file system that costs more than the
-	// fsync. An unnamed file disappears with the process; nothing to clean.
+	// spare is an empty temp file made ahead of the next Put, so the request
+	// does not wait for an inode to be allocated: on a busy file system (ext4
+	// without a journal scans recently freed inodes) that alone can cost more
+	// than the fsync. A crash leaves at most one empty spare behind;
+	// NewDiskStore removes stale ones.
 	spare     chan *os.File
 	refilling atomic.Bool
 }
 
 var _ BlobStore = (*DiskStore)(nil)
 
-// NewDiskStore opens (creating if needed) a blob store rooted at dir.
+// staleTemp is the age past which a file in tmp/ is a leftover of a crash (a
+// Put takes seconds; a spare waiting that long is replaced, see Put).
+const staleTemp = 24 * time.Hour
+
+// NewDiskStore opens (creating if needed) a blob store rooted at dir, and
+// removes temp files that crashes left behind.
 func NewDiskStore(dir string) (*DiskStore, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("dedup: create store: %w", err)
 	}
-	return &DiskStore{dir: dir, spare: make(chan *os.File, 1)}, nil
+	if ents, err := os.ReadDir(tmp); err == nil {
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && !fi.IsDir() && time.Since(fi.ModTime()) > staleTemp {
+				os.Remove(filepath.Join(tmp, e.Name()))
+			}
+		}
+	}
+	return &DiskStore{dir: dir, tmp: tmp, spare: make(chan *os.File, 1)}, nil
 }
 
 func (s *DiskStore) path(key Key) (string, error) {
@@ -61,47 +78,63 @@ func (s *DiskStore) Put(ctx context.Context, key Key, b []byte) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dir := filepath.Dir(p)
-	if err := s.ensureDir(dir); err != nil {
-		return fmt.Errorf("dedup: put %s: %w", key, err)
+	err = s.put(b, p, s.takeSpare())
+	if errors.Is(err, fs.ErrNotExist) {
+		// The fan-out directory or the spare was removed behind our back
+		// (a spare idle past staleTemp, removed by a new opener): once more,
+		// from scratch.
+		s.known.Delete(filepath.Dir(p))
+		err = s.put(b, p, nil)
 	}
-	if f := s.takeSpare(); f != nil {
-		if done, err := putUnnamed(f, b, p); done {
-			if err != nil {
-				return fmt.Errorf("dedup: put %s: %w", key, err)
-			}
-			return syncDir(dir)
-		}
-		// Naming an unnamed file is not possible here: the portable way.
-	}
-	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), string(key[:8])+"-*")
 	if err != nil {
 		return fmt.Errorf("dedup: put %s: %w", key, err)
 	}
-	success := false
-	defer func() {
-		if !success {
-			f.Close()
+	return nil
+}
+
+// put stores b at p through the temp file f (a new one when nil). A missing
+// fan-out directory is made meanwhile: its mkdir and the file's fsync overlap.
+func (s *DiskStore) put(b []byte, p string, f *os.File) (err error) {
+	dir := filepath.Dir(p)
+	var dirErr chan error
+	if _, ok := s.known.Load(dir); !ok {
+		dirErr = make(chan error, 1)
+		go func() { dirErr <- s.ensureDir(dir) }()
+	}
+	if f == nil {
+		f, err = os.CreateTemp(s.tmp, "put-*")
+	}
+	if err == nil {
+		err = writeSync(f, b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if dirErr != nil {
+		if derr := <-dirErr; err == nil {
+			err = derr
+		}
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		if f != nil {
 			os.Remove(f.Name())
 		}
-	}()
+		return err
+	}
+	return syncDir(dir)
+}
+
+func writeSync(f *os.File, b []byte) error {
 	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("dedup: put %s: %w", key, err)
+		return err
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("dedup: put %s: fsync: %w", key, err)
+		return fmt.Errorf("fsync: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("dedup: put %s: %w", key, err)
-	}
-	if err := os.Rename(f.Name(), p); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			s.known.Delete(dir) // removed behind our back: the next Put recreates it
-		}
-		return fmt.Errorf("dedup: put %s: %w", key, err)
-	}
-	success = true
-	return syncDir(dir)
+	return nil
 }
 
 // ensureDir makes sure the fan-out directory dir exists, durably: when it
@@ -128,27 +161,26 @@ func (s *DiskStore) ensureDir(dir string) error {
 	return nil
 }
 
-// takeSpare returns the file made ahead for this Put, or a new one, and
-// starts making the next; nil where unnamed files are not supported.
+// takeSpare returns the temp file made ahead for this Put (nil when none is
+// ready) and starts making the next one.
 func (s *DiskStore) takeSpare() *os.File {
 	var f *os.File
 	select {
 	case f = <-s.spare:
 	default:
-		var err error
-		if f, err = openUnnamed(filepath.Join(s.dir, "tmp")); err != nil {
-			return nil // not supported here (or no room): the caller falls back
-		}
 	}
 	if s.refilling.CompareAndSwap(false, true) {
 		go func() {
 			defer s.refilling.Store(false)
-			if nf, err := openUnnamed(filepath.Join(s.dir, "tmp")); err == nil {
-				select {
-				case s.spare <- nf:
-				default:
-					nf.Close()
-				}
+			nf, err := os.CreateTemp(s.tmp, "spare-*")
+			if err != nil {
+				return // the Put that needs it makes its own and reports
+			}
+			select {
+			case s.spare <- nf:
+			default:
+				nf.Close()
+				os.Remove(nf.Name())
 			}
 		}()
 	}

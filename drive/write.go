@@ -89,8 +89,7 @@ func (w *Writer) room() {
 		w.buf = w.newBuf()
 	}
 	if len(w.buf) == cap(w.buf) && int64(len(w.buf)) < w.d.chunkSize {
-		nb := append(w.d.getBuf(), w.buf...)
-		w.buf = nb
+		w.buf = append(w.d.getBuf(), w.buf...)
 	}
 }
 

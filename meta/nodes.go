@@ -144,29 +144,21 @@ func addFinished(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, p
 	return err
 }
 
-// chunkIDs finds or inserts each chunk record by SHA-256.
+// chunkIDs finds or inserts each chunk record by SHA-256. The statements come
+// from the connection's statement cache (_stmt_cache_size), prepared once.
 func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]int64, error) {
 	ids := make([]int64, len(chunks))
 	now := s.now().UnixNano()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`)
-	if err != nil {
-		return nil, err
-	}
-	defer ins.Close()
-	sel, err := tx.PrepareContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`)
-	if err != nil {
-		return nil, err
-	}
-	defer sel.Close()
 	for i, c := range chunks {
 		if c.ID != 0 {
 			ids[i] = c.ID
 			continue
 		}
-		if _, err := ins.ExecContext(ctx, c.SHA256, c.MD5, c.Size, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
+			c.SHA256, c.MD5, c.Size, now); err != nil {
 			return nil, err
 		}
-		if err := sel.QueryRowContext(ctx, c.SHA256).Scan(&ids[i]); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -227,13 +219,8 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		if err := addFinished(ctx, tx, op, uid, f.Size-old.Size, path); err != nil {
 			return err
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO file_chunks(node_id, idx, chunk_id) VALUES (?,?,?)`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
 		for i, id := range ids {
-			if _, err := ins.ExecContext(ctx, n.ID, i, id); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO file_chunks(node_id, idx, chunk_id) VALUES (?,?,?)`, n.ID, i, id); err != nil {
 				return err
 			}
 		}

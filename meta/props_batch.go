@@ -31,7 +31,7 @@ func (s *SQLite) ListDir(ctx context.Context, uid int64, dir string) (Node, []No
 	if err != nil || !self.IsDir {
 		return self, nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+listCols+` FROM nodes WHERE user_id = ? AND parent = ? ORDER BY name`, uid, dir)
+	rows, err := s.r.QueryContext(ctx, listDirQuery, uid, dir)
 	if err != nil {
 		return self, nil, wrap(op, dir, err)
 	}
@@ -75,6 +75,19 @@ func (s *SQLite) Tree(ctx context.Context, uid int64, dir string, limit int) ([]
 	return out, wrap(op, dir, rows.Err())
 }
 
+// propsChildrenQuery selects the dead properties of a folder (user, path)
+// and of its children (user, path): two index searches, not "path = ? OR
+// parent = ?", which SQLite answers by scanning every node of the user. The
+// cost must follow the folder's size, not the user's.
+const propsChildrenQuery = `SELECT p.node_id, p.ns, p.name, p.value, p.lang FROM props p WHERE p.node_id IN (
+		SELECT id FROM nodes WHERE user_id = ? AND parent = ?
+		UNION ALL SELECT id FROM nodes WHERE user_id = ? AND path = ?)
+	ORDER BY p.node_id, p.ns, p.name`
+
+// listDirQuery selects a folder's (user, path) children by name; migration
+// 004's covering index answers it without reading the table.
+const listDirQuery = `SELECT ` + listCols + ` FROM nodes WHERE user_id = ? AND parent = ? ORDER BY name`
+
 // PropsUnder returns, by node id, the dead properties of dir itself and of its
 // children (recursive false) or of its whole subtree (recursive true), in one
 // query: a PROPFIND of a large folder must not cost a query per entry.
@@ -88,9 +101,7 @@ func (s *SQLite) PropsUnder(ctx context.Context, uid int64, dir string, recursiv
 			WHERE n.user_id = ? AND (n.path = ? OR (` + cond + `)) ORDER BY p.node_id, p.ns, p.name`
 		args = append([]any{uid, dir}, a...)
 	} else {
-		q = `SELECT p.node_id, p.ns, p.name, p.value, p.lang FROM nodes n JOIN props p ON p.node_id = n.id
-			WHERE n.user_id = ? AND (n.path = ? OR n.parent = ?) ORDER BY p.node_id, p.ns, p.name`
-		args = []any{uid, dir, dir}
+		q, args = propsChildrenQuery, []any{uid, dir, uid, dir}
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -30,7 +30,7 @@ func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ps := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ps := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Warn("profiler listening (--pprof)", "addr", ln.Addr().String())
 	go ps.Serve(ln)
 	return ps, nil
