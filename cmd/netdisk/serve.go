@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +16,10 @@ import (
 
 	"netdisk/server"
 )
+
+// softMemoryLimit is the daemon's default GOMEMLIMIT (override with the
+// environment variable).
+const softMemoryLimit = 64 << 20
 
 func newServeCmd() *cobra.Command {
 	var (
@@ -33,6 +38,12 @@ On first start with an empty data directory it creates the user "admin", with
 the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// Chunk buffers are large and short-lived: without a soft limit
+				// the GC lets the heap grow to twice what uploads left behind.
+				// The limit only makes it collect sooner; it never refuses memory.
+				debug.SetMemoryLimit(softMemoryLimit)
+			}
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
