@@ -31,6 +31,16 @@ type fileNode struct {
 	mode    *uint32    // likewise (chmod of a file being written)
 	opens   int
 	deleted bool
+
+	// Network calls run without mu (a stat of a file must not wait for its
+	// upload over a slow link). busy marks one in progress that uses the
+	// stage or fills it: whatever changes the stage, its ahead or dirty
+	// waits on idle until it ends; reads and attributes do not.
+	busy bool
+	idle sync.Cond // L is &mu, set on first wait
+	// gen counts entries published; a Stat started before a newer entry
+	// was published does not overwrite it.
+	gen uint64
 }
 
 var (
@@ -46,12 +56,39 @@ var (
 
 func (n *fileNode) path() string { return nodePath(&n.Inode) }
 
+// waitIdleLocked waits (mu held) until no upload or download runs.
+func (n *fileNode) waitIdleLocked() {
+	for n.busy {
+		n.idle.L = &n.mu
+		n.idle.Wait()
+	}
+}
+
+// beginBusyLocked waits for the node to be idle and marks it busy; the
+// caller then drops mu for its network call and calls endBusyLocked with mu
+// held again.
+func (n *fileNode) beginBusyLocked() {
+	n.waitIdleLocked()
+	n.busy = true
+}
+
+func (n *fileNode) endBusyLocked() {
+	n.busy = false
+	n.idle.Broadcast()
+}
+
+func (n *fileNode) setEntryLocked(e Entry) {
+	n.entry, n.attrAt = e, n.fsys.o.Now()
+	n.gen++
+}
+
 // refresh takes a newer entry from a lookup; staged content wins.
 func (n *fileNode) refresh(e Entry, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.stage == nil {
 		n.entry, n.attrAt = e, now
+		n.gen++
 	}
 }
 
@@ -126,13 +163,18 @@ func (n *fileNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.stage == nil && !n.deleted && n.fsys.o.Now().Sub(n.attrAt) >= n.fsys.o.TTL {
+		gen, p := n.gen, n.path()
+		n.mu.Unlock()
 		ctx, cancel := n.fsys.opCtx(ctx)
-		defer cancel()
-		e, err := n.fsys.o.Backend.Stat(ctx, n.path())
+		e, err := n.fsys.o.Backend.Stat(ctx, p)
+		cancel()
+		n.mu.Lock()
 		if err != nil {
 			return Errno(err)
 		}
-		n.entry, n.attrAt = e, n.fsys.o.Now()
+		if n.gen == gen && n.stage == nil {
+			n.setEntryLocked(e)
+		}
 	}
 	n.getattrLocked(&out.Attr)
 	return 0
@@ -144,6 +186,7 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if sz, ok := in.GetSize(); ok {
+		n.waitIdleLocked()
 		if errno := n.ensureStagedLocked(ctx, sz == 0); errno != 0 {
 			return errno
 		}
@@ -177,14 +220,17 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 				n.entry.Mode = *a.Mode | ModeValid
 			}
 		default:
+			p := n.path()
+			n.mu.Unlock()
 			ctx, cancel := n.fsys.opCtx(ctx)
-			defer cancel()
-			e, err := n.fsys.o.Backend.SetAttr(ctx, n.path(), a)
+			e, err := n.fsys.o.Backend.SetAttr(ctx, p, a)
+			cancel()
+			n.mu.Lock()
 			if err != nil {
 				return Errno(err)
 			}
 			if n.stage == nil {
-				n.entry, n.attrAt = e, n.fsys.o.Now()
+				n.setEntryLocked(e)
 			} else {
 				n.entry.ModTime, n.entry.Mode = e.ModTime, e.Mode
 			}
@@ -196,38 +242,74 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 }
 
 // ensureStagedLocked gives the node a staged copy of its content (empty when
-// it is about to be truncated to zero).
+// it is about to be truncated to zero). The download runs without mu.
 func (n *fileNode) ensureStagedLocked(ctx context.Context, empty bool) syscall.Errno {
+	n.waitIdleLocked()
 	if n.stage != nil {
 		return 0
 	}
-	if err := n.stageEmpty(); err != nil {
-		return Errno(err)
-	}
-	n.dirty = false
 	if empty || n.entry.Size == 0 && n.entry.FileHash == "" {
+		if err := n.stageEmpty(); err != nil {
+			return Errno(err)
+		}
+		n.dirty = false
 		return 0
 	}
-	n.stopAhead() // the stage starts with the old content
+	f, err := os.CreateTemp(n.fsys.o.StageDir, "stage-")
+	if err != nil {
+		return Errno(err)
+	}
+	n.beginBusyLocked()
+	n.mu.Unlock()
+	errno := n.download(ctx, f)
+	n.mu.Lock()
+	n.endBusyLocked()
+	if errno == 0 && n.stage != nil {
+		errno = syscall.EIO // cannot happen: only busy work installs a stage
+	}
+	if errno != 0 {
+		f.Close()
+		os.Remove(f.Name())
+		return errno
+	}
+	// The stage starts with the old content: nothing to send ahead.
+	n.stage, n.dirty = f, false
+	n.stopAhead()
+	return 0
+}
+
+// download copies the file's current version into f.
+func (n *fileNode) download(ctx context.Context, f *os.File) syscall.Errno {
 	h := &handle{n: n}
 	if errno := h.load(ctx); errno != 0 {
-		n.dropStage()
 		return errno
 	}
 	buf := make([]byte, 1<<20)
 	for off := int64(0); off < h.cl.Size; {
 		m, errno := h.readRemote(ctx, buf[:min(int64(len(buf)), h.cl.Size-off)], off)
 		if errno != 0 {
-			n.dropStage()
 			return errno
 		}
-		if _, err := n.stage.WriteAt(buf[:m], off); err != nil {
-			n.dropStage()
+		if _, err := f.WriteAt(buf[:m], off); err != nil {
 			return Errno(err)
 		}
 		off += int64(m)
 	}
 	return 0
+}
+
+// preserve keeps the content of a file that is open but not staged before
+// its name goes away (unlink, or another file renamed over it): the server
+// cannot serve a version by hash once no path holds it, so its bytes are
+// copied into a local stage, which answers reads until the last close.
+func (n *fileNode) preserve(ctx context.Context) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.waitIdleLocked()
+	if n.opens == 0 || n.stage != nil || n.deleted {
+		return 0
+	}
+	return n.ensureStagedLocked(ctx, false)
 }
 
 func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -236,6 +318,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	trunc := flags&syscall.O_TRUNC != 0
 	if writable || trunc {
+		n.waitIdleLocked()
 		if errno := n.ensureStagedLocked(ctx, trunc); errno != 0 {
 			return nil, 0, errno
 		}
@@ -249,7 +332,11 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	}
 	h := n.newHandleLocked(writable)
 	if n.stage == nil {
-		if errno := h.load(ctx); errno != 0 {
+		// The chunk list pins the version this handle reads.
+		n.mu.Unlock()
+		errno := h.load(ctx)
+		n.mu.Lock()
+		if errno != 0 {
 			n.opens--
 			return nil, 0, errno
 		}
@@ -298,16 +385,25 @@ func (n *fileNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off 
 func (n *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.waitIdleLocked()
 	if n.stage == nil {
 		// A handle opened for writing staged the file; this one was not.
 		return 0, syscall.EBADF
 	}
-	m, err := n.stage.WriteAt(data, off)
+	// ahead.write may wait for a chunk send to finish (a writer faster
+	// than the link is held back): that happens without mu.
+	stage, a := n.stage, n.ahead
+	n.beginBusyLocked()
+	n.mu.Unlock()
+	m, err := stage.WriteAt(data, off)
+	inOrder := a != nil && m == len(data) && a.write(data, off)
+	n.mu.Lock()
+	n.endBusyLocked()
 	if m > 0 {
 		n.dirty = true
 		n.mtime = nil
 	}
-	if n.ahead != nil && (m < len(data) || !n.ahead.write(data, off)) {
+	if a != nil && !inOrder {
 		n.stopAhead()
 	}
 	if err != nil {
@@ -330,61 +426,97 @@ func (n *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) sy
 }
 
 func (n *fileNode) flushLocked(ctx context.Context) syscall.Errno {
+	n.waitIdleLocked()
 	if n.stage == nil || !n.dirty || n.deleted {
 		return 0
 	}
-	return n.uploadLocked(ctx, n.path())
+	errno, _ := n.uploadLocked(ctx, n.path())
+	return errno
 }
 
-func (n *fileNode) uploadLocked(ctx context.Context, p string) syscall.Errno {
-	ctx, cancel := context.WithTimeout(ctx, n.fsys.o.UploadTimeout)
-	defer cancel()
-	st, err := n.stage.Stat()
-	if err != nil {
-		return Errno(err)
-	}
-	var hashes []string
-	if n.ahead != nil {
-		hashes = n.ahead.chunkHashes(st.Size())
-	}
-	e, err := n.fsys.o.Backend.Upload(ctx, n.stage, st.Size(), hashes, p)
-	if err != nil && Errno(err) == syscall.ENOSPC && n.ahead != nil && n.ahead.releaseNow(ctx) {
-		// The chunks sent ahead held their own reservations; with those
-		// given back the file may fit (its chunks are then sent again).
-		e, err = n.fsys.o.Backend.Upload(ctx, n.stage, st.Size(), hashes, p)
-	}
-	if err != nil {
-		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
-			"path", p, "staged", n.stage.Name(), "err", err)
-		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EACCES {
-			return syscall.EIO
-		} else {
-			return errno
+// uploadLocked stores the stage at p; stored says the content reached the
+// server (even if storing the attributes then failed). It is called with mu
+// held and the node idle, and drops mu for the network calls: writers wait
+// (the bytes being sent must not change), stat and reads do not.
+//
+// The upload is not tied to the FUSE request's context: the kernel cancels
+// that when the calling process gets any signal (a progress timer, Go's
+// preemption), and a create or close must then still complete, not fail
+// half done. UploadTimeout bounds it instead.
+func (n *fileNode) uploadLocked(ctx context.Context, p string) (errno syscall.Errno, stored bool) {
+	stage, a, mtime, mode := n.stage, n.ahead, n.mtime, n.mode
+	n.beginBusyLocked()
+	n.mu.Unlock()
+	e, errno, stored := n.upload(context.WithoutCancel(ctx), stage, a, mtime, mode, p)
+	n.mu.Lock()
+	n.endBusyLocked()
+	if stored {
+		// Writers waited, so the stage is what was sent.
+		n.dirty = false
+		if a != nil && n.ahead == a {
+			a.release(false)
 		}
 	}
-	n.dirty = false
-	if n.ahead != nil {
-		n.ahead.release(false)
+	if errno != 0 {
+		return errno, stored
 	}
-	if n.mtime != nil || n.mode != nil {
-		// A new version keeps the stored mode, so only a chmod (or a
-		// create mode) made while the data was staged is sent here.
-		sctx, scancel := n.fsys.opCtx(ctx)
-		ae, err := n.fsys.o.Backend.SetAttr(sctx, p, Attrs{Mode: n.mode, ModTime: n.mtime})
-		scancel()
-		if err != nil {
-			return Errno(err)
-		}
-		e = ae
-		n.mtime, n.mode = nil, nil
+	// A chmod or touch made during the upload is still to be stored.
+	if n.mtime == mtime {
+		n.mtime = nil
 	}
-	n.entry, n.attrAt = e, n.fsys.o.Now()
+	if n.mode == mode {
+		n.mode = nil
+	}
+	n.setEntryLocked(e)
 	if _, parent := n.Parent(); parent != nil {
 		if d, ok := parent.Operations().(*dirNode); ok {
 			d.touch()
 		}
 	}
-	return 0
+	return 0, true
+}
+
+// upload sends stage (mu not held) and then the attributes set while it was
+// staged.
+func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *time.Time, mode *uint32, p string) (Entry, syscall.Errno, bool) {
+	ctx, cancel := context.WithTimeout(ctx, n.fsys.o.UploadTimeout)
+	defer cancel()
+	st, err := stage.Stat()
+	if err != nil {
+		return Entry{}, Errno(err), false
+	}
+	var hashes []string
+	if a != nil {
+		hashes = a.chunkHashes(st.Size())
+	}
+	be := n.fsys.o.Backend
+	e, err := be.Upload(ctx, stage, st.Size(), hashes, p)
+	if err != nil && Errno(err) == syscall.ENOSPC && a != nil && a.releaseNow(ctx) {
+		// The chunks sent ahead held their own reservations; with those
+		// given back the file may fit (its chunks are then sent again).
+		e, err = be.Upload(ctx, stage, st.Size(), hashes, p)
+	}
+	if err != nil {
+		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
+			"path", p, "staged", stage.Name(), "err", err)
+		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EACCES {
+			return Entry{}, syscall.EIO, false
+		} else {
+			return Entry{}, errno, false
+		}
+	}
+	if mtime != nil || mode != nil {
+		// A new version keeps the stored mode, so only a chmod (or a
+		// create mode) made while the data was staged is sent here.
+		sctx, scancel := n.fsys.opCtx(ctx)
+		ae, err := be.SetAttr(sctx, p, Attrs{Mode: mode, ModTime: mtime})
+		scancel()
+		if err != nil {
+			return Entry{}, Errno(err), true
+		}
+		e = ae
+	}
+	return e, 0, true
 }
 
 // Release drops the staged copy once the last handle is closed and the
@@ -393,6 +525,7 @@ func (n *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.opens--
+	n.waitIdleLocked()
 	if n.opens > 0 || n.stage == nil {
 		return 0
 	}
@@ -416,7 +549,6 @@ type handle struct {
 	mu      sync.Mutex
 	loaded  bool
 	cl      ChunkList
-	path    string
 	lastEnd int64
 }
 
@@ -429,7 +561,7 @@ func (h *handle) load(ctx context.Context) syscall.Errno {
 		return Errno(err)
 	}
 	h.mu.Lock()
-	h.cl, h.path, h.loaded = cl, p, true
+	h.cl, h.loaded = cl, true
 	h.mu.Unlock()
 	return 0
 }
@@ -446,8 +578,11 @@ func (h *handle) read(ctx context.Context, dest []byte, off int64) (int, syscall
 }
 
 func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
+	// The node's path now: the file may have been renamed since the open
+	// (its version is pinned by the file hash, not by the name).
+	p := h.n.path()
 	h.mu.Lock()
-	cl, p := h.cl, h.path
+	cl := h.cl
 	// The kernel's readahead sends several reads at once, which may arrive
 	// out of order: "sequential" allows for that window.
 	sequential := off >= h.lastEnd-seqWindow && off <= h.lastEnd+seqWindow

@@ -91,8 +91,13 @@ func (f *FS) MountOptions(fsName string) *fs.Options {
 	}
 }
 
+// opCtx bounds one server call by OpTimeout, and only by it: go-fuse
+// cancels a request's context when the kernel interrupts it, which it does
+// for every signal the caller gets (SIGALRM of a progress display, Go's
+// preemption SIGURG), and such a process retries nothing; it expects the
+// call to complete. A fatal signal does not wait for our answer anyway.
 func (f *FS) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, f.o.OpTimeout)
+	return context.WithTimeout(context.WithoutCancel(ctx), f.o.OpTimeout)
 }
 
 // nodePath is the node's absolute path in the drive.
@@ -350,11 +355,21 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		n.mode = &perm
 	}
 	ch := d.NewInode(ctx, n, fs.StableAttr{Mode: syscall.S_IFREG})
+	p := joinPath(d.path(), name)
 	n.mu.Lock()
-	errno := n.uploadLocked(ctx, joinPath(d.path(), name))
+	errno, stored := n.uploadLocked(ctx, p)
 	n.mu.Unlock()
 	if errno != 0 {
 		n.dropStage()
+		if stored {
+			// The create fails as a whole: no empty file is left behind
+			// to make the caller's retry (O_EXCL) fail with EEXIST.
+			rctx, cancel := d.fsys.opCtx(ctx)
+			if err := d.fsys.o.Backend.Remove(rctx, p); err != nil {
+				d.fsys.o.Logger.Warn("mount: removing a half-created file failed", "path", p, "err", err)
+			}
+			cancel()
+		}
 		return nil, nil, 0, errno
 	}
 	d.noteChild(name, &n.entry)
@@ -373,6 +388,9 @@ func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (d *dirNode) remove(ctx context.Context, name string) syscall.Errno {
+	if errno := d.preserveChild(ctx, name); errno != 0 {
+		return errno
+	}
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
 	if err := d.fsys.o.Backend.Remove(ctx, joinPath(d.path(), name)); err != nil {
@@ -385,6 +403,17 @@ func (d *dirNode) remove(ctx context.Context, name string) syscall.Errno {
 	}
 	d.noteChild(name, nil)
 	d.touch()
+	return 0
+}
+
+// preserveChild keeps the bytes of the child file name for its open
+// handles before the name stops holding them (see fileNode.preserve).
+func (d *dirNode) preserveChild(ctx context.Context, name string) syscall.Errno {
+	if ch := d.GetChild(name); ch != nil {
+		if n, ok := ch.Operations().(*fileNode); ok {
+			return n.preserve(ctx)
+		}
+	}
 	return 0
 }
 
@@ -444,6 +473,9 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 		}
 	} else if Errno(err) != syscall.ENOENT {
 		return Errno(err)
+	}
+	if errno := nd.preserveChild(ctx, newName); errno != 0 {
+		return errno
 	}
 	if err := be.Rename(ctx, src, dst, overwrite); err != nil {
 		return Errno(err)
