@@ -533,6 +533,9 @@ func (n *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 		if errno := n.flushLocked(ctx); errno != 0 {
 			return errno
 		}
+		if n.opens > 0 {
+			return 0 // opened again while the upload ran without mu
+		}
 	}
 	n.dropStage()
 	return 0

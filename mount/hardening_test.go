@@ -231,6 +231,7 @@ type holdProxy struct {
 	entered chan struct{} // closed when the first held request arrives
 	release chan struct{}
 	once    sync.Once
+	opened  sync.Once
 }
 
 func newHoldProxy(t *testing.T, target string) (*holdProxy, string) {
@@ -265,13 +266,7 @@ func (h *holdProxy) arm() {
 	h.mu.Unlock()
 }
 
-var releaseOnce sync.Map
-
-func (h *holdProxy) open() {
-	if _, done := releaseOnce.LoadOrStore(h, true); !done {
-		close(h.release)
-	}
-}
+func (h *holdProxy) open() { h.opened.Do(func() { close(h.release) }) }
 
 // TestStatDuringSlowUpload: stat of a file whose close is uploading over a
 // stalled link answers while the upload is provably still held.
