@@ -31,6 +31,7 @@ type fileNode struct {
 	mode    *uint32    // likewise (chmod of a file being written)
 	opens   int
 	deleted bool
+	changed time.Time // ctime: last chmod or rename seen here (writes move the mtime)
 }
 
 var (
@@ -117,6 +118,7 @@ func (n *fileNode) getattrLocked(out *fuse.Attr) {
 		e.ModTime = *n.mtime
 	}
 	n.fsys.fillAttr(e, out)
+	setCtime(out, n.changed)
 	if n.deleted {
 		out.Nlink = 0 // fstat of an open, unlinked file
 	}
@@ -165,6 +167,7 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 		}
 	}
 	if a, ok := attrsOf(in); ok {
+		n.changed = n.fsys.o.Now()
 		switch {
 		case n.dirty || n.deleted:
 			// Stored after the upload (an unlinked file has nothing to
