@@ -224,9 +224,19 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	}
 	ch := d.childInode(ctx, name, e, &out.Attr)
 	if n, ok := ch.Operations().(*dirNode); ok && !n.listingFresh() {
-		// Its nlink (2 + subdirectories) needs a listing, which a path
-		// walk should not pay for: a stat asks again, through Getattr.
-		out.SetAttrTimeout(1)
+		// Its nlink (2 + subdirectories) needs a listing: the kernel
+		// answers the stat that follows a lookup from the lookup's
+		// attributes, so they must be right here.
+		lctx, cancel := d.fsys.opCtx(ctx)
+		// (A new inode is not in the tree yet: its path comes from here.)
+		_, errno := n.list(lctx, joinPath(d.path(), name))
+		cancel()
+		if errno != 0 {
+			return nil, errno
+		}
+		n.mu.Lock()
+		n.fillLocked(&out.Attr)
+		n.mu.Unlock()
 	}
 	return ch, 0
 }
@@ -313,7 +323,7 @@ func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOu
 		d.mu.Unlock()
 	}
 	if !d.listingFresh() {
-		if _, errno := d.list(ctx); errno != 0 {
+		if _, errno := d.list(ctx, d.path()); errno != 0 {
 			return errno
 		}
 	}
@@ -360,7 +370,7 @@ func attrsOf(in *fuse.SetAttrIn) (Attrs, bool) {
 func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
-	es, errno := d.list(ctx)
+	es, errno := d.list(ctx, d.path())
 	if errno != 0 {
 		return nil, errno
 	}
@@ -375,9 +385,10 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	return fs.NewListDirStream(out), 0
 }
 
-// list asks the server for the children and keeps them as the listing.
-func (d *dirNode) list(ctx context.Context) ([]Entry, syscall.Errno) {
-	es, err := d.fsys.o.Backend.List(ctx, d.path())
+// list asks the server for the children of d, at path p, and keeps them as
+// the listing.
+func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
+	es, err := d.fsys.o.Backend.List(ctx, p)
 	if err != nil {
 		return nil, Errno(err)
 	}
