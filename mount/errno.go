@@ -3,9 +3,13 @@ package mount
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"syscall"
+	"unicode/utf8"
 
 	"netdisk/client"
 )
@@ -17,6 +21,16 @@ func Errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, context.Canceled) {
+		return syscall.EINTR
+	}
+	// A transport failure carries the socket's errno (ECONNREFUSED…),
+	// which must not reach the caller as if the file had it.
+	var ue *url.Error
+	var oe *net.OpError
+	if errors.As(err, &ue) || errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded) {
+		return syscall.EIO
+	}
 	var en syscall.Errno
 	if errors.As(err, &en) {
 		return en
@@ -26,9 +40,6 @@ func Errno(err error) syscall.Errno {
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return syscall.ENOENT
-	}
-	if errors.Is(err, context.Canceled) {
-		return syscall.EINTR
 	}
 	switch client.StatusOf(err) {
 	case 0:
@@ -49,6 +60,37 @@ func Errno(err error) syscall.Errno {
 		return syscall.EBUSY
 	}
 	return syscall.EIO
+}
+
+// maxNameLen is NAME_MAX, what statfs reports and local filesystems enforce.
+const maxNameLen = 255
+
+// checkName refuses a new name the drive cannot hold with the errno a local
+// filesystem gives, before anything is sent: the server would only say 400
+// (EINVAL) or fail further in (EIO). Names are UTF-8 on the drive (WebDAV
+// and JSON carry nothing else).
+func (f *FS) checkName(name string) syscall.Errno {
+	if len(name) > maxNameLen {
+		return syscall.ENAMETOOLONG
+	}
+	if !utf8.ValidString(name) {
+		f.o.Logger.Warn("mount: refused a name that is not UTF-8; the drive stores UTF-8 names only", "name", fmt.Sprintf("%q", name))
+		return syscall.EILSEQ
+	}
+	return 0
+}
+
+// lookupName is checkName for a name looked up: a name the drive cannot
+// hold does not exist there (ENOENT, so tools go on to create it and get
+// the clear error then), except a too long one, which is refused as such.
+func lookupName(name string) syscall.Errno {
+	if len(name) > maxNameLen {
+		return syscall.ENAMETOOLONG
+	}
+	if !utf8.ValidString(name) {
+		return syscall.ENOENT
+	}
+	return 0
 }
 
 // conflictErrno tells apart the 409s by the server's message, the only

@@ -41,6 +41,7 @@ type fileNode struct {
 	// gen counts entries published; a Stat started before a newer entry
 	// was published does not overwrite it.
 	gen uint64
+	changed time.Time // ctime: last chmod or rename seen here (writes move the mtime)
 }
 
 var (
@@ -154,6 +155,7 @@ func (n *fileNode) getattrLocked(out *fuse.Attr) {
 		e.ModTime = *n.mtime
 	}
 	n.fsys.fillAttr(e, out)
+	setCtime(out, n.changed)
 	if n.deleted {
 		out.Nlink = 0 // fstat of an open, unlinked file
 	}
@@ -208,6 +210,7 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 		}
 	}
 	if a, ok := attrsOf(in); ok {
+		n.changed = n.fsys.o.Now()
 		switch {
 		case n.dirty || n.deleted:
 			// Stored after the upload (an unlinked file has nothing to

@@ -137,8 +137,18 @@ func (f *FS) fillAttr(e Entry, out *fuse.Attr) {
 	}
 	out.Blksize = 1 << 16
 	out.Blocks = (out.Size + 511) / 512
+	// The drive keeps one time per node: atime shows the mtime (as with
+	// noatime), ctime the mtime unless a later change was seen here.
 	out.SetTimes(&e.ModTime, &e.ModTime, &e.ModTime)
 	out.Uid, out.Gid = f.o.UID, f.o.GID
+}
+
+// setCtime shows changed as the ctime when it is later than the mtime: a
+// chmod or rename changes the ctime only, and the server keeps no ctime.
+func setCtime(out *fuse.Attr, changed time.Time) {
+	if changed.After(out.ModTime()) {
+		out.Ctime, out.Ctimensec = uint64(changed.Unix()), uint32(changed.Nanosecond())
+	}
 }
 
 // ---- directories
@@ -152,6 +162,11 @@ type dirNode struct {
 	attrAt   time.Time
 	listing  map[string]Entry // children as last listed
 	listedAt time.Time
+	// Our own changes of the entries move the mtime at once; the server's
+	// mtime replaces ours as soon as it differs from the one we saw
+	// (seenMTime), i.e. when the server moved it too.
+	localMTime, seenMTime time.Time
+	changed               time.Time // ctime: last change seen here
 }
 
 var (
@@ -196,6 +211,9 @@ func (d *dirNode) noteChild(name string, e *Entry) {
 }
 
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := lookupName(name); errno != 0 {
+		return nil, errno
+	}
 	e, found, fresh := d.cached(name)
 	if fresh && !found {
 		return nil, syscall.ENOENT
@@ -209,7 +227,55 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		}
 		e.Name = name
 	}
-	return d.childInode(ctx, name, e, &out.Attr), 0
+	ch := d.childInode(ctx, name, e, &out.Attr)
+	if n, ok := ch.Operations().(*dirNode); ok && !n.listingFresh() {
+		// Its nlink (2 + subdirectories) needs a listing: the kernel
+		// answers the stat that follows a lookup from the lookup's
+		// attributes, so they must be right here.
+		lctx, cancel := d.fsys.opCtx(ctx)
+		// (A new inode is not in the tree yet: its path comes from here.)
+		_, errno := n.list(lctx, joinPath(d.path(), name))
+		cancel()
+		if errno != 0 {
+			return nil, errno
+		}
+		n.mu.Lock()
+		n.fillLocked(&out.Attr)
+		n.mu.Unlock()
+	}
+	return ch, 0
+}
+
+func (d *dirNode) listingFresh() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.listing != nil && d.fsys.o.Now().Sub(d.listedAt) < d.fsys.o.TTL
+}
+
+// setEntryLocked takes the server's entry.
+func (d *dirNode) setEntryLocked(e Entry, now time.Time) {
+	if !d.localMTime.IsZero() && !e.ModTime.Equal(d.seenMTime) {
+		d.localMTime = time.Time{}
+	}
+	d.entry, d.attrAt = e, now
+}
+
+// fillLocked fills out from the entry and what the mount knows beyond it.
+func (d *dirNode) fillLocked(out *fuse.Attr) {
+	e := d.entry
+	e.IsDir = true
+	if !d.localMTime.IsZero() {
+		e.ModTime = d.localMTime
+	}
+	d.fsys.fillAttr(e, out)
+	if d.listing != nil {
+		for _, c := range d.listing {
+			if c.IsDir {
+				out.Nlink++
+			}
+		}
+	}
+	setCtime(out, d.changed)
 }
 
 // childInode returns the existing inode for name when it has the same type
@@ -227,9 +293,9 @@ func (d *dirNode) childInode(ctx context.Context, name string, e Entry, out *fus
 		case *dirNode:
 			if e.IsDir {
 				n.mu.Lock()
-				n.entry, n.attrAt = e, now
+				n.setEntryLocked(e, now)
+				n.fillLocked(out)
 				n.mu.Unlock()
-				d.fsys.fillAttr(e, out)
 				return ch
 			}
 		}
@@ -243,23 +309,32 @@ func (d *dirNode) childInode(ctx context.Context, name string, e Entry, out *fus
 	return d.NewInode(ctx, n, fs.StableAttr{Mode: syscall.S_IFREG})
 }
 
+// Getattr answers from the entry and a listing (nlink is 2 + the number of
+// subdirectories, which find and others rely on), each asked for again
+// after the TTL.
 func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	d.mu.Lock()
-	e, fresh := d.entry, !d.attrAt.IsZero() && d.fsys.o.Now().Sub(d.attrAt) < d.fsys.o.TTL
+	fresh := !d.attrAt.IsZero() && d.fsys.o.Now().Sub(d.attrAt) < d.fsys.o.TTL
 	d.mu.Unlock()
+	ctx, cancel := d.fsys.opCtx(ctx)
+	defer cancel()
 	if !fresh {
-		ctx, cancel := d.fsys.opCtx(ctx)
-		defer cancel()
 		ne, err := d.fsys.o.Backend.Stat(ctx, d.path())
 		if err != nil {
 			return Errno(err)
 		}
 		d.mu.Lock()
-		d.entry, d.attrAt, e = ne, d.fsys.o.Now(), ne
+		d.setEntryLocked(ne, d.fsys.o.Now())
 		d.mu.Unlock()
 	}
-	e.IsDir = true
-	d.fsys.fillAttr(e, &out.Attr)
+	if !d.listingFresh() {
+		if _, errno := d.list(ctx, d.path()); errno != 0 {
+			return errno
+		}
+	}
+	d.mu.Lock()
+	d.fillLocked(&out.Attr)
+	d.mu.Unlock()
 	return 0
 }
 
@@ -274,7 +349,11 @@ func (d *dirNode) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttr
 			return Errno(err)
 		}
 		d.mu.Lock()
-		d.entry, d.attrAt = e, d.fsys.o.Now()
+		if a.ModTime != nil {
+			d.localMTime = time.Time{} // the time set is the truth
+		}
+		d.setEntryLocked(e, d.fsys.o.Now())
+		d.changed = d.fsys.o.Now()
 		d.mu.Unlock()
 	}
 	return d.Getattr(ctx, nil, out)
@@ -296,27 +375,42 @@ func attrsOf(in *fuse.SetAttrIn) (Attrs, bool) {
 func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
-	es, err := d.fsys.o.Backend.List(ctx, d.path())
-	if err != nil {
-		return nil, Errno(err)
+	es, errno := d.list(ctx, d.path())
+	if errno != 0 {
+		return nil, errno
 	}
-	listing := make(map[string]Entry, len(es))
 	out := make([]fuse.DirEntry, 0, len(es))
 	for _, e := range es {
-		listing[e.Name] = e
 		mode := uint32(syscall.S_IFREG)
 		if e.IsDir {
 			mode = syscall.S_IFDIR
 		}
 		out = append(out, fuse.DirEntry{Name: e.Name, Mode: mode})
 	}
-	d.mu.Lock()
-	d.listing, d.listedAt = listing, d.fsys.o.Now()
-	d.mu.Unlock()
 	return fs.NewListDirStream(out), 0
 }
 
+// list asks the server for the children of d, at path p, and keeps them as
+// the listing.
+func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
+	es, err := d.fsys.o.Backend.List(ctx, p)
+	if err != nil {
+		return nil, Errno(err)
+	}
+	listing := make(map[string]Entry, len(es))
+	for _, e := range es {
+		listing[e.Name] = e
+	}
+	d.mu.Lock()
+	d.listing, d.listedAt = listing, d.fsys.o.Now()
+	d.mu.Unlock()
+	return es, 0
+}
+
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := d.fsys.checkName(name); errno != 0 {
+		return nil, errno
+	}
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
 	p := joinPath(d.path(), name)
@@ -330,12 +424,27 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	e.Name = name
 	d.noteChild(name, &e)
 	d.touch()
-	return d.childInode(ctx, name, e, &out.Attr), 0
+	ch := d.childInode(ctx, name, e, &out.Attr)
+	if n, ok := ch.Operations().(*dirNode); ok {
+		// New and empty: its listing is known without asking.
+		n.mu.Lock()
+		n.listing, n.listedAt = map[string]Entry{}, d.fsys.o.Now()
+		n.fillLocked(&out.Attr)
+		n.mu.Unlock()
+	}
+	return ch, 0
 }
 
-// touch forgets our own attributes: the directory's mtime changed.
+// touch records that an entry was added, removed or renamed here: the
+// mtime and ctime move now, and our attributes are asked for again, the
+// server's mtime taking over once it moved too (setEntryLocked).
 func (d *dirNode) touch() {
 	d.mu.Lock()
+	now := d.fsys.o.Now()
+	if d.localMTime.IsZero() {
+		d.seenMTime = d.entry.ModTime
+	}
+	d.localMTime, d.changed = now, now
 	d.attrAt = time.Time{}
 	d.mu.Unlock()
 }
@@ -345,6 +454,9 @@ func (d *dirNode) touch() {
 // mode (the kernel has applied the umask) is stored with it unless it is
 // the default a new file shows anyway, which saves a call per file in cp -r.
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if errno := d.fsys.checkName(name); errno != 0 {
+		return nil, nil, 0, errno
+	}
 	n := &fileNode{fsys: d.fsys}
 	if err := n.stageEmpty(); err != nil {
 		return nil, nil, 0, Errno(err)
@@ -430,6 +542,9 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if !ok {
 		return syscall.EXDEV
 	}
+	if errno := d.fsys.checkName(newName); errno != 0 {
+		return errno
+	}
 	src, dst := joinPath(d.path(), name), joinPath(nd.path(), newName)
 	// Data written but not yet stored goes first, so the new name never
 	// shows an older version.
@@ -483,6 +598,20 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if ch := nd.GetChild(newName); ch != nil {
 		if n, ok := ch.Operations().(*fileNode); ok {
 			n.markDeleted()
+		}
+	}
+	// A rename changes the node's ctime (go-fuse moves the inode after).
+	if ch := d.GetChild(name); ch != nil {
+		now := d.fsys.o.Now()
+		switch n := ch.Operations().(type) {
+		case *fileNode:
+			n.mu.Lock()
+			n.changed = now
+			n.mu.Unlock()
+		case *dirNode:
+			n.mu.Lock()
+			n.changed = now
+			n.mu.Unlock()
 		}
 	}
 	se.Name = newName

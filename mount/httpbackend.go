@@ -25,6 +25,10 @@ var ErrStale = errors.New("file changed on the server")
 // for writes.
 type HTTPBackend struct {
 	C *client.Client
+	// RedialFor is how long a request whose connection cannot be made
+	// (server restarting, refused, unreachable) is tried again, within its
+	// own deadline; 0 means 30 s. The mount sets it to --timeout.
+	RedialFor time.Duration
 
 	infoOnce  sync.Once
 	chunkSize int64
@@ -40,8 +44,52 @@ func NewHTTPBackend(c *client.Client) *HTTPBackend {
 	tr.ResponseHeaderTimeout = 2 * time.Minute // a merge of a large file may take a while
 	tr.MaxIdleConnsPerHost = 16
 	cc := *c
-	cc.HTTP = &http.Client{Transport: tr}
-	return &HTTPBackend{C: &cc}
+	b := &HTTPBackend{C: &cc}
+	cc.HTTP = &http.Client{Transport: &redial{next: tr, b: b}}
+	return b
+}
+
+// redial retries a request whose connection could not be made, with
+// backoff, until its deadline or the backend's RedialFor: a refused
+// connection is a server restarting more often than one gone, and the
+// request never reached it, so any method may be sent again. The caller
+// then sees EIO after --timeout, not ECONNREFUSED at once.
+type redial struct {
+	next http.RoundTripper
+	b    *HTTPBackend
+}
+
+func (r *redial) RoundTrip(req *http.Request) (*http.Response, error) {
+	limit := r.b.RedialFor
+	if limit <= 0 {
+		limit = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), limit)
+	defer cancel()
+	wait := 50 * time.Millisecond
+	for {
+		resp, err := r.next.RoundTrip(req)
+		var oe *net.OpError
+		if err == nil || !errors.As(err, &oe) || oe.Op != "dial" || (req.Body != nil && req.GetBody == nil) {
+			return resp, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+		if req.GetBody != nil {
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				return nil, gerr
+			}
+			req = req.Clone(req.Context())
+			req.Body = body
+		}
+	}
 }
 
 type apiNode struct {

@@ -29,6 +29,7 @@ func newMountCmd() *cobra.Command {
 	var cf clientFlags
 	var (
 		cacheDir, cacheSize string
+		passwordFile        string
 		ttl, timeout        time.Duration
 		daemon              bool
 		prefetch            int
@@ -47,8 +48,11 @@ server has committed).`,
 			if err != nil {
 				return fmt.Errorf("--cache-size: %w", err)
 			}
+			if err := mountPassword(cmd, &cf, passwordFile); err != nil {
+				return err
+			}
 			if daemon && os.Getenv(envDaemonChild) == "" {
-				return detach(args[0])
+				return detach(args[0], cf.password)
 			}
 			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch)
 		},
@@ -65,7 +69,39 @@ server has committed).`,
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "per-operation timeout when the server does not answer")
 	f.IntVar(&prefetch, "prefetch", 4, "chunks read ahead of sequential reads")
 	f.BoolVar(&daemon, "daemon", false, "detach once mounted")
+	f.StringVar(&passwordFile, "password-file", "", "read the password from the first line of FILE")
 	return cmd
+}
+
+// mountPassword picks the password so that it need not show in ps: a
+// mount runs for days, and its command line is readable by every user.
+// In order: --password (with a warning), --password-file,
+// NETDISK_PASSWORD, a prompt when stdin is a terminal.
+func mountPassword(cmd *cobra.Command, cf *clientFlags, file string) error {
+	switch {
+	case cmd.Flags().Changed("password"):
+		if os.Getenv(envDaemonChild) == "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning: --password shows in ps to every user of this machine; use NETDISK_PASSWORD, --password-file or the prompt")
+		}
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("--password-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if cf.password = strings.TrimSuffix(line, "\r"); cf.password == "" {
+			return fmt.Errorf("--password-file %s: the first line is empty", file)
+		}
+	case os.Getenv("NETDISK_PASSWORD") != "":
+	case stdinIsTerminal():
+		c := cf.client()
+		p, err := readSecret(cmd.ErrOrStderr(), fmt.Sprintf("Password for %s at %s: ", c.User, c.Server))
+		if err != nil {
+			return err
+		}
+		cf.password = p
+	}
+	return nil
 }
 
 func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSize int64, ttl, timeout time.Duration, prefetch int) (err error) {
@@ -81,6 +117,7 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 	}
 	c := cf.client()
 	be := mount.NewHTTPBackend(c)
+	be.RedialFor = timeout
 	if err := mount.Check(ctx, be); err != nil {
 		return fmt.Errorf("cannot reach %s as %q: %w", c.Server, c.User, err)
 	}
@@ -140,7 +177,7 @@ func mustDir(d string) string {
 
 // detach re-runs this command in a new session and returns once the child
 // reports the mount ready (or its error).
-func detach(dir string) error {
+func detach(dir, password string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -151,7 +188,12 @@ func detach(dir string) error {
 	}
 	defer r.Close()
 	cmd := exec.Command(exe, os.Args[1:]...)
+	// The password read here reaches the child in its environment, which
+	// only its owner can read, never on its command line.
 	cmd.Env = append(os.Environ(), envDaemonChild+"=1")
+	if password != "" {
+		cmd.Env = append(cmd.Env, "NETDISK_PASSWORD="+password)
+	}
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Stdin = nil
