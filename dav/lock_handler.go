@@ -128,6 +128,9 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 		return 0, errs.E(op, errs.Precondition, name, errors.New("no lock named in the If header covers this resource"))
 	}
 
+	if err := checkXML(body); err != nil {
+		return 0, errs.E(op, errs.Invalid, name, fmt.Errorf("lockinfo: %w", err))
+	}
 	var li lockInfo
 	if err := xml.NewDecoder(bytes.NewReader(body)).Decode(&li); err != nil {
 		return 0, errs.E(op, errs.Invalid, name, fmt.Errorf("lockinfo: %w", err))

@@ -315,3 +315,42 @@ func TestDeadPropsRoundTrip(t *testing.T) {
 		t.Errorf("propname:\n%s", body)
 	}
 }
+
+// TestXMLNestingRefusedOverHTTP: every XML body the daemon reads (PROPFIND,
+// PROPPATCH, which x/net/webdav parses after our check, and LOCK) refuses
+// nesting past dav.MaxXMLDepth with 400, quickly, and normal bodies pass.
+func TestXMLNestingRefusedOverHTTP(t *testing.T) {
+	e := startPropEnv(t)
+	e.must(201, "MKCOL", "/dav/a", nil, nil)
+	nested := func(root string, size int) []byte {
+		var b bytes.Buffer
+		b.WriteString(root)
+		for i := 0; b.Len() < size-100; i++ {
+			fmt.Fprintf(&b, `<a xmlns:p="urn:%d" xmlns="urn:d">`, i)
+		}
+		return b.Bytes()
+	}
+	for _, c := range []struct {
+		method string
+		body   []byte
+	}{
+		{"PROPFIND", nested(`<D:propfind xmlns:D="DAV:"><D:prop>`, 1<<20)},
+		{"PROPPATCH", nested(`<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><x:p xmlns:x="urn:x">`, 1<<20)},
+		{"LOCK", nested(`<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>`, 60<<10)},
+	} {
+		start := time.Now()
+		st, b := e.req(c.method, "/dav/a", c.body, map[string]string{"Depth": "0"})
+		if st != http.StatusBadRequest || !strings.Contains(b, "nested deeper") {
+			t.Errorf("%s nested: %d %.200s, want 400 naming the nesting", c.method, st, b)
+		}
+		if d := time.Since(start); d > 2*time.Second { // generous: it took minutes
+			t.Errorf("%s nested: %v", c.method, d)
+		}
+	}
+	// A nested but legal dead property still round-trips.
+	deep := `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><x:p xmlns:x="urn:x">` +
+		strings.Repeat(`<x:n>`, 20) + `v` + strings.Repeat(`</x:n>`, 20) + `</x:p></D:prop></D:set></D:propertyupdate>`
+	if b := e.must(207, "PROPPATCH", "/dav/a", []byte(deep), nil); !strings.Contains(b, "200 OK") {
+		t.Fatalf("PROPPATCH within the limit: %.300s", b)
+	}
+}

@@ -11,10 +11,10 @@ import (
 	"netdisk/errs"
 )
 
-// checkXMLBody reads a request body (bounded by MaxXMLBody) and checks it is
-// well-formed with properly declared namespaces, then puts it back for the
-// next reader. x/net/webdav reads bodies without a limit and accepts
-// undeclared prefixes and undeclarations such as xmlns:bar="".
+// checkXMLBody reads a request body (bounded by MaxXMLBody) and checks it
+// (checkXML), then puts it back for the next reader. x/net/webdav reads
+// bodies without a limit and accepts undeclared prefixes and undeclarations
+// such as xmlns:bar="".
 func checkXMLBody(r *http.Request) error {
 	body, err := readXMLBody(r)
 	if err != nil {
@@ -25,6 +25,14 @@ func checkXMLBody(r *http.Request) error {
 	if isSpace(body) {
 		return nil
 	}
+	return checkXML(body)
+}
+
+// checkXML checks that body is one well-formed element with properly
+// declared namespaces, nested at most MaxXMLDepth deep. It runs before any
+// parser that lacks these limits (x/net/webdav's PROPPATCH, encoding/xml's
+// Decode for LOCK) sees the body.
+func checkXML(body []byte) error {
 	nr := newNSReader(bytes.NewReader(body))
 	depth, roots := 0, 0
 	for {

@@ -32,20 +32,46 @@ func readXMLBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// MaxXMLDepth is how deeply elements of a request body may nest. The deepest
+// body RFC 4918 defines (PROPPATCH set/prop/property/value) is 4 levels plus
+// what a dead property's value holds; no client nests anywhere near 32. A
+// deeper body is refused (400) before it costs anything: nesting is what made
+// the old scope lookup quadratic, and x/net/webdav's own parsing (PROPPATCH)
+// has no limit of its own.
+const MaxXMLDepth = 32
+
 // nsReader reads XML tokens and resolves namespaces itself, strictly:
 // encoding/xml silently accepts an undeclared prefix or an undeclaration such
 // as xmlns:bar="" (illegal in Namespaces in XML 1.0), which a WebDAV server
 // must refuse with 400.
+//
+// Resolution is linear in the body: ns holds the bindings in force, and each
+// open element remembers (in undo) the bindings its declarations shadowed, to
+// restore at its end. A lookup is one map access however deep the nesting
+// or however many scopes declare prefixes.
 type nsReader struct {
-	d     *xml.Decoder
-	scope []map[string]string // prefix → namespace per open element; "" is the default
-	open  []xml.Name          // raw names of the open elements: RawToken does not match them
+	d      *xml.Decoder
+	ns     map[string]string // prefix → namespace in force; "" is the default
+	undo   []shadowed        // bindings shadowed by open elements' declarations, innermost last
+	open   []openElem        // the open elements: RawToken does not match end tags
+	tokens int               // tokens read, so tests can bound the work done
+}
+
+type openElem struct {
+	name  xml.Name // raw name
+	nUndo int      // len(undo) before this element's declarations
+}
+
+type shadowed struct {
+	prefix string
+	old    string
+	had    bool
 }
 
 func newNSReader(r io.Reader) *nsReader {
 	d := xml.NewDecoder(r)
 	d.Strict = true
-	return &nsReader{d: d}
+	return &nsReader{d: d, ns: map[string]string{}}
 }
 
 var errBadXML = errors.New("malformed XML")
@@ -54,10 +80,8 @@ func (n *nsReader) lookup(prefix string) (string, bool) {
 	if prefix == "xml" {
 		return nsXML, true
 	}
-	for i := len(n.scope) - 1; i >= 0; i-- {
-		if ns, ok := n.scope[i][prefix]; ok {
-			return ns, true
-		}
+	if ns, ok := n.ns[prefix]; ok {
+		return ns, true
 	}
 	if prefix == "" {
 		return "", true
@@ -65,35 +89,39 @@ func (n *nsReader) lookup(prefix string) (string, bool) {
 	return "", false
 }
 
+// declare binds prefix for the element just opened, remembering what it shadows.
+func (n *nsReader) declare(prefix, ns string) {
+	old, had := n.ns[prefix]
+	n.undo = append(n.undo, shadowed{prefix: prefix, old: old, had: had})
+	n.ns[prefix] = ns
+}
+
 // Token returns the next token with names resolved (Space is the namespace
-// URI). EndElement names are resolved too.
+// URI). EndElement names are resolved too. An element nested deeper than
+// MaxXMLDepth is an error.
 func (n *nsReader) Token() (xml.Token, error) {
 	t, err := n.d.RawToken()
 	if err != nil {
 		return nil, err
 	}
+	n.tokens++
 	switch t := t.(type) {
 	case xml.StartElement:
-		var decl map[string]string
+		if len(n.open) >= MaxXMLDepth {
+			return nil, fmt.Errorf("%w: elements nested deeper than %d", errBadXML, MaxXMLDepth)
+		}
+		n.open = append(n.open, openElem{name: t.Name, nUndo: len(n.undo)})
 		for _, a := range t.Attr {
 			switch {
 			case a.Name.Space == "" && a.Name.Local == "xmlns":
-				if decl == nil {
-					decl = map[string]string{}
-				}
-				decl[""] = a.Value
+				n.declare("", a.Value)
 			case a.Name.Space == "xmlns":
 				if a.Value == "" || a.Name.Local == "xml" || a.Name.Local == "xmlns" {
 					return nil, fmt.Errorf("%w: invalid declaration of prefix %q", errBadXML, a.Name.Local)
 				}
-				if decl == nil {
-					decl = map[string]string{}
-				}
-				decl[a.Name.Local] = a.Value
+				n.declare(a.Name.Local, a.Value)
 			}
 		}
-		n.scope = append(n.scope, decl)
-		n.open = append(n.open, t.Name)
 		out := t.Copy()
 		ns, ok := n.lookup(t.Name.Space)
 		if !ok || t.Name.Space == "xmlns" {
@@ -116,15 +144,24 @@ func (n *nsReader) Token() (xml.Token, error) {
 		}
 		return out, nil
 	case xml.EndElement:
-		if len(n.open) == 0 || n.open[len(n.open)-1] != t.Name {
+		if len(n.open) == 0 || n.open[len(n.open)-1].name != t.Name {
 			return nil, fmt.Errorf("%w: unexpected end element %s", errBadXML, t.Name.Local)
 		}
-		n.open = n.open[:len(n.open)-1]
 		ns, ok := n.lookup(t.Name.Space)
 		if !ok {
 			return nil, fmt.Errorf("%w: undeclared prefix %q", errBadXML, t.Name.Space)
 		}
-		n.scope = n.scope[:len(n.scope)-1]
+		top := n.open[len(n.open)-1]
+		n.open = n.open[:len(n.open)-1]
+		for i := len(n.undo) - 1; i >= top.nUndo; i-- {
+			u := n.undo[i]
+			if u.had {
+				n.ns[u.prefix] = u.old
+			} else {
+				delete(n.ns, u.prefix)
+			}
+		}
+		n.undo = n.undo[:top.nUndo]
 		return xml.EndElement{Name: xml.Name{Space: ns, Local: t.Name.Local}}, nil
 	}
 	return xml.CopyToken(t), nil

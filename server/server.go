@@ -3,12 +3,11 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,24 +42,19 @@ type Server struct {
 	metrics *Metrics
 	mux     *http.ServeMux
 
-	failMu   sync.Mutex
-	failures map[string]*failure // by client IP
-}
-
-type failure struct {
-	n    int
-	last time.Time
+	logins *throttle // failed logins by account and address (throttle.go)
 }
 
 // New builds the server and its routes.
 func New(c Config) *Server {
-	s := &Server{d: c.Drive, log: c.Logger, now: c.Now, failures: map[string]*failure{}}
+	s := &Server{d: c.Drive, log: c.Logger, now: c.Now}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.logins = newThrottle(s.now)
 	s.metrics = NewMetrics(prometheus.NewRegistry())
 	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
 	s.api = api.New(c.Drive, s.log)
@@ -148,35 +142,15 @@ func (s *Server) apiUnauthorized(w http.ResponseWriter, msg string, status int) 
 	api.WriteJSON(w, status, api.ErrorBody{Error: msg})
 }
 
-// authed checks HTTP Basic credentials before h. Repeated failures from one
-// address are slowed down (up to a few seconds each) to make guessing costly.
+// authed checks HTTP Basic credentials before h. Failed logins are throttled
+// per account and address (throttle.go): a locked-out attempt is answered
+// 429 with Retry-After without its password being checked.
 func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, meta.User), deny unauthorized) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		name, pass, ok := r.BasicAuth()
+		u, ok := s.authenticate(w, r, deny)
 		if !ok {
-			deny(w, "authentication required", http.StatusUnauthorized)
 			return
 		}
-		ip := clientIP(r)
-		if err := s.throttle(r.Context(), ip); err != nil {
-			return
-		}
-		u, err := s.d.Authenticate(r.Context(), name, pass)
-		if err != nil {
-			if errs.Is(err, errs.Unauthenticated) {
-				s.recordFailure(ip)
-				s.log.Info("auth failed", "user", name, "ip", ip)
-				deny(w, errs.Message(err), http.StatusUnauthorized)
-				return
-			}
-			if errs.Is(err, errs.Canceled) {
-				return // the client went away while we checked
-			}
-			s.log.Error("auth", "err", err)
-			deny(w, "authentication unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		s.clearFailures(ip)
 		if admin && !u.IsAdmin {
 			deny(w, "admin rights required", http.StatusForbidden)
 			return
@@ -185,66 +159,47 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 	}
 }
 
+// authenticate checks the request's Basic credentials, answering the request
+// itself (401, 429, 503) when they do not make a user.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unauthorized) (meta.User, bool) {
+	name, pass, ok := r.BasicAuth()
+	if !ok {
+		deny(w, "authentication required", http.StatusUnauthorized)
+		return meta.User{}, false
+	}
+	ip := clientIP(r)
+	if wait, ok := s.logins.admit(name, ip); !ok {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		s.log.Info("auth throttled", "user", name, "ip", ip, "retry_after_s", secs)
+		deny(w, "too many failed logins: retry later", http.StatusTooManyRequests)
+		return meta.User{}, false
+	}
+	u, err := s.d.Authenticate(r.Context(), name, pass)
+	switch {
+	case err == nil:
+		s.logins.done(name, ip, true, true)
+		return u, true
+	case errs.Is(err, errs.Unauthenticated):
+		s.logins.done(name, ip, true, false)
+		s.log.Info("auth failed", "user", name, "ip", ip)
+		deny(w, errs.Message(err), http.StatusUnauthorized)
+	case errs.Is(err, errs.Canceled):
+		s.logins.done(name, ip, false, false) // the client went away while we checked
+	default:
+		s.logins.done(name, ip, false, false)
+		s.log.Error("auth", "err", err)
+		deny(w, "authentication unavailable", http.StatusServiceUnavailable)
+	}
+	return meta.User{}, false
+}
+
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// failureWindow is how long failures are remembered.
-const failureWindow = 10 * time.Minute
-
-func (s *Server) delayFor(ip string) time.Duration {
-	s.failMu.Lock()
-	defer s.failMu.Unlock()
-	f := s.failures[ip]
-	if f == nil || s.now().Sub(f.last) > failureWindow || f.n < 3 {
-		return 0
-	}
-	d := time.Duration(100<<min(f.n-3, 5)) * time.Millisecond // 100 ms doubling to 3.2 s
-	return d
-}
-
-func (s *Server) throttle(ctx context.Context, ip string) error {
-	d := s.delayFor(ip)
-	if d == 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *Server) recordFailure(ip string) {
-	s.failMu.Lock()
-	defer s.failMu.Unlock()
-	f := s.failures[ip]
-	if f == nil || s.now().Sub(f.last) > failureWindow {
-		f = &failure{}
-		s.failures[ip] = f
-	}
-	f.n++
-	f.last = s.now()
-	if len(s.failures) > 10000 { // bound memory under a spray of addresses
-		for k, v := range s.failures {
-			if s.now().Sub(v.last) > failureWindow {
-				delete(s.failures, k)
-			}
-		}
-	}
-}
-
-func (s *Server) clearFailures(ip string) {
-	s.failMu.Lock()
-	defer s.failMu.Unlock()
-	delete(s.failures, ip)
 }
 
 // routeLabel keeps metric label cardinality bounded.

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"netdisk/dedup"
+	"netdisk/drive"
+	"netdisk/internal/testutil"
+	"netdisk/meta"
+)
+
+// throttleEnv drives the real server handler from chosen client addresses
+// (httptest connections all come from 127.0.0.1).
+type throttleEnv struct {
+	t     *testing.T
+	s     *Server
+	clock *testutil.Clock
+}
+
+func newThrottleEnv(t *testing.T) *throttleEnv {
+	ctx := context.Background()
+	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	dir := t.TempDir()
+	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Users hashed at bcrypt's minimum cost: every failed login is a real
+	// bcrypt comparison, and at the default cost under -race on a shared
+	// machine the tests took minutes. Unknown names (compared against a
+	// default-cost dummy hash) are avoided for the same reason.
+	for _, n := range []string{"alice", "mallory", "bob", "carol", "dave", "erin", "frank"} {
+		pass := n + "-pass"
+		if n == "alice" {
+			pass = "secret"
+		}
+		h, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.CreateUser(ctx, n, string(h), false, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Now: clock.Now})
+	return &throttleEnv{t: t, s: New(Config{Drive: d, Now: clock.Now}), clock: clock}
+}
+
+// login sends GET /dav/ as user from addr and returns the status and Retry-After.
+func (e *throttleEnv) login(addr, user, pass string) (int, string) {
+	r := httptest.NewRequest("GET", "/dav/", nil)
+	r.RemoteAddr = addr + ":40000"
+	r.SetBasicAuth(user, pass)
+	w := httptest.NewRecorder()
+	e.s.Handler().ServeHTTP(w, r)
+	return w.Code, w.Header().Get("Retry-After")
+}
+
+func (e *throttleEnv) want(code int, addr, user, pass string) string {
+	e.t.Helper()
+	got, ra := e.login(addr, user, pass)
+	if (code == 200) != (got != 401 && got != 429 && got != 403) || code != 200 && got != code {
+		e.t.Fatalf("%s as %s/%s: %d, want %d", addr, user, pass, got, code)
+	}
+	return ra
+}
+
+// TestThrottleInterleavedSuccessNoBypass: the attacker's own successful
+// logins do not reset the failures of the account being guessed.
+func TestThrottleInterleavedSuccessNoBypass(t *testing.T) {
+	e := newThrottleEnv(t)
+	const x = "10.0.0.1"
+	for i := 0; i < PairLimit; i++ {
+		e.want(401, x, "alice", "guess"+strconv.Itoa(i))
+		e.want(200, x, "mallory", "mallory-pass")
+	}
+	// Locked: even the right password is not evaluated from x.
+	if ra := e.want(429, x, "alice", "secret"); ra != "30" {
+		t.Fatalf("Retry-After %q, want 30", ra)
+	}
+	e.want(200, x, "mallory", "mallory-pass")  // own account unaffected
+	e.want(200, x, "bob", "bob-pass")          // other account from the same address
+	e.want(200, "10.0.0.2", "alice", "secret") // the real user elsewhere
+	// Retry-After counts down with the clock; after it one attempt is evaluated
+	// and a wrong one doubles the lockout.
+	e.clock.Advance(10 * time.Second)
+	if ra := e.want(429, x, "ALICE", "secret"); ra != "20" { // case folds: one account
+		t.Fatalf("Retry-After %q after 10s, want 20", ra)
+	}
+	e.clock.Advance(20 * time.Second)
+	e.want(401, x, "alice", "guess-again")
+	if ra := e.want(429, x, "alice", "secret"); ra != "60" {
+		t.Fatalf("Retry-After %q after another failure, want 60", ra)
+	}
+	// Forgotten after the window.
+	e.clock.Advance(FailureWindow + time.Second)
+	e.want(200, x, "alice", "secret")
+}
+
+// TestThrottleParallelBurst: 50 parallel wrong passwords get at most
+// PairLimit evaluated; the rest are 429 with Retry-After, never checked.
+func TestThrottleParallelBurst(t *testing.T) {
+	e := newThrottleEnv(t)
+	const z = "10.0.0.9"
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, ra := e.login(z, "carol", "wrong"+strconv.Itoa(i))
+			mu.Lock()
+			defer mu.Unlock()
+			codes[code]++
+			if code == 429 && ra == "" {
+				t.Error("429 without Retry-After")
+			}
+		}()
+	}
+	wg.Wait()
+	if codes[401] > PairLimit || codes[401]+codes[429] != 50 {
+		t.Fatalf("burst answers %v: want at most %d evaluated (401), the rest 429", codes, PairLimit)
+	}
+	e.want(429, z, "carol", "carol-pass")
+	e.want(200, "10.0.0.10", "carol", "carol-pass")
+	e.want(200, z, "bob", "bob-pass")
+}
+
+// TestThrottleAccountAndAddress: failures from many addresses lock the
+// account for the addresses that failed, not for a clean one; one address
+// spraying many accounts is locked as a whole.
+func TestThrottleAccountAndAddress(t *testing.T) {
+	e := newThrottleEnv(t)
+	n := 0
+	for a := 1; n < AcctLimit; a++ {
+		for i := 0; i < PairLimit-1 && n < AcctLimit; i++ {
+			e.want(401, "10.1.0."+strconv.Itoa(a), "bob", "x")
+			n++
+		}
+	}
+	e.want(429, "10.1.0.1", "bob", "bob-pass") // an address that failed on bob
+	e.want(200, "10.2.0.1", "bob", "bob-pass") // bob himself, elsewhere
+
+	const v = "10.3.0.1"
+	users := []string{"alice", "mallory", "carol", "dave", "erin", "frank"}
+	for i := 0; i < AddrLimit; i++ {
+		e.want(401, v, users[i%len(users)], "x")
+	}
+	e.want(429, v, "bob", "bob-pass")
+	e.want(200, "10.3.0.2", "alice", "secret")
+}
