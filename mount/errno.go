@@ -82,3 +82,7 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// refusedByLock reports whether the server refused a write because of a
+// WebDAV lock (423): a final answer, unlike a transport failure.
+func refusedByLock(err error) bool { return client.StatusOf(err) == http.StatusLocked }

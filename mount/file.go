@@ -353,6 +353,15 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) syscall.Errno {
 		// given back the file may fit (its chunks are then sent again).
 		e, err = n.fsys.o.Backend.Upload(ctx, n.stage, st.Size(), hashes, p)
 	}
+	if err != nil && refusedByLock(err) {
+		// A WebDAV lock held elsewhere refused this version: a final
+		// answer, not a transient failure. The application got EACCES; the
+		// version is dropped rather than kept for a retry that would land
+		// it later behind the lock holder's back.
+		n.fsys.o.Logger.Warn("mount: write refused by a WebDAV lock; the new version is discarded", "path", p)
+		n.dirty, n.mtime, n.mode = false, nil, nil
+		return Errno(err)
+	}
 	if err != nil {
 		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
 			"path", p, "staged", n.stage.Name(), "err", err)
