@@ -12,6 +12,7 @@ import (
 	"net/http"
 
 	"netdisk/chunker"
+	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -58,7 +59,28 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.fileRoutes()...)
 	rs = append(rs, a.chunkRoutes()...)
 	rs = append(rs, a.quotaRoutes()...)
+	for i := range rs {
+		rs[i].Handler = a.withLockTokens(rs[i].Handler)
+	}
 	return rs
+}
+
+// withLockTokens passes the WebDAV lock tokens a request submits (an If
+// header "(<opaquelocktoken:…>)" or a Lock-Token header) to the drive in the
+// request's context: a write to a locked resource without its token is 423,
+// as over WebDAV, and the lock's owner can still use the API.
+func (a *API) withLockTokens(h Handler) Handler {
+	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
+		if r.Header.Get("If") != "" || r.Header.Get("Lock-Token") != "" {
+			ts, err := davlock.HeaderTokens(r.Header)
+			if err != nil {
+				a.WriteError(w, r, err)
+				return
+			}
+			r = r.WithContext(davlock.WithTokens(r.Context(), ts))
+		}
+		h(w, r, u)
+	}
 }
 
 func (a *API) info(w http.ResponseWriter, _ *http.Request, _ meta.User) {

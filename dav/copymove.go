@@ -119,11 +119,6 @@ func (h *Handler) copyMove(w http.ResponseWriter, r *http.Request, fs *FS, name 
 	if err != nil {
 		return 0, err
 	}
-	if move {
-		h.locksAfterMove(fs.UID, src, dst)
-	} else {
-		h.locksAfterCopy(fs.UID, dst)
-	}
 	if existed {
 		return http.StatusNoContent, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/net/webdav"
 
+	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -23,7 +24,9 @@ type Handler struct {
 	Prefix string // e.g. "/dav"
 	Log    *slog.Logger
 
-	Locks *LockManager // WebDAV locks of every user (lockmgr.go)
+	// Locks is the drive's lock table (davlock): the one every surface's
+	// writes are checked against.
+	Locks davlock.Table
 }
 
 // NewHandler returns a Handler for the drive.
@@ -31,10 +34,10 @@ func NewHandler(d *drive.Drive, prefix string, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{D: d, Prefix: strings.TrimSuffix(prefix, "/"), Log: log, Locks: NewLockManager(nil)}
+	return &Handler{D: d, Prefix: strings.TrimSuffix(prefix, "/"), Log: log, Locks: d.Locks()}
 }
 
-// lockSystem is what x/net/webdav sees: our LockManager has already decided
+// lockSystem is what x/net/webdav sees: our lock table (davlock) has already decided
 // (confirmWrite) by the time a request reaches it.
 func (h *Handler) lockSystem(uid int64) webdav.LockSystem { return confirmedLS{} }
 
@@ -48,6 +51,12 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	if name == "" {
 		name = "/"
+	}
+	if ih, has, err := requestIf(r); err == nil && has {
+		// The drive checks every write against the lock table again, with
+		// the tokens the request submitted (a malformed If header is
+		// answered by confirmWrite).
+		r = r.WithContext(davlock.WithTokens(r.Context(), ih.tokens()))
 	}
 	var status int
 	var err error

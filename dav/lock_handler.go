@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/webdav"
 
+	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/vpath"
@@ -100,7 +101,7 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 	default:
 		return 0, errs.Errorf(op, errs.Invalid, "Depth %q: LOCK takes 0 or infinity", d)
 	}
-	timeout := ParseTimeout(r.Header.Get("Timeout"))
+	timeout := davlock.ParseTimeout(r.Header.Get("Timeout"))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLockBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -161,12 +162,15 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 			return 0, err
 		}
 	}
-	l, err := h.Locks.Create(fs.UID, ActiveLock{Root: name, Infinite: infinite, Shared: li.Shared != nil, Owner: li.Owner.inner, Timeout: timeout})
+	l, err := h.Locks.Create(fs.UID, davlock.Lock{Root: name, Infinite: infinite, Shared: li.Shared != nil, Owner: li.Owner.inner, Timeout: timeout})
 	if err != nil {
 		return 0, err
 	}
 	status := http.StatusOK
 	if !exists {
+		// The new lock covers the new file: its own token lets the drive
+		// create it.
+		r = r.WithContext(davlock.WithTokens(ctx, append(ih.tokens(), l.Token)))
 		if err := createEmpty(r, fs, name); err != nil {
 			h.Locks.Unlock(fs.UID, l.Token, name)
 			return 0, err
@@ -187,10 +191,10 @@ func createEmpty(r *http.Request, fs *FS, name string) error {
 
 // writeLock sends the LOCK response: the lock in a lockdiscovery property
 // and, for a new lock, its token in the Lock-Token header.
-func (h *Handler) writeLock(w http.ResponseWriter, l ActiveLock, status int, created bool) (int, error) {
+func (h *Handler) writeLock(w http.ResponseWriter, l davlock.Lock, status int, created bool) (int, error) {
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:prop xmlns:D="DAV:"><D:lockdiscovery>`)
-	h.writeActiveLock(&b, l, h.Locks.now())
+	h.writeActiveLock(&b, l, h.Locks.Now())
 	b.WriteString("</D:lockdiscovery></D:prop>\n")
 	if created {
 		w.Header().Set("Lock-Token", "<"+l.Token+">")
@@ -244,32 +248,12 @@ func (h *Handler) handleDelete(w http.ResponseWriter, r *http.Request, fs *FS, n
 	if err := fs.D.Remove(r.Context(), fs.UID, name); err != nil {
 		return 0, err
 	}
-	h.locksAfterDelete(fs.UID, name)
 	return http.StatusNoContent, nil
 }
 
-// locksAfterDelete destroys the locks of a deleted resource and its members
-// (RFC 4918 §9.6.1).
-func (h *Handler) locksAfterDelete(uid int64, name string) { h.Locks.Release(uid, name) }
-
-// locksAfterMove updates the lock table after a successful MOVE: the
-// source's locks do not move with it and are destroyed; a lock on the
-// destination itself (or a depth-infinity one above it) takes the moved
-// resource into its scope, while locks on members of an overwritten
-// destination are gone with them (RFC 4918 §7.7, §9.9). x/net/webdav gets
-// this wrong (golang/go#42839, #43556).
-func (h *Handler) locksAfterMove(uid int64, src, dst string) {
-	h.Locks.Release(uid, src)
-	h.Locks.ReleaseBelow(uid, dst)
-}
-
-// locksAfterCopy updates the lock table after a successful COPY: locks are
-// never copied (RFC 4918 §7.7); members of an overwritten destination are gone.
-func (h *Handler) locksAfterCopy(uid int64, dst string) { h.Locks.ReleaseBelow(uid, dst) }
-
 // activeLocks returns the live locks whose scope includes name (a cleaned
 // path in uid's drive).
-func (h *Handler) activeLocks(uid int64, name string) []ActiveLock {
+func (h *Handler) activeLocks(uid int64, name string) []davlock.Lock {
 	return h.Locks.Covering(uid, name)
 }
 
@@ -284,14 +268,14 @@ func (h *Handler) lockDiscoveryXML(uid int64, name string) string {
 		return ""
 	}
 	var b strings.Builder
-	now := h.Locks.now()
+	now := h.Locks.Now()
 	for _, l := range ls {
 		h.writeActiveLock(&b, l, now)
 	}
 	return b.String()
 }
 
-func (h *Handler) writeActiveLock(b *strings.Builder, l ActiveLock, now time.Time) {
+func (h *Handler) writeActiveLock(b *strings.Builder, l davlock.Lock, now time.Time) {
 	scope, depth := "exclusive", "0"
 	if l.Shared {
 		scope = "shared"

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/davlock"
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/internal/testutil"
@@ -40,7 +41,8 @@ func startLockEnv(t *testing.T) *lockEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs})
+	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Locks: davlock.NewManager(clock.Now)})
 	users := map[string]meta.User{}
 	for _, name := range []string{"alice", "bob"} {
 		u, err := d.AddUser(ctx, name, "pw-"+name, false, 0)
@@ -49,9 +51,7 @@ func startLockEnv(t *testing.T) *lockEnv {
 		}
 		users[name] = u
 	}
-	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := NewHandler(d, "/dav", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	h.Locks = NewLockManager(clock.Now)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, _, _ := r.BasicAuth()
 		u, ok := users[name]
@@ -307,7 +307,7 @@ func TestLockBadInput(t *testing.T) {
 	}
 
 	// The per-user bound answers 503 with a message saying why.
-	e.h.Locks.max = 3
+	e.h.Locks.(*davlock.Manager).SetMax(3)
 	for _, p := range []string{"/dav/a", "/dav/b", "/dav/c"} {
 		e.lock(201, "alice", p, lockExclusive)
 	}

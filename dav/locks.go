@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"netdisk/davlock"
 	"netdisk/errs"
 	"netdisk/vpath"
 )
@@ -43,10 +44,9 @@ func (h *Handler) confirmWrite(r *http.Request, fs *FS, names ...string) error {
 	if hasIf && reqPath != "" && !ih.eval(reqPath, h.ifEnv(r, fs)) {
 		return errs.E(op, errs.Precondition, reqPath, errors.New("If header conditions failed"))
 	}
-	submitted := map[string]bool{}
-	for _, t := range ih.tokens() {
-		submitted[t] = true
-	}
+	// The one rule of the lock table; the drive applies it again (with the
+	// same tokens, from the request's context) to whatever it changes.
+	tokens := ih.tokens()
 	deep := r.Method == http.MethodDelete || r.Method == "MOVE" || r.Method == "COPY"
 	for _, n := range names {
 		name, err := vpath.Clean(n)
@@ -56,13 +56,9 @@ func (h *Handler) confirmWrite(r *http.Request, fs *FS, names ...string) error {
 		if r.Method == "COPY" && name == reqPath {
 			continue
 		}
-		if err := h.checkLocked(fs.UID, name, submitted, deep); err != nil {
+		t := davlock.Target{Path: name, Deep: deep, Membership: h.changesMembership(r, fs, name)}
+		if err := davlock.Check(h.Locks, fs.UID, tokens, t); err != nil {
 			return err
-		}
-		if h.changesMembership(r, fs, name) {
-			if err := h.confirmMembers(r, fs, ih, name); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -79,34 +75,6 @@ func requestIf(r *http.Request) (ih ifHeader, has bool, err error) {
 		return ifHeader{}, true, errs.E("dav.If", errs.Invalid, "", err)
 	}
 	return ih, true, nil
-}
-
-// checkLocked refuses a write to name (and, deep, to its members) unless
-// every lock in the way has a token among submitted. Among shared locks one
-// token suffices.
-func (h *Handler) checkLocked(uid int64, name string, submitted map[string]bool, deep bool) error {
-	if cov := h.Locks.Covering(uid, name); len(cov) > 0 && !anySubmitted(cov, submitted) {
-		return lockedError(name, cov[0].Root)
-	}
-	if !deep {
-		return nil
-	}
-	for _, l := range h.Locks.Below(uid, name) {
-		if submitted[l.Token] || anySubmitted(h.Locks.Covering(uid, l.Root), submitted) {
-			continue
-		}
-		return lockedError(name, l.Root)
-	}
-	return nil
-}
-
-func anySubmitted(ls []ActiveLock, submitted map[string]bool) bool {
-	for _, l := range ls {
-		if submitted[l.Token] {
-			return true
-		}
-	}
-	return false
 }
 
 func lockedError(name, root string) error {
@@ -134,7 +102,7 @@ func (h *Handler) confirmMembers(r *http.Request, fs *FS, ih ifHeader, name stri
 	if parent == "" {
 		return nil
 	}
-	var direct []ActiveLock
+	var direct []davlock.Lock
 	for _, l := range h.Locks.Covering(fs.UID, parent) {
 		if l.Root == parent && !l.Infinite {
 			direct = append(direct, l)

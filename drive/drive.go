@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"netdisk/chunker"
+	"netdisk/davlock"
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -40,6 +41,9 @@ type Config struct {
 	// Quota is the quota ledger guard (drive/quota.go); nil keeps only the
 	// check SQLite makes in every commit. It needs Meta to be *meta.SQLite.
 	Quota *quota.Guard
+	// Locks is the WebDAV lock table every mutating operation consults
+	// (drive/locks.go); nil means a new in-process one.
+	Locks davlock.Table
 }
 
 // Drive is the file core.
@@ -62,6 +66,7 @@ type Drive struct {
 	gcMu sync.Mutex // one GC or fsck at a time
 
 	quota *quota.Guard
+	locks davlock.Table
 }
 
 type authEntry struct {
@@ -72,7 +77,7 @@ type authEntry struct {
 // New returns a Drive over the given stores.
 func New(c Config) *Drive {
 	d := &Drive{meta: c.Meta, blobs: c.Blobs, pins: dedup.NewPins(), chunkSize: c.ChunkSize,
-		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota}
+		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota, locks: c.Locks}
 	if _, ok := c.Meta.(txTree); c.Quota != nil && !ok {
 		panic("drive: a quota guard needs a transactional metadata store (*meta.SQLite)")
 	}
@@ -88,6 +93,9 @@ func New(c Config) *Drive {
 	}
 	if d.log == nil {
 		d.log = slog.Default()
+	}
+	if d.locks == nil {
+		d.locks = davlock.NewManager(d.now)
 	}
 	return d
 }
@@ -263,6 +271,9 @@ func (d *Drive) Mkdir(ctx context.Context, uid int64, p string) (meta.Node, erro
 	if err != nil {
 		return meta.Node{}, err
 	}
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
+		return meta.Node{}, err
+	}
 	return d.meta.Mkdir(ctx, uid, p, d.now())
 }
 
@@ -288,6 +299,9 @@ func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
 	if err := d.MkdirAll(ctx, uid, vpath.Parent(p)); err != nil {
 		return err
 	}
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
+		return err
+	}
 	_, err = d.meta.Mkdir(ctx, uid, p, d.now())
 	if errs.Is(err, errs.Exists) {
 		return nil
@@ -301,10 +315,19 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err != nil {
 		return err
 	}
-	if d.quota != nil {
-		return d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) })
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Deep: true, Membership: true}); err != nil {
+		return err
 	}
-	return d.meta.Remove(ctx, uid, p)
+	if d.quota != nil {
+		err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) })
+	} else {
+		err = d.meta.Remove(ctx, uid, p)
+	}
+	if err == nil {
+		// The locks of what is gone go with it (RFC 4918 §9.6.1).
+		d.locks.Release(uid, p)
+	}
+	return err
 }
 
 // Move renames src to dst within the user's drive.
@@ -316,10 +339,23 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 	if dst, err = clean("drive.Move", dst); err != nil {
 		return err
 	}
-	if d.quota != nil {
-		return d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) })
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: src, Deep: true, Membership: true},
+		davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
+		return err
 	}
-	return d.meta.Move(ctx, uid, src, dst, overwrite)
+	if d.quota != nil {
+		err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) })
+	} else {
+		err = d.meta.Move(ctx, uid, src, dst, overwrite)
+	}
+	if err == nil {
+		// The source's locks do not move with it; a lock on the destination
+		// itself takes the moved resource into its scope, while locks on
+		// members of an overwritten destination are gone (RFC 4918 §7.7, §9.9).
+		d.locks.Release(uid, src)
+		d.locks.ReleaseBelow(uid, dst)
+	}
+	return err
 }
 
 // Copy copies src to dst, sharing chunks: no bytes are read or written.
@@ -331,16 +367,29 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 	if dst, err = clean("drive.Copy", dst); err != nil {
 		return err
 	}
-	if d.quota != nil {
-		return d.copyWithHold(ctx, uid, src, dst, overwrite, recursive)
+	// The source is only read: just the destination needs tokens.
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
+		return err
 	}
-	return d.meta.Copy(ctx, uid, src, dst, overwrite, recursive)
+	if d.quota != nil {
+		err = d.copyWithHold(ctx, uid, src, dst, overwrite, recursive)
+	} else {
+		err = d.meta.Copy(ctx, uid, src, dst, overwrite, recursive)
+	}
+	if err == nil {
+		// Locks are never copied; members of an overwritten destination are gone.
+		d.locks.ReleaseBelow(uid, dst)
+	}
+	return err
 }
 
 // SetModTime sets p's modification time.
 func (d *Drive) SetModTime(ctx context.Context, uid int64, p string, t time.Time) error {
 	p, err := clean("drive.SetModTime", p)
 	if err != nil {
+		return err
+	}
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p}); err != nil {
 		return err
 	}
 	return d.meta.SetModTime(ctx, uid, p, t)
@@ -359,6 +408,9 @@ func (d *Drive) Props(ctx context.Context, uid int64, p string) ([]meta.Prop, er
 func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove []meta.Prop) error {
 	n, err := d.Stat(ctx, uid, p)
 	if err != nil {
+		return err
+	}
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: n.Path}); err != nil {
 		return err
 	}
 	return d.meta.PatchProps(ctx, n.ID, set, remove)

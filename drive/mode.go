@@ -3,6 +3,8 @@ package drive
 import (
 	"context"
 
+	"netdisk/davlock"
+
 	"netdisk/meta"
 )
 
@@ -14,6 +16,9 @@ func (d *Drive) SetMode(ctx context.Context, uid int64, p string, perm uint32) e
 	if err != nil {
 		return err
 	}
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p}); err != nil {
+		return err
+	}
 	return d.meta.SetMode(ctx, uid, p, perm)
 }
 
@@ -22,6 +27,9 @@ func (d *Drive) SetMode(ctx context.Context, uid int64, p string, perm uint32) e
 func (d *Drive) MkdirMode(ctx context.Context, uid int64, p string, perm uint32) (meta.Node, error) {
 	p, err := clean("drive.Mkdir", p)
 	if err != nil {
+		return meta.Node{}, err
+	}
+	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return meta.Node{}, err
 	}
 	return d.meta.MkdirMode(ctx, uid, p, d.now(), perm)

@@ -126,6 +126,9 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if !parent.IsDir {
 		return nil, errs.E(op, errs.NotDir, p, nil)
 	}
+	if err := d.checkLocks(ctx, uid, writeTarget(p, existed)); err != nil {
+		return nil, err // early, before any byte is read; Commit checks again
+	}
 	var hold *quota.Hold
 	if d.quota != nil {
 		// The declared size is reserved whole before any byte is read (the
@@ -330,6 +333,9 @@ func (w *Writer) Commit() (meta.Node, error) {
 	// The commit must not be cut short by the request's context once every
 	// byte is stored: a client that hangs up after sending still gets its file.
 	ctx := context.WithoutCancel(w.ctx)
+	if err := w.d.checkLocks(ctx, w.uid, writeTarget(w.path, w.existed)); err != nil {
+		return meta.Node{}, err // locked while the body arrived
+	}
 	if w.hold != nil {
 		var n meta.Node
 		err := w.d.holdCommit(ctx, w.hold, func(tx *sql.Tx) (delta int64, err error) {
@@ -357,6 +363,9 @@ func (w *Writer) Abort() {
 func (d *Drive) CommitChunks(ctx context.Context, uid int64, p string, f meta.NewFile) (meta.Node, error) {
 	p, err := clean("drive.CommitChunks", p)
 	if err != nil {
+		return meta.Node{}, err
+	}
+	if err := d.CheckWrite(ctx, uid, p); err != nil {
 		return meta.Node{}, err
 	}
 	if f.ModTime.IsZero() {

@@ -28,7 +28,7 @@ const (
 	TooLarge                    // 413 / EFBIG
 	NotEmpty                    // 409 / ENOTEMPTY
 	Mismatch                    // content does not match its claimed hash: 422 / EIO
-	Locked                      // a WebDAV lock forbids it: 423 / EAGAIN
+	Locked                      // a WebDAV lock forbids it: 423 / EACCES
 	Precondition                // a conditional header failed: 412
 	Canceled                    // the caller went away or gave up: 499, not logged as a failure
 )

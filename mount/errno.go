@@ -57,7 +57,11 @@ func Errno(err error) syscall.Errno {
 	case http.StatusPreconditionFailed:
 		return syscall.ESTALE
 	case http.StatusLocked:
-		return syscall.EBUSY
+		// A WebDAV lock held elsewhere (README, "Locks"): EACCES, as Linux
+		// CIFS answers a lock conflict. Tools report it once and stop;
+		// EAGAIN would make some retry in a loop on a blocking descriptor,
+		// EBUSY reads as a busy mount point.
+		return syscall.EACCES
 	}
 	return syscall.EIO
 }
@@ -120,3 +124,7 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// refusedByLock reports whether the server refused a write because of a
+// WebDAV lock (423): a final answer, unlike a transport failure.
+func refusedByLock(err error) bool { return client.StatusOf(err) == http.StatusLocked }

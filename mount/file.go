@@ -450,7 +450,7 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) (errno syscall.Er
 	stage, a, mtime, mode := n.stage, n.ahead, n.mtime, n.mode
 	n.beginBusyLocked()
 	n.mu.Unlock()
-	e, errno, stored := n.upload(context.WithoutCancel(ctx), stage, a, mtime, mode, p)
+	e, errno, stored, refused := n.upload(context.WithoutCancel(ctx), stage, a, mtime, mode, p)
 	n.mu.Lock()
 	n.endBusyLocked()
 	if stored {
@@ -459,6 +459,10 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) (errno syscall.Er
 		if a != nil && n.ahead == a {
 			a.release(false)
 		}
+	}
+	if refused {
+		// Refused by a WebDAV lock (upload says why): the version is dropped.
+		n.dirty, n.mtime, n.mode = false, nil, nil
 	}
 	if errno != 0 {
 		return errno, stored
@@ -481,31 +485,42 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) (errno syscall.Er
 
 // upload sends stage (mu not held) and then the attributes set while it was
 // staged.
-func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *time.Time, mode *uint32, p string) (Entry, syscall.Errno, bool) {
+//
+// refused says a WebDAV lock held elsewhere refused the content: final, so
+// the caller drops the version instead of keeping it for a retry.
+func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *time.Time, mode *uint32, p string) (e Entry, errno syscall.Errno, stored, refused bool) {
 	ctx, cancel := context.WithTimeout(ctx, n.fsys.o.UploadTimeout)
 	defer cancel()
 	st, err := stage.Stat()
 	if err != nil {
-		return Entry{}, Errno(err), false
+		return Entry{}, Errno(err), false, false
 	}
 	var hashes []string
 	if a != nil {
 		hashes = a.chunkHashes(st.Size())
 	}
 	be := n.fsys.o.Backend
-	e, err := be.Upload(ctx, stage, st.Size(), hashes, p)
+	e, err = be.Upload(ctx, stage, st.Size(), hashes, p)
 	if err != nil && Errno(err) == syscall.ENOSPC && a != nil && a.releaseNow(ctx) {
 		// The chunks sent ahead held their own reservations; with those
 		// given back the file may fit (its chunks are then sent again).
 		e, err = be.Upload(ctx, stage, st.Size(), hashes, p)
 	}
+	if err != nil && refusedByLock(err) {
+		// A WebDAV lock held elsewhere refused this version: a final
+		// answer, not a transient failure. The application gets EACCES; the
+		// caller drops the version rather than keep it for a retry that
+		// would land it later behind the lock holder's back.
+		n.fsys.o.Logger.Warn("mount: write refused by a WebDAV lock; the new version is discarded", "path", p)
+		return Entry{}, Errno(err), false, true
+	}
 	if err != nil {
 		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
 			"path", p, "staged", stage.Name(), "err", err)
 		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EACCES {
-			return Entry{}, syscall.EIO, false
+			return Entry{}, syscall.EIO, false, false
 		} else {
-			return Entry{}, errno, false
+			return Entry{}, errno, false, false
 		}
 	}
 	if mtime != nil || mode != nil {
@@ -515,11 +530,11 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 		ae, err := be.SetAttr(sctx, p, Attrs{Mode: mode, ModTime: mtime})
 		scancel()
 		if err != nil {
-			return Entry{}, Errno(err), true
+			return Entry{}, Errno(err), true, false
 		}
 		e = ae
 	}
-	return e, 0, true
+	return e, 0, true, false
 }
 
 // Release drops the staged copy once the last handle is closed and the

@@ -232,6 +232,11 @@ func (s *Service) Init(ctx context.Context, uid int64, path string, size int64, 
 	if err != nil {
 		return Info{}, err
 	}
+	// A WebDAV lock on the path refuses the upload before any byte is
+	// sent; commit checks again.
+	if err := s.d.CheckWrite(ctx, uid, p); err != nil {
+		return Info{}, err
+	}
 	// resume touches the open session with the same path and size, if any.
 	resume := func(tx *sql.Tx) (string, error) {
 		var id string
@@ -573,6 +578,11 @@ func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, f
 	// Once every byte is here the commit must not be cut short by a client
 	// hanging up.
 	ctx = context.WithoutCancel(ctx)
+	// The WebDAV lock table binds uploads too: the request must carry the
+	// tokens of the locks on the path (drive.CheckWrite).
+	if err := s.d.CheckWrite(ctx, ss.UID, ss.Path); err != nil {
+		return Result{}, err
+	}
 	if parent := vpath.Parent(ss.Path); parent != "/" {
 		if err := s.d.MkdirAll(ctx, ss.UID, parent); err != nil {
 			return Result{}, err

@@ -1,4 +1,4 @@
-package dav
+package davlock
 
 import (
 	"regexp"
@@ -9,12 +9,12 @@ import (
 	"netdisk/internal/testutil"
 )
 
-func newTestLocks() (*LockManager, *testutil.Clock) {
+func newTestLocks() (*Manager, *testutil.Clock) {
 	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	return NewLockManager(clock.Now), clock
+	return NewManager(clock.Now), clock
 }
 
-func mustLock(t *testing.T, m *LockManager, uid int64, l ActiveLock) ActiveLock {
+func mustLock(t *testing.T, m *Manager, uid int64, l Lock) Lock {
 	t.Helper()
 	got, err := m.Create(uid, l)
 	if err != nil {
@@ -25,8 +25,8 @@ func mustLock(t *testing.T, m *LockManager, uid int64, l ActiveLock) ActiveLock 
 
 func TestLockTokenFormat(t *testing.T) {
 	m, _ := newTestLocks()
-	a := mustLock(t, m, 1, ActiveLock{Root: "/a"})
-	b := mustLock(t, m, 1, ActiveLock{Root: "/b"})
+	a := mustLock(t, m, 1, Lock{Root: "/a"})
+	b := mustLock(t, m, 1, Lock{Root: "/b"})
 	re := regexp.MustCompile(`^opaquelocktoken:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	if !re.MatchString(a.Token) || a.Token == b.Token {
 		t.Errorf("tokens %q, %q: want distinct random UUID URNs", a.Token, b.Token)
@@ -36,21 +36,21 @@ func TestLockTokenFormat(t *testing.T) {
 func TestLockConflicts(t *testing.T) {
 	cases := []struct {
 		name     string
-		first    ActiveLock
-		second   ActiveLock
+		first    Lock
+		second   Lock
 		conflict bool
 	}{
-		{"exclusive same", ActiveLock{Root: "/f"}, ActiveLock{Root: "/f"}, true},
-		{"shared same", ActiveLock{Root: "/f", Shared: true}, ActiveLock{Root: "/f", Shared: true}, false},
-		{"shared then exclusive", ActiveLock{Root: "/f", Shared: true}, ActiveLock{Root: "/f"}, true},
-		{"exclusive then shared", ActiveLock{Root: "/f"}, ActiveLock{Root: "/f", Shared: true}, true},
-		{"infinity parent covers child", ActiveLock{Root: "/d", Infinite: true}, ActiveLock{Root: "/d/x/y"}, true},
-		{"depth-0 parent does not", ActiveLock{Root: "/d"}, ActiveLock{Root: "/d/x"}, false},
-		{"infinity new lock over locked child", ActiveLock{Root: "/d/x"}, ActiveLock{Root: "/d", Infinite: true}, true},
-		{"depth-0 new lock over locked child", ActiveLock{Root: "/d/x"}, ActiveLock{Root: "/d"}, false},
-		{"siblings", ActiveLock{Root: "/d/x", Infinite: true}, ActiveLock{Root: "/d/xy", Infinite: true}, false},
-		{"root infinity", ActiveLock{Root: "/", Infinite: true}, ActiveLock{Root: "/a"}, true},
-		{"shared infinity both", ActiveLock{Root: "/d", Infinite: true, Shared: true}, ActiveLock{Root: "/d/x", Shared: true}, false},
+		{"exclusive same", Lock{Root: "/f"}, Lock{Root: "/f"}, true},
+		{"shared same", Lock{Root: "/f", Shared: true}, Lock{Root: "/f", Shared: true}, false},
+		{"shared then exclusive", Lock{Root: "/f", Shared: true}, Lock{Root: "/f"}, true},
+		{"exclusive then shared", Lock{Root: "/f"}, Lock{Root: "/f", Shared: true}, true},
+		{"infinity parent covers child", Lock{Root: "/d", Infinite: true}, Lock{Root: "/d/x/y"}, true},
+		{"depth-0 parent does not", Lock{Root: "/d"}, Lock{Root: "/d/x"}, false},
+		{"infinity new lock over locked child", Lock{Root: "/d/x"}, Lock{Root: "/d", Infinite: true}, true},
+		{"depth-0 new lock over locked child", Lock{Root: "/d/x"}, Lock{Root: "/d"}, false},
+		{"siblings", Lock{Root: "/d/x", Infinite: true}, Lock{Root: "/d/xy", Infinite: true}, false},
+		{"root infinity", Lock{Root: "/", Infinite: true}, Lock{Root: "/a"}, true},
+		{"shared infinity both", Lock{Root: "/d", Infinite: true, Shared: true}, Lock{Root: "/d/x", Shared: true}, false},
 	}
 	for _, c := range cases {
 		m, _ := newTestLocks()
@@ -68,8 +68,8 @@ func TestLockConflicts(t *testing.T) {
 
 func TestLockScopeAndTokens(t *testing.T) {
 	m, _ := newTestLocks()
-	d := mustLock(t, m, 1, ActiveLock{Root: "/d", Infinite: true, Owner: "<href xmlns=\"DAV:\">me</href>"})
-	f := mustLock(t, m, 1, ActiveLock{Root: "/g"})
+	d := mustLock(t, m, 1, Lock{Root: "/d", Infinite: true, Owner: "<href xmlns=\"DAV:\">me</href>"})
+	f := mustLock(t, m, 1, Lock{Root: "/g"})
 	if !m.Holds(1, d.Token, "/d/x/y") || !m.Holds(1, d.Token, "/d") {
 		t.Error("depth-infinity lock does not hold on its members")
 	}
@@ -98,7 +98,7 @@ func TestLockScopeAndTokens(t *testing.T) {
 
 func TestLockExpiryAndRefresh(t *testing.T) {
 	m, clock := newTestLocks()
-	l := mustLock(t, m, 1, ActiveLock{Root: "/f", Timeout: 2 * time.Minute})
+	l := mustLock(t, m, 1, Lock{Root: "/f", Timeout: 2 * time.Minute})
 	if l.Timeout != 2*time.Minute || !l.Expires.Equal(clock.Now().Add(2*time.Minute)) {
 		t.Fatalf("granted %v until %v", l.Timeout, l.Expires)
 	}
@@ -119,12 +119,12 @@ func TestLockExpiryAndRefresh(t *testing.T) {
 		t.Fatal("lock outlived its timeout")
 	}
 	// An expired lock conflicts with nothing and cannot be refreshed.
-	mustLock(t, m, 1, ActiveLock{Root: "/f"})
+	mustLock(t, m, 1, Lock{Root: "/f"})
 	if _, err := m.Refresh(1, l.Token, "/f", time.Minute); err == nil {
 		t.Error("refreshed an expired lock")
 	}
 	// Requested timeouts are clamped.
-	long := mustLock(t, m, 1, ActiveLock{Root: "/long", Timeout: 100 * time.Hour})
+	long := mustLock(t, m, 1, Lock{Root: "/long", Timeout: 100 * time.Hour})
 	if long.Timeout != MaxLockTimeout {
 		t.Errorf("100 h lock granted %v, want %v", long.Timeout, MaxLockTimeout)
 	}
@@ -155,22 +155,22 @@ func TestLockBoundPerUser(t *testing.T) {
 	m, clock := newTestLocks()
 	m.max = 5
 	for i := range 5 {
-		mustLock(t, m, 1, ActiveLock{Root: "/f" + string(rune('a'+i)), Timeout: time.Minute})
+		mustLock(t, m, 1, Lock{Root: "/f" + string(rune('a'+i)), Timeout: time.Minute})
 	}
-	if _, err := m.Create(1, ActiveLock{Root: "/over"}); !errs.Is(err, errs.Unavailable) {
+	if _, err := m.Create(1, Lock{Root: "/over"}); !errs.Is(err, errs.Unavailable) {
 		t.Fatalf("lock past the bound: %v, want Unavailable", err)
 	}
-	mustLock(t, m, 2, ActiveLock{Root: "/over"}) // per user
+	mustLock(t, m, 2, Lock{Root: "/over"}) // per user
 	clock.Advance(time.Minute)
-	mustLock(t, m, 1, ActiveLock{Root: "/over"}) // expired ones free room
+	mustLock(t, m, 1, Lock{Root: "/over"}) // expired ones free room
 }
 
 func TestLockRelease(t *testing.T) {
 	m, _ := newTestLocks()
 	for _, p := range []string{"/a", "/a/b", "/a/b/c", "/ab", "/x"} {
-		mustLock(t, m, 1, ActiveLock{Root: p})
+		mustLock(t, m, 1, Lock{Root: p})
 	}
-	mustLock(t, m, 2, ActiveLock{Root: "/a"})
+	mustLock(t, m, 2, Lock{Root: "/a"})
 	if n := m.ReleaseBelow(1, "/a"); n != 2 {
 		t.Errorf("ReleaseBelow(/a) dropped %d, want 2", n)
 	}

@@ -1,4 +1,4 @@
-package dav
+package davlock
 
 import (
 	"crypto/rand"
@@ -22,9 +22,9 @@ const (
 	MaxLocksPerUser    = 1000
 )
 
-// ActiveLock is one WebDAV write lock as PROPFIND's lockdiscovery and the
+// Lock is one WebDAV write lock as PROPFIND's lockdiscovery and the
 // LOCK response show it.
-type ActiveLock struct {
+type Lock struct {
 	Token    string        // opaquelocktoken:<uuid>
 	Root     string        // cleaned path the lock was taken on
 	Infinite bool          // Depth: infinity (else 0)
@@ -35,28 +35,40 @@ type ActiveLock struct {
 }
 
 // covers reports whether name is within the lock's scope.
-func (l *ActiveLock) covers(name string) bool {
+func (l *Lock) covers(name string) bool {
 	return name == l.Root || (l.Infinite && vpath.IsBelow(name, l.Root))
 }
 
-// LockManager holds every user's WebDAV locks in memory: paths are per user,
+// Manager is the in-process Table: it holds every user's WebDAV locks in memory: paths are per user,
 // so tables are too, and a token never matches another user's resource.
 // Locks are advisory state for clients, lost on restart as clients expect of
 // timeouts anyway.
-type LockManager struct {
+type Manager struct {
 	now     func() time.Time
 	max     int
 	mu      sync.Mutex
-	byUser  map[int64]map[string]*ActiveLock // token → lock
+	byUser  map[int64]map[string]*Lock // token → lock
 	newUUID func() string
 }
 
-// NewLockManager returns an empty manager reading time from now (nil: time.Now).
-func NewLockManager(now func() time.Time) *LockManager {
+// NewManager returns an empty manager reading time from now (nil: time.Now).
+func NewManager(now func() time.Time) *Manager {
 	if now == nil {
 		now = time.Now
 	}
-	return &LockManager{now: now, max: MaxLocksPerUser, byUser: map[int64]map[string]*ActiveLock{}, newUUID: uuid4}
+	return &Manager{now: now, max: MaxLocksPerUser, byUser: map[int64]map[string]*Lock{}, newUUID: uuid4}
+}
+
+var _ Table = (*Manager)(nil)
+
+// Now is the manager's clock (lockdiscovery shows time left).
+func (m *Manager) Now() time.Time { return m.now() }
+
+// SetMax changes the per-user bound on live locks (tests use a small one).
+func (m *Manager) SetMax(n int) {
+	m.mu.Lock()
+	m.max = n
+	m.mu.Unlock()
 }
 
 // uuid4 returns a random (version 4) UUID: lock tokens must be unguessable
@@ -103,7 +115,7 @@ func ParseTimeout(h string) time.Duration {
 // table returns uid's live locks after dropping expired ones, nil when the
 // user has none (PROPFIND asks once per entry: that case must be cheap);
 // mu held.
-func (m *LockManager) table(uid int64) map[string]*ActiveLock {
+func (m *Manager) table(uid int64) map[string]*Lock {
 	t := m.byUser[uid]
 	if t == nil {
 		return nil
@@ -118,7 +130,7 @@ func (m *LockManager) table(uid int64) map[string]*ActiveLock {
 }
 
 // gc forgets a user's empty table; mu held.
-func (m *LockManager) gc(uid int64) {
+func (m *Manager) gc(uid int64) {
 	if len(m.byUser[uid]) == 0 {
 		delete(m.byUser, uid)
 	}
@@ -129,11 +141,11 @@ func (m *LockManager) gc(uid int64) {
 // Locked when an existing lock conflicts (an exclusive lock conflicts with
 // any other, shared ones only with exclusive ones, over overlapping scopes)
 // and Unavailable past the per-user bound.
-func (m *LockManager) Create(uid int64, l ActiveLock) (ActiveLock, error) {
-	const op = "dav.Lock"
+func (m *Manager) Create(uid int64, l Lock) (Lock, error) {
+	const op = "davlock.Lock"
 	root, err := vpath.Clean(l.Root)
 	if err != nil {
-		return ActiveLock{}, errs.E(op, errs.Invalid, l.Root, err)
+		return Lock{}, errs.E(op, errs.Invalid, l.Root, err)
 	}
 	l.Root = root
 	m.mu.Lock()
@@ -143,14 +155,14 @@ func (m *LockManager) Create(uid int64, l ActiveLock) (ActiveLock, error) {
 	for _, o := range t {
 		overlap := o.covers(l.Root) || l.covers(o.Root)
 		if overlap && (!o.Shared || !l.Shared) {
-			return ActiveLock{}, errs.E(op, errs.Locked, l.Root, fmt.Errorf("conflicts with a lock on %s", o.Root))
+			return Lock{}, errs.E(op, errs.Locked, l.Root, fmt.Errorf("conflicts with a lock on %s", o.Root))
 		}
 	}
 	if len(t) >= m.max {
-		return ActiveLock{}, errs.E(op, errs.Unavailable, l.Root, fmt.Errorf("too many locks (at most %d per user); unlock some or wait for them to expire", m.max))
+		return Lock{}, errs.E(op, errs.Unavailable, l.Root, fmt.Errorf("too many locks (at most %d per user); unlock some or wait for them to expire", m.max))
 	}
 	if t == nil {
-		t = map[string]*ActiveLock{}
+		t = map[string]*Lock{}
 		m.byUser[uid] = t
 	}
 	l.Token = "opaquelocktoken:" + m.newUUID()
@@ -163,14 +175,14 @@ func (m *LockManager) Create(uid int64, l ActiveLock) (ActiveLock, error) {
 
 // Refresh restarts the timeout of the lock named by token, which must
 // include name in its scope (RFC 4918 §9.10.2). Kind Precondition otherwise.
-func (m *LockManager) Refresh(uid int64, token, name string, timeout time.Duration) (ActiveLock, error) {
+func (m *Manager) Refresh(uid int64, token, name string, timeout time.Duration) (Lock, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.table(uid)
 	defer m.gc(uid)
 	l, ok := t[token]
 	if !ok || !l.covers(name) {
-		return ActiveLock{}, errs.E("dav.Refresh", errs.Precondition, name, fmt.Errorf("no lock %s on this resource", token))
+		return Lock{}, errs.E("davlock.Refresh", errs.Precondition, name, fmt.Errorf("no lock %s on this resource", token))
 	}
 	l.Timeout = ClampTimeout(timeout)
 	l.Expires = m.now().Add(l.Timeout)
@@ -179,21 +191,21 @@ func (m *LockManager) Refresh(uid int64, token, name string, timeout time.Durati
 
 // Unlock removes the lock named by token; name must be within its scope.
 // Kind Conflict otherwise (RFC 4918 §9.11.1: 409).
-func (m *LockManager) Unlock(uid int64, token, name string) error {
+func (m *Manager) Unlock(uid int64, token, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.table(uid)
 	defer m.gc(uid)
 	l, ok := t[token]
 	if !ok || !l.covers(name) {
-		return errs.E("dav.Unlock", errs.Conflict, name, fmt.Errorf("no lock %s on this resource", token))
+		return errs.E("davlock.Unlock", errs.Conflict, name, fmt.Errorf("no lock %s on this resource", token))
 	}
 	delete(t, token)
 	return nil
 }
 
 // Holds reports whether token is a live lock of uid whose scope includes name.
-func (m *LockManager) Holds(uid int64, token, name string) bool {
+func (m *Manager) Holds(uid int64, token, name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.table(uid)
@@ -205,21 +217,21 @@ func (m *LockManager) Holds(uid int64, token, name string) bool {
 // Covering returns the live locks whose scope includes name (its own and
 // depth-infinity ones of ancestors), oldest root first: what lockdiscovery
 // shows.
-func (m *LockManager) Covering(uid int64, name string) []ActiveLock {
-	return m.collect(uid, func(l *ActiveLock) bool { return l.covers(name) })
+func (m *Manager) Covering(uid int64, name string) []Lock {
+	return m.collect(uid, func(l *Lock) bool { return l.covers(name) })
 }
 
 // Below returns the live locks rooted strictly below name.
-func (m *LockManager) Below(uid int64, name string) []ActiveLock {
-	return m.collect(uid, func(l *ActiveLock) bool { return vpath.IsBelow(l.Root, name) })
+func (m *Manager) Below(uid int64, name string) []Lock {
+	return m.collect(uid, func(l *Lock) bool { return vpath.IsBelow(l.Root, name) })
 }
 
-func (m *LockManager) collect(uid int64, keep func(*ActiveLock) bool) []ActiveLock {
+func (m *Manager) collect(uid int64, keep func(*Lock) bool) []Lock {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.table(uid)
 	defer m.gc(uid)
-	var out []ActiveLock
+	var out []Lock
 	for _, l := range t {
 		if keep(l) {
 			out = append(out, *l)
@@ -237,18 +249,18 @@ func (m *LockManager) collect(uid int64, keep func(*ActiveLock) bool) []ActiveLo
 // Release destroys the locks rooted at name or below it: the resources they
 // were taken on are gone (DELETE, the source of a MOVE). RFC 4918 §9.6.1,
 // §7.7; x/net/webdav keeps them (golang/go#42839).
-func (m *LockManager) Release(uid int64, name string) int {
-	return m.drop(uid, func(l *ActiveLock) bool { return l.Root == name || vpath.IsBelow(l.Root, name) })
+func (m *Manager) Release(uid int64, name string) int {
+	return m.drop(uid, func(l *Lock) bool { return l.Root == name || vpath.IsBelow(l.Root, name) })
 }
 
 // ReleaseBelow destroys the locks rooted strictly below name: an overwritten
 // destination's old members are gone, while a lock on the destination itself
 // takes the new resource into its scope (RFC 4918 §7.7).
-func (m *LockManager) ReleaseBelow(uid int64, name string) int {
-	return m.drop(uid, func(l *ActiveLock) bool { return vpath.IsBelow(l.Root, name) })
+func (m *Manager) ReleaseBelow(uid int64, name string) int {
+	return m.drop(uid, func(l *Lock) bool { return vpath.IsBelow(l.Root, name) })
 }
 
-func (m *LockManager) drop(uid int64, match func(*ActiveLock) bool) int {
+func (m *Manager) drop(uid int64, match func(*Lock) bool) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.table(uid)
@@ -264,7 +276,7 @@ func (m *LockManager) drop(uid int64, match func(*ActiveLock) bool) int {
 }
 
 // Count returns uid's number of live locks.
-func (m *LockManager) Count(uid int64) int {
+func (m *Manager) Count(uid int64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := len(m.table(uid))
