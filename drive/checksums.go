@@ -110,6 +110,10 @@ func (d *Drive) RunChecksums(ctx context.Context, every time.Duration, done chan
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		select { // the pass about to run covers every kick so far
+		case <-d.sumKick:
+		default:
+		}
 		n, err := d.FillChecksums(ctx)
 		if ctx.Err() != nil {
 			return
