@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"netdisk/drive"
+	"netdisk/meta"
 )
 
 // serveFile answers GET and HEAD of a file. http.ServeContent does the
@@ -22,6 +23,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 	hd.Set("ETag", ETag(n))
 	hd.Set("Content-Type", ContentType(n.Path))
 	hd.Set("Accept-Ranges", "bytes")
+	setOCChecksum(hd, n)
 	http.ServeContent(&sendfileWriter{ResponseWriter: w, d: fs.D, r: r, rd: rd}, r, n.Path, n.ModTime, rd)
 	return 0, nil
 }
@@ -84,3 +86,11 @@ func (s *sendfileWriter) Flush() {
 }
 
 func (s *sendfileWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// setOCChecksum sets ownCloud's OC-Checksum header to the content's SHA-1
+// once it is known; an unknown checksum is left out, never guessed.
+func setOCChecksum(hd http.Header, n meta.Node) {
+	if n.SHA1 != "" {
+		hd.Set("OC-Checksum", "SHA1:"+n.SHA1)
+	}
+}

@@ -264,6 +264,29 @@ var liveProps = []string{"resourcetype", "creationdate", "getlastmodified", "get
 	"getcontentlength", "getcontenttype", "displayname", "supportedlock", "lockdiscovery",
 	"quota-available-bytes", "quota-used-bytes"}
 
+// nsOC is ownCloud's namespace; its checksums property carries the content's
+// SHA-1 and MD5 for clients that compare without downloading (rclone with
+// vendor owncloud or nextcloud).
+const nsOC = "http://owncloud.org/ns"
+
+// isOCChecksums reports whether n is oc:checksums, computed like a live
+// property but only when asked for by name (not in allprop).
+func isOCChecksums(n xml.Name) bool { return n.Space == nsOC && n.Local == "checksums" }
+
+// appendOCChecksums appends oc:checksums in the form ownCloud answers and
+// rclone parses (<oc:checksum>SHA1:… MD5:…</oc:checksum>), or reports that n
+// has none: a folder, or a file whose checksums are not known yet.
+func appendOCChecksums(b []byte, n meta.Node) ([]byte, bool) {
+	if n.IsDir || n.SHA1 == "" || n.MD5 == "" {
+		return b, false
+	}
+	b = append(b, `<checksums xmlns="`+nsOC+`"><checksum>SHA1:`...)
+	b = append(b, n.SHA1...)
+	b = append(b, " MD5:"...)
+	b = append(b, n.MD5...)
+	return append(b, "</checksum></checksums>"...), true
+}
+
 func isLive(n xml.Name) bool {
 	if n.Space != nsDAV {
 		return false
@@ -309,7 +332,7 @@ func (p *propWriter) needDead() bool {
 		return true
 	}
 	for _, n := range p.req.names {
-		if !isLive(n) {
+		if !isLive(n) && !isOCChecksums(n) {
 			return true
 		}
 	}
@@ -374,6 +397,8 @@ func (p *propWriter) response(n meta.Node) {
 			ok := false
 			if isLive(name) {
 				b, ok = p.appendLive(b, n, name.Local)
+			} else if isOCChecksums(name) {
+				b, ok = appendOCChecksums(b, n)
 			} else {
 				for _, d := range p.dead[n.ID] {
 					if d.Space == name.Space && d.Local == name.Local {

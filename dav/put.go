@@ -1,8 +1,10 @@
 package dav
 
 import (
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"netdisk/drive"
 	"netdisk/errs"
@@ -28,7 +30,8 @@ func expectedLength(r *http.Request) int64 {
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
 	ctx := r.Context()
 	size := expectedLength(r)
-	fw, err := fs.D.Create(ctx, fs.UID, name, drive.WriteOptions{ExpectedSize: size})
+	mtime, hasMtime := ocMtime(r)
+	fw, err := fs.D.Create(ctx, fs.UID, name, drive.WriteOptions{ExpectedSize: size, ModTime: mtime})
 	if err != nil {
 		return 0, err
 	}
@@ -49,8 +52,33 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, fs *FS, name strin
 		return 0, err
 	}
 	w.Header().Set("ETag", ETag(node))
+	if hasMtime {
+		// ownCloud's answer: clients (rclone) then skip setting the time again.
+		w.Header().Set("X-OC-MTime", "accepted")
+	}
+	setOCChecksum(w.Header(), node)
 	if fw.Existed() {
 		return http.StatusNoContent, nil
 	}
 	return http.StatusCreated, nil
+}
+
+// ocMtime reads X-OC-Mtime, the ownCloud/Nextcloud header by which a client
+// (rclone with vendor owncloud or nextcloud) gives the file's modification
+// time in Unix seconds (fractions allowed). ok is false when absent or not a
+// usable number: the server's clock is used then, as without the header.
+func ocMtime(r *http.Request) (t time.Time, ok bool) {
+	v := r.Header.Get("X-OC-Mtime")
+	if v == "" {
+		return time.Time{}, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Unix(n, 0), true
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1<<40 {
+		return time.Time{}, false
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), true
 }

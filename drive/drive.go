@@ -65,6 +65,9 @@ type Drive struct {
 
 	gcMu sync.Mutex // one GC or fsck at a time
 
+	sumMu   sync.Mutex    // one checksum pass at a time (checksums.go)
+	sumKick chan struct{} // wakes RunChecksums
+
 	quota *quota.Guard
 	locks davlock.Table
 }
@@ -77,7 +80,8 @@ type authEntry struct {
 // New returns a Drive over the given stores.
 func New(c Config) *Drive {
 	d := &Drive{meta: c.Meta, blobs: c.Blobs, pins: dedup.NewPins(), chunkSize: c.ChunkSize,
-		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota, locks: c.Locks}
+		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota, locks: c.Locks,
+		sumKick: make(chan struct{}, 1)}
 	if _, ok := c.Meta.(txTree); c.Quota != nil && !ok {
 		panic("drive: a quota guard needs a transactional metadata store (*meta.SQLite)")
 	}

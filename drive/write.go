@@ -2,9 +2,13 @@ package drive
 
 import (
 	"context"
+	"crypto/md5"
+	"crypto/sha1"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 	"time"
@@ -41,6 +45,10 @@ type Writer struct {
 	wg       sync.WaitGroup
 
 	hold *quota.Hold // with a quota guard: the bytes reserved for this write
+
+	// The whole content's MD5 and SHA-1 (what WebDAV clients compare), fed
+	// chunk by chunk in order as take hands chunks out: no second read.
+	md5, sha1 hash.Hash
 
 	mu     sync.Mutex
 	sums   []chunker.Sum
@@ -144,7 +152,7 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
 		expected: max(o.ExpectedSize, -1), existed: existed,
-		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold}, nil
+		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New()}, nil
 }
 
 // statWithParent looks p and its parent up, in one query when the store can.
@@ -203,6 +211,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 // take removes the current buffer as the next chunk and gives it its slot.
 func (w *Writer) take() ([]byte, int64) {
 	b, idx := w.buf, w.next
+	w.md5.Write(b) // chunks are taken in file order, in the caller's goroutine
+	w.sha1.Write(b)
 	w.buf = nil // the next chunk's buffer is made when its bytes arrive
 	w.next++
 	w.mu.Lock()
@@ -320,7 +330,8 @@ func (w *Writer) Commit() (meta.Node, error) {
 	if err := w.failed(); err != nil {
 		return meta.Node{}, err
 	}
-	f := meta.NewFile{Size: w.size, ModTime: w.mtime, Mode: w.mode}
+	f := meta.NewFile{Size: w.size, ModTime: w.mtime, Mode: w.mode,
+		MD5: hex.EncodeToString(w.md5.Sum(nil)), SHA1: hex.EncodeToString(w.sha1.Sum(nil))}
 	if f.ModTime.IsZero() {
 		f.ModTime = w.d.now()
 	}
@@ -371,7 +382,11 @@ func (d *Drive) CommitChunks(ctx context.Context, uid int64, p string, f meta.Ne
 	if f.ModTime.IsZero() {
 		f.ModTime = d.now()
 	}
-	return d.meta.CommitFile(ctx, uid, p, f)
+	n, err := d.meta.CommitFile(ctx, uid, p, f)
+	if err == nil && f.MD5 == "" {
+		d.KickChecksums() // the bytes were never seen in order here
+	}
+	return n, err
 }
 
 func parentOf(p string) string {

@@ -34,6 +34,10 @@ type Node struct {
 	Mode     uint32 // permission bits as stored (mode.go: 0 means default, ModeSet is 000); Perm() reads them
 	ModTime  time.Time
 	FileHash string // lowercase hex; "" for directories
+	// MD5 and SHA1 are the whole content's checksums (lowercase hex), "" until
+	// known: a WebDAV PUT records them at commit, other writes leave them to
+	// the drive's background pass. Never a guess.
+	MD5, SHA1 string
 }
 
 // Name returns the last element of the node's path ("/" for the root).
@@ -61,6 +65,9 @@ type NewFile struct {
 	ModTime  time.Time
 	Mode     uint32
 	Chunks   []Chunk // in order; ID may be zero (the store finds or inserts by SHA256)
+	// MD5 and SHA1 of the whole content when the writer computed them as the
+	// bytes arrived; "" leaves them unknown for the background pass.
+	MD5, SHA1 string
 }
 
 // Prop is a WebDAV dead property.
@@ -119,6 +126,13 @@ type Store interface {
 	// MkdirMode is Mkdir with permission bits stored from the start.
 	MkdirMode(ctx context.Context, uid int64, path string, mtime time.Time, perm uint32) (Node, error)
 	FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error)
+	// PendingChecksums lists up to limit files (any user) whose content
+	// checksums are not known yet, by id after afterID.
+	PendingChecksums(ctx context.Context, afterID int64, limit int) ([]Node, error)
+	// SetChecksums records the content checksums of file nodeID if it still
+	// holds the version they were computed from (same file hash and size,
+	// checksums still unknown), and reports whether it did.
+	SetChecksums(ctx context.Context, nodeID int64, fileHash string, size int64, md5, sha1 string) (bool, error)
 
 	Props(ctx context.Context, nodeID int64) ([]Prop, error)
 	// ListDir returns the node at dir and, if it is a directory, its children.

@@ -88,6 +88,9 @@ func (s *SQLite) MkdirMode(ctx context.Context, uid int64, path string, mtime ti
 		if err != nil {
 			return err
 		}
+		if err := touchDirs(ctx, tx, uid, mtime, vpath.Parent(path)); err != nil {
+			return err
+		}
 		id, _ := res.LastInsertId()
 		n = Node{ID: id, UserID: uid, Path: path, IsDir: true, Mode: mode, ModTime: time.Unix(0, mtime.UnixNano())}
 		return nil

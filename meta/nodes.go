@@ -11,7 +11,7 @@ import (
 	"netdisk/vpath"
 )
 
-const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash`
+const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, '')`
 
 type querier interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
@@ -22,7 +22,7 @@ type querier interface {
 func scanNode(row interface{ Scan(...any) error }) (Node, error) {
 	var n Node
 	var mtime int64
-	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash)
+	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1)
 	n.ModTime = time.Unix(0, mtime)
 	return n, err
 }
@@ -120,6 +120,9 @@ func (s *SQLite) Mkdir(ctx context.Context, uid int64, path string, mtime time.T
 		if err != nil {
 			return err
 		}
+		if err := touchDirs(ctx, tx, uid, mtime, vpath.Parent(path)); err != nil {
+			return err
+		}
 		id, _ := res.LastInsertId()
 		n = Node{ID: id, UserID: uid, Path: path, IsDir: true, ModTime: time.Unix(0, mtime.UnixNano())}
 		return nil
@@ -196,8 +199,8 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 			if mode == 0 {
 				mode = old.Mode
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ? WHERE id = ?`,
-				f.Size, mode, f.ModTime.UnixNano(), f.FileHash, old.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ?, content_md5 = ?, content_sha1 = ? WHERE id = ?`,
+				f.Size, mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1), old.ID); err != nil {
 				return err
 			}
 			n = old
@@ -206,9 +209,13 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 			if err := checkParent(ctx, tx, op, uid, path); err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash) VALUES (?,?,?,?,0,?,?,?,?)`,
-				uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash)
+			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?)`,
+				uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1))
 			if err != nil {
+				return err
+			}
+			// A new entry changes its folder; replacing a file's content does not.
+			if err := touchDirs(ctx, tx, uid, s.now(), vpath.Parent(path)); err != nil {
 				return err
 			}
 			n.ID, _ = res.LastInsertId()
@@ -224,7 +231,7 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 				return err
 			}
 		}
-		n.UserID, n.Path, n.IsDir, n.Size, n.FileHash = uid, path, false, f.Size, f.FileHash
+		n.UserID, n.Path, n.IsDir, n.Size, n.FileHash, n.MD5, n.SHA1 = uid, path, false, f.Size, f.FileHash, f.MD5, f.SHA1
 		n.ModTime = time.Unix(0, f.ModTime.UnixNano())
 		return nil
 	}()
@@ -232,7 +239,7 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 }
 
 // removeTx deletes path and its subtree and gives back the bytes of the files.
-func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string) error {
+func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, now time.Time) error {
 	n, err := stat(ctx, tx, op, uid, path)
 	if err != nil {
 		return err
@@ -256,17 +263,20 @@ func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 	if _, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE id = ?`, n.ID); err != nil {
 		return err
 	}
+	if err := touchDirs(ctx, tx, uid, now, vpath.Parent(path)); err != nil {
+		return err
+	}
 	return addFinished(ctx, tx, op, uid, -freed, path)
 }
 
 // Remove deletes path and its subtree.
 func (s *SQLite) Remove(ctx context.Context, uid int64, path string) error {
 	const op = "meta.Remove"
-	return wrap(op, path, s.tx(ctx, func(tx *sql.Tx) error { return removeTx(ctx, tx, op, uid, path) }))
+	return wrap(op, path, s.tx(ctx, func(tx *sql.Tx) error { return removeTx(ctx, tx, op, uid, path, s.now()) }))
 }
 
 // prepareDest checks src and dst for Move and Copy and clears dst when allowed.
-func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite bool) (Node, error) {
+func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite bool, now time.Time) (Node, error) {
 	sn, err := stat(ctx, tx, op, uid, src)
 	if err != nil {
 		return Node{}, err
@@ -282,7 +292,7 @@ func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst
 	case err == nil && !overwrite:
 		return Node{}, errs.E(op, errs.Exists, dst, nil)
 	case err == nil:
-		if err := removeTx(ctx, tx, op, uid, dst); err != nil {
+		if err := removeTx(ctx, tx, op, uid, dst, now); err != nil {
 			return Node{}, err
 		}
 	case !errs.Is(err, errs.NotFound):
@@ -294,13 +304,13 @@ func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst
 // Move renames src (and its subtree) to dst.
 func (s *SQLite) Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error {
 	const op = "meta.Move"
-	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return moveTx(ctx, tx, op, uid, src, dst, overwrite) }))
+	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return moveTx(ctx, tx, op, uid, src, dst, overwrite, s.now()) }))
 }
 
 // moveTx is Move inside the caller's transaction.
-func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite bool) error {
+func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite bool, now time.Time) error {
 	return func() error {
-		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite)
+		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite, now)
 		if err != nil {
 			return err
 		}
@@ -313,22 +323,26 @@ func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE nodes SET path = ?, parent = ?, name = ? WHERE id = ?`,
-			dst, vpath.Parent(dst), vpath.Base(dst), sn.ID)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE nodes SET path = ?, parent = ?, name = ? WHERE id = ?`,
+			dst, vpath.Parent(dst), vpath.Base(dst), sn.ID); err != nil {
+			return err
+		}
+		// Both folders changed (one when renaming within a folder); the moved
+		// node keeps its own time, as rename(2) does.
+		return touchDirs(ctx, tx, uid, now, vpath.Parent(src), vpath.Parent(dst))
 	}()
 }
 
 // Copy copies src to dst; files share their chunks with the original.
 func (s *SQLite) Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error {
 	const op = "meta.Copy"
-	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive) }))
+	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive, s.now()) }))
 }
 
 // copyTx is Copy inside the caller's transaction.
-func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite, recursive bool) error {
+func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite, recursive bool, now time.Time) error {
 	return func() error {
-		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite)
+		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite, now)
 		if err != nil {
 			return err
 		}
@@ -355,8 +369,9 @@ func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 		var added int64
 		for _, n := range nodes {
 			np := dst + n.Path[len(src):]
-			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash) VALUES (?,?,?,?,?,?,?,?,?)`,
-				uid, np, vpath.Parent(np), vpath.Base(np), n.IsDir, n.Size, n.Mode, n.ModTime.UnixNano(), n.FileHash)
+			// The same content keeps its checksums (still unknown stays unknown).
+			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+				uid, np, vpath.Parent(np), vpath.Base(np), n.IsDir, n.Size, n.Mode, n.ModTime.UnixNano(), n.FileHash, nullStr(n.MD5), nullStr(n.SHA1))
 			if err != nil {
 				return err
 			}
@@ -370,6 +385,9 @@ func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 			if _, err := tx.ExecContext(ctx, `INSERT INTO props(node_id, ns, name, value, lang) SELECT ?, ns, name, value, lang FROM props WHERE node_id = ?`, id, n.ID); err != nil {
 				return err
 			}
+		}
+		if err := touchDirs(ctx, tx, uid, now, vpath.Parent(dst)); err != nil {
+			return err
 		}
 		return addFinished(ctx, tx, op, uid, added, dst)
 	}()
@@ -443,4 +461,61 @@ func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Pro
 		}
 		return nil
 	}))
+}
+
+// touchDirs sets the modification time of the folders dirs to now: a folder
+// changes when an entry is added to it, removed from it or renamed into or out
+// of it (POSIX; its ancestors do not). It runs in the transaction of the
+// change, so a listing never shows the new entries with the old folder time;
+// PROPFIND's getlastmodified and the folder's ETag follow from it.
+func touchDirs(ctx context.Context, tx *sql.Tx, uid int64, now time.Time, dirs ...string) error {
+	for i, d := range dirs {
+		if d == "" || (i > 0 && d == dirs[0]) {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET mtime_ns = ? WHERE user_id = ? AND path = ? AND is_dir = 1`, now.UnixNano(), uid, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nullStr stores "" as NULL: an unknown checksum.
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// PendingChecksums lists files whose content checksums are unknown.
+func (s *SQLite) PendingChecksums(ctx context.Context, afterID int64, limit int) ([]Node, error) {
+	const op = "meta.PendingChecksums"
+	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE is_dir = 0 AND content_md5 IS NULL AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, wrap(op, "", err)
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, wrap(op, "", err)
+		}
+		out = append(out, n)
+	}
+	return out, wrap(op, "", rows.Err())
+}
+
+// SetChecksums records checksums computed from the version (fileHash, size)
+// of file nodeID; a version committed meanwhile makes it a no-op.
+func (s *SQLite) SetChecksums(ctx context.Context, nodeID int64, fileHash string, size int64, md5, sha1 string) (bool, error) {
+	const op = "meta.SetChecksums"
+	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET content_md5 = ?, content_sha1 = ? WHERE id = ? AND is_dir = 0 AND file_hash = ? AND size = ? AND content_md5 IS NULL`,
+		md5, sha1, nodeID, fileHash, size)
+	if err != nil {
+		return false, wrap(op, "", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }

@@ -65,7 +65,7 @@ func (s *SQLite) CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path s
 func (s *SQLite) CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error) {
 	const op = "meta.Copy"
 	return measured(ctx, tx, op, uid, src, maxGrowth, func() error {
-		return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive)
+		return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive, s.now())
 	})
 }
 
@@ -74,7 +74,7 @@ func (s *SQLite) CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst str
 func (s *SQLite) MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error) {
 	const op = "meta.Move"
 	return measured(ctx, tx, op, uid, src, NoGrowthLimit, func() error {
-		return moveTx(ctx, tx, op, uid, src, dst, overwrite)
+		return moveTx(ctx, tx, op, uid, src, dst, overwrite, s.now())
 	})
 }
 
@@ -83,7 +83,7 @@ func (s *SQLite) MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst str
 func (s *SQLite) RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error) {
 	const op = "meta.Remove"
 	return measured(ctx, tx, op, uid, path, NoGrowthLimit, func() error {
-		return removeTx(ctx, tx, op, uid, path)
+		return removeTx(ctx, tx, op, uid, path, s.now())
 	})
 }
 

@@ -183,6 +183,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		go d.gcLoop(bg, d.opts.GCInterval)
 	}
 	go d.Upload.Run(bg, min(d.Upload.TTL()/10, time.Minute))
+	go d.Drive.RunChecksums(bg, time.Minute, nil)
 	var clock quota.Clock
 	if d.opts.Now != nil {
 		clock = clockFunc(d.opts.Now)

@@ -619,6 +619,7 @@ func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, f
 		return Result{}, wrap(op, ss.Path, err)
 	}
 	s.acct.Merged(ctx, ss.UID, ss.ID, growth)
+	s.d.KickChecksums() // a merged file's content checksums come from the background pass
 	ss.ResultHash = fileHash
 	return ss.result(), nil
 }

@@ -1,0 +1,140 @@
+package drive_test
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"netdisk/meta"
+)
+
+func sums(data []byte) (string, string) {
+	m, s := md5.Sum(data), sha1.Sum(data)
+	return hex.EncodeToString(m[:]), hex.EncodeToString(s[:])
+}
+
+// A streamed write knows its content checksums at commit (not the protocol's
+// file hash), and a copy or move of the same content keeps them.
+func TestWriteRecordsContentChecksums(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for i, size := range []int{0, 1, testChunk, 3*testChunk + 5} {
+		data := random(int64(100+i), size)
+		n := f.put(t, f.a.ID, "/f", data)
+		wm, ws := sums(data)
+		st, err := f.d.Stat(ctx, f.a.ID, "/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.MD5 != wm || n.SHA1 != ws || st.MD5 != wm || st.SHA1 != ws {
+			t.Fatalf("size %d: commit %s/%s, stat %s/%s, want %s/%s", size, n.MD5, n.SHA1, st.MD5, st.SHA1, wm, ws)
+		}
+	}
+	data := random(7, 2*testChunk+1)
+	f.put(t, f.a.ID, "/g", data)
+	wm, ws := sums(data)
+	if err := f.d.Copy(ctx, f.a.ID, "/g", "/g2", false, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Move(ctx, f.a.ID, "/g2", "/g3", false); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.d.Stat(ctx, f.a.ID, "/g3"); err != nil || st.MD5 != wm || st.SHA1 != ws {
+		t.Fatalf("copied and moved: %+v %v, want %s/%s", st, err, wm, ws)
+	}
+}
+
+// Chunks committed without the bytes passing in order (the upload API's merge,
+// instant upload) have no checksums until the background pass; the pass fills
+// them from the chunks, and never gives a newer version the old one's sums.
+func TestChecksumPassFillsCommittedChunks(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	data := random(11, 3*testChunk+7)
+	src := f.put(t, f.a.ID, "/src", data)
+	chunks, err := f.m.FileChunks(ctx, src.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf := meta.NewFile{Size: src.Size, FileHash: src.FileHash}
+	for _, c := range chunks {
+		nf.Chunks = append(nf.Chunks, c.Chunk)
+	}
+	if _, err := f.d.CommitChunks(ctx, f.b.ID, "/merged", nf); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.d.Stat(ctx, f.b.ID, "/merged")
+	if st.MD5 != "" || st.SHA1 != "" {
+		t.Fatalf("checksums before the pass: %s/%s", st.MD5, st.SHA1)
+	}
+	n, err := f.d.FillChecksums(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("pass filled %d, %v; want 1", n, err)
+	}
+	wm, ws := sums(data)
+	if st, _ := f.d.Stat(ctx, f.b.ID, "/merged"); st.MD5 != wm || st.SHA1 != ws {
+		t.Fatalf("after the pass: %s/%s, want %s/%s", st.MD5, st.SHA1, wm, ws)
+	}
+
+	// A version replaced between the listing and the record keeps its own
+	// (unknown) checksums: the guard is the version the pass read.
+	if _, err := f.d.CommitChunks(ctx, f.b.ID, "/merged2", nf); err != nil {
+		t.Fatal(err)
+	}
+	m2, _ := f.d.Stat(ctx, f.b.ID, "/merged2")
+	other := f.put(t, f.a.ID, "/other", random(12, testChunk+3))
+	ochunks, _ := f.m.FileChunks(ctx, other.ID)
+	of := meta.NewFile{Size: other.Size, FileHash: other.FileHash}
+	for _, c := range ochunks {
+		of.Chunks = append(of.Chunks, c.Chunk)
+	}
+	if _, err := f.d.CommitChunks(ctx, f.b.ID, "/merged2", of); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.m.SetChecksums(ctx, m2.ID, src.FileHash, src.Size, wm, ws); err != nil || ok {
+		t.Fatalf("stale checksums recorded: %v %v", ok, err)
+	}
+	if n, err := f.d.FillChecksums(ctx); err != nil || n != 1 {
+		t.Fatalf("second pass filled %d, %v", n, err)
+	}
+	om, os := sums(random(12, testChunk+3))
+	if st, _ := f.d.Stat(ctx, f.b.ID, "/merged2"); st.MD5 != om || st.SHA1 != os {
+		t.Fatalf("replaced version: %s/%s, want %s/%s", st.MD5, st.SHA1, om, os)
+	}
+}
+
+// The background loop finds files left without checksums at start (a
+// restart) and runs again when a commit kicks it, not only on its timer.
+func TestRunChecksumsAtStartAndOnKick(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFixture(t)
+	data := random(21, 2*testChunk)
+	src := f.put(t, f.a.ID, "/src", data)
+	chunks, _ := f.m.FileChunks(ctx, src.ID)
+	nf := meta.NewFile{Size: src.Size, FileHash: src.FileHash}
+	for _, c := range chunks {
+		nf.Chunks = append(nf.Chunks, c.Chunk)
+	}
+	if _, err := f.d.CommitChunks(ctx, f.a.ID, "/before-start", nf); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	go f.d.RunChecksums(ctx, time.Hour, done)
+	if n := <-done; n != 1 {
+		t.Fatalf("first pass filled %d, want 1", n)
+	}
+	if _, err := f.d.CommitChunks(ctx, f.a.ID, "/after-start", nf); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-done; n != 1 { // the hour-long timer cannot have fired: the commit's kick did it
+		t.Fatalf("kicked pass filled %d, want 1", n)
+	}
+	wm, _ := sums(data)
+	if st, _ := f.d.Stat(ctx, f.a.ID, "/after-start"); st.MD5 != wm {
+		t.Fatalf("after the kicked pass: %q, want %s", st.MD5, wm)
+	}
+}
