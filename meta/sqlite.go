@@ -94,6 +94,11 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if check := preMigration[name]; check != nil {
+			if err := check(ctx, s.w); err != nil {
+				return fmt.Errorf("meta: migration %s: %w", name, err)
+			}
+		}
 		err = s.tx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
@@ -104,6 +109,40 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("meta: migration %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// preMigration holds checks that run before a migration to explain, in the
+// operator's terms, why it cannot apply.
+var preMigration = map[string]func(context.Context, *sql.DB) error{
+	"migrations/005_users_name_nocase.sql": checkNameCase,
+}
+
+// checkNameCase refuses to make names unique without regard to case while
+// two users' names differ only in case: which one is the real account is the
+// operator's decision, so the daemon stops and names them.
+func checkNameCase(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT group_concat(name, ', ') FROM users GROUP BY name COLLATE NOCASE HAVING count(*) > 1 ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var dups []string
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			return err
+		}
+		dups = append(dups, d)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(dups) > 0 {
+		return fmt.Errorf("user names are now unique without regard to case, but these users differ only in case: %s; "+
+			"rename or delete all but one of each group (e.g. with the previous netdisk version, or sqlite3 meta.db \"UPDATE users SET name='alice2' WHERE name='ALICE'\") and start again",
+			strings.Join(dups, "; "))
 	}
 	return nil
 }
@@ -189,9 +228,11 @@ func (s *SQLite) userWhere(ctx context.Context, op, where string, arg any) (User
 	return u, wrap(op, "", err)
 }
 
-// UserByName looks a user up by login name.
+// UserByName looks a user up by login name, ignoring case.
 func (s *SQLite) UserByName(ctx context.Context, name string) (User, error) {
-	return s.userWhere(ctx, "meta.UserByName", "name = ?", name)
+	// Case-insensitively: names are unique without regard to case (migration
+	// 005), so ALICE signs in as alice.
+	return s.userWhere(ctx, "meta.UserByName", "name = ? COLLATE NOCASE", name)
 }
 
 // UserByID looks a user up by id.

@@ -499,3 +499,36 @@ func TestAdminPromptsOnTerminal(t *testing.T) {
 		t.Error("eric was created despite mismatched passwords")
 	}
 }
+
+// TestAdminUserNamesIgnoreCase: ALICE and alice are one user, through the
+// CLI and the admin API of a real daemon; signing in ignores case too.
+func TestAdminUserNamesIgnoreCase(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	mustCLI(t, d, "admin", "user", "add", "alice", "--password", "alice-pass")
+	failCLI(t, d, nil, 1, "exists", "admin", "user", "add", "ALICE", "--password", "other-pass")
+	resp, err := d.Do(context.Background(), "POST", "/api/v1/admin/users", "admin", d.AdminPass,
+		[]byte(`{"name":"Alice","password":"other-pass"}`), map[string]string{"Content-Type": "application/json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "exists") {
+		t.Fatalf("POST Alice next to alice: %d %s, want 409 exists", resp.StatusCode, body)
+	}
+	if users := listUsers(t, d); len(users) != 2 {
+		t.Fatalf("users after the refused adds: %v", users)
+	}
+	for _, n := range []string{"alice", "ALICE"} {
+		if st := davStatus(t, d, "PROPFIND", "/", n, "alice-pass", nil); st != http.StatusMultiStatus {
+			t.Fatalf("PROPFIND as %s: %d, want 207", n, st)
+		}
+	}
+	if st := davStatus(t, d, "PROPFIND", "/", "ALICE", "other-pass", nil); st != http.StatusUnauthorized {
+		t.Fatalf("ALICE with the refused account's password: %d, want 401", st)
+	}
+	mustCLI(t, d, "admin", "user", "del", "ALICE")
+	if _, ok := listUsers(t, d)["alice"]; ok {
+		t.Fatal("alice still listed after `del ALICE`")
+	}
+}

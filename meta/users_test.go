@@ -1,0 +1,88 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"netdisk/errs"
+)
+
+// TestUserNamesIgnoreCase: ALICE and alice are one user: creating the second
+// is Exists, and either spelling finds the account.
+func TestUserNamesIgnoreCase(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, err := s.CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateUser(ctx, "ALICE", "h", false, 0); !errs.Is(err, errs.Exists) {
+		t.Fatalf("ALICE next to alice: %v, want Exists", err)
+	}
+	for _, n := range []string{"alice", "ALICE", "Alice"} {
+		u, err := s.UserByName(ctx, n)
+		if err != nil || u.ID != a.ID {
+			t.Fatalf("UserByName(%q) = %+v, %v; want alice", n, u, err)
+		}
+	}
+}
+
+// TestNameCaseMigrationRefusesDuplicates: a database from before migration
+// 005 that holds two names differing only in case does not open; the error
+// names them. Once the operator renames one, it opens and the rule holds.
+func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := OpenSQLite(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to the schema before 005, where case duplicates could be made.
+	for _, q := range []string{
+		`DROP INDEX users_name_nocase`,
+		`DELETE FROM schema_migrations WHERE name = 'migrations/005_users_name_nocase.sql'`,
+	} {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"alice", "ALICE", "bob"} {
+		if _, err := s.CreateUser(ctx, n, "h", false, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	_, err = OpenSQLite(ctx, path, nil)
+	if err == nil || !strings.Contains(err.Error(), "ALICE, alice") && !strings.Contains(err.Error(), "alice, ALICE") {
+		t.Fatalf("open with alice and ALICE: %v, want an error naming both", err)
+	}
+	// The failed open changed nothing: both are still there to choose from.
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE name IN ('alice', 'ALICE')`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("after the refused migration: %d of alice/ALICE (%v), want both", n, err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE users SET name = 'alice2' WHERE name = 'ALICE'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s2, err := OpenSQLite(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("open after renaming: %v", err)
+	}
+	defer s2.Close()
+	if _, err := s2.CreateUser(ctx, "BOB", "h", false, 0); !errs.Is(err, errs.Exists) {
+		t.Fatalf("BOB after migration: %v, want Exists", err)
+	}
+}
