@@ -186,14 +186,14 @@ func (d *dirNode) path() string { return nodePath(&d.Inode) }
 
 // cached returns the child's entry from a fresh listing: found, and whether
 // the listing was fresh enough to answer at all.
-func (d *dirNode) cached(name string) (Entry, bool, bool) {
+func (d *dirNode) cached(name string) (Entry, bool, bool, time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.listing == nil || d.fsys.o.Now().Sub(d.listedAt) >= d.fsys.o.TTL {
-		return Entry{}, false, false
+		return Entry{}, false, false, time.Time{}
 	}
 	e, ok := d.listing[name]
-	return e, ok, true
+	return e, ok, true, d.listedAt
 }
 
 // noteChild keeps a fresh listing in step with our own changes.
@@ -214,7 +214,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if errno := lookupName(name); errno != 0 {
 		return nil, errno
 	}
-	e, found, fresh := d.cached(name)
+	e, found, fresh, at := d.cached(name)
 	if fresh && !found {
 		return nil, syscall.ENOENT
 	}
@@ -226,8 +226,9 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 			return nil, Errno(err)
 		}
 		e.Name = name
+		at = d.fsys.o.Now()
 	}
-	ch := d.childInode(ctx, name, e, &out.Attr)
+	ch := d.childInode(ctx, name, e, at, &out.Attr)
 	if n, ok := ch.Operations().(*dirNode); ok && !n.listingFresh() {
 		// Its nlink (2 + subdirectories) needs a listing: the kernel
 		// answers the stat that follows a lookup from the lookup's
@@ -279,21 +280,30 @@ func (d *dirNode) fillLocked(out *fuse.Attr) {
 }
 
 // childInode returns the existing inode for name when it has the same type
-// (so a file's staged data survives a re-lookup), else a new one.
-func (d *dirNode) childInode(ctx context.Context, name string, e Entry, out *fuse.Attr) *fs.Inode {
+// (so a file's staged data survives a re-lookup), else a new one. e was
+// known at time at: a node whose own attributes are newer (a chmod or an
+// upload since the parent was listed) keeps them.
+func (d *dirNode) childInode(ctx context.Context, name string, e Entry, at time.Time, out *fuse.Attr) *fs.Inode {
 	now := d.fsys.o.Now()
 	if ch := d.GetChild(name); ch != nil {
 		switch n := ch.Operations().(type) {
 		case *fileNode:
 			if !e.IsDir {
-				n.refresh(e, now)
+				n.mu.Lock()
+				newer := n.attrAt.After(at)
+				n.mu.Unlock()
+				if !newer {
+					n.refresh(e, at)
+				}
 				n.getattr(out)
 				return ch
 			}
 		case *dirNode:
 			if e.IsDir {
 				n.mu.Lock()
-				n.setEntryLocked(e, now)
+				if !n.attrAt.After(at) {
+					n.setEntryLocked(e, at)
+				}
 				n.fillLocked(out)
 				n.mu.Unlock()
 				return ch
@@ -424,7 +434,7 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	e.Name = name
 	d.noteChild(name, &e)
 	d.touch()
-	ch := d.childInode(ctx, name, e, &out.Attr)
+	ch := d.childInode(ctx, name, e, d.fsys.o.Now(), &out.Attr)
 	if n, ok := ch.Operations().(*dirNode); ok {
 		// New and empty: its listing is known without asking.
 		n.mu.Lock()

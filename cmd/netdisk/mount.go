@@ -41,7 +41,10 @@ func newMountCmd() *cobra.Command {
 SIGTERM or 'fusermount3 -u MOUNTPOINT'; --daemon detaches once mounted.
 Reads fetch only the chunks they touch into a local content-addressed cache;
 writes are staged locally and uploaded on close/fsync (fsync returns when the
-server has committed).`,
+server has committed).
+
+The password comes from --password-file, NETDISK_PASSWORD or a prompt on a
+terminal; --password works but shows in ps, and is warned about.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			size, err := humanize.ParseBytes(cacheSize)
