@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/davlock"
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/internal/testutil"
@@ -33,13 +34,12 @@ func startClockEnv(t *testing.T) *lockEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Now: clock.Now})
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Now: clock.Now, Locks: davlock.NewManager(clock.Now)})
 	u, err := d.AddUser(ctx, "alice", "pw-alice", false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := NewHandler(d, "/dav", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	h.Locks = NewLockManager(clock.Now)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Serve(w, r, u) }))
 	t.Cleanup(hs.Close)
 	return &lockEnv{t: t, h: h, clock: clock, url: hs.URL}
