@@ -50,8 +50,12 @@ type ChunkCache struct {
 	mems  map[string]*list.Element
 	memSz int64
 
-	dirMu  sync.Mutex // one recreation of a removed folder at a time
-	writes sync.WaitGroup
+	dirMu sync.Mutex // one recreation of a removed folder at a time
+	// Files being written. Not a WaitGroup: Wait may run while reads
+	// start new writes (a WaitGroup forbids Add then).
+	wmu     sync.Mutex
+	wdone   *sync.Cond
+	writing int
 
 	// Logger, when set before use, gets the cache's warnings instead of
 	// slog.Default().
@@ -130,6 +134,7 @@ func OpenChunkCache(dir string, max int64) (*ChunkCache, error) {
 	}
 	c := &ChunkCache{dir: dir, max: max, memMax: min(int64(memDefault), max/4),
 		lru: list.New(), items: map[string]*list.Element{}, mem: list.New(), mems: map[string]*list.Element{}}
+	c.wdone = sync.NewCond(&c.wmu)
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -255,9 +260,17 @@ func (c *ChunkCache) Put(ref ChunkRef, key string, data []byte) error {
 	if onDisk || !validSHA256(key) {
 		return nil
 	}
-	c.writes.Add(1)
+	c.wmu.Lock()
+	c.writing++
+	c.wmu.Unlock()
 	go func() {
-		defer c.writes.Done()
+		defer func() {
+			c.wmu.Lock()
+			if c.writing--; c.writing == 0 {
+				c.wdone.Broadcast()
+			}
+			c.wmu.Unlock()
+		}()
 		id, err := c.writeFile(key, data)
 		if err != nil {
 			c.log().Debug("chunk cache: write failed, chunk kept in memory only", "chunk", key, "err", err)
@@ -340,7 +353,13 @@ func (c *ChunkCache) recreateDir() {
 }
 
 // Wait waits for the files being written (tests, shutdown).
-func (c *ChunkCache) Wait() { c.writes.Wait() }
+func (c *ChunkCache) Wait() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for c.writing > 0 {
+		c.wdone.Wait()
+	}
+}
 
 // indexLocked records that the file for key, checked, has identity id.
 func (c *ChunkCache) indexLocked(key string, size int64, id fileIdent) {
