@@ -53,9 +53,10 @@ type ChunkCache struct {
 	dirMu sync.Mutex // one recreation of a removed folder at a time
 	// Files being written. Not a WaitGroup: Wait may run while reads
 	// start new writes (a WaitGroup forbids Add then).
-	wmu     sync.Mutex
-	wdone   *sync.Cond
-	writing int
+	wmu       sync.Mutex
+	wdone     *sync.Cond
+	writing   int
+	writingSz int64
 
 	// Logger, when set before use, gets the cache's warnings instead of
 	// slog.Default().
@@ -262,10 +263,12 @@ func (c *ChunkCache) Put(ref ChunkRef, key string, data []byte) error {
 	}
 	c.wmu.Lock()
 	c.writing++
+	c.writingSz += ref.Size
 	c.wmu.Unlock()
 	go func() {
 		defer func() {
 			c.wmu.Lock()
+			c.writingSz -= ref.Size
 			if c.writing--; c.writing == 0 {
 				c.wdone.Broadcast()
 			}
@@ -410,11 +413,14 @@ func (c *ChunkCache) evictLocked() {
 	}
 }
 
-// Size returns the bytes held on disk.
+// Size returns the bytes held on disk, and being written there.
 func (c *ChunkCache) Size() int64 {
+	c.wmu.Lock()
+	w := c.writingSz
+	c.wmu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.size
+	return c.size + w
 }
 
 // createTempIn is os.CreateTemp that recreates dir, once and logged, when
