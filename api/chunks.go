@@ -71,6 +71,9 @@ type ChunkRef struct {
 	Index  int64  `json:"index"`
 	Offset int64  `json:"offset"`
 	MD5    string `json:"md5"`
+	// SHA256 is the chunk's identity on the server; the MD5 is not one
+	// (two different chunks may share it), so caches key by this.
+	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 }
 
@@ -95,7 +98,7 @@ func (a *API) fileChunks(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	out := make([]ChunkRef, len(cs))
 	for i, c := range cs {
-		out[i] = ChunkRef{Index: c.Index, Offset: c.Offset, MD5: c.MD5, Size: c.Size}
+		out[i] = ChunkRef{Index: c.Index, Offset: c.Offset, MD5: c.MD5, SHA256: c.SHA256, Size: c.Size}
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{
 		"path":      n.Path,

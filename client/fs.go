@@ -72,3 +72,31 @@ func (c *Client) Quota(ctx context.Context) (Quota, error) {
 	err := c.JSON(ctx, http.MethodGet, "/api/v1/quota", nil, nil, &q)
 	return q, err
 }
+
+// Chunk is one chunk of a file as GET /api/v1/fs/chunks lists it.
+type Chunk struct {
+	Index  int64  `json:"index"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+	MD5    string `json:"md5"`
+	// SHA256 identifies the chunk's content (the MD5 does not: two chunks
+	// may share one). An older server leaves it empty.
+	SHA256 string `json:"sha256"`
+}
+
+// ChunkList is a file version's identity and chunks, in order.
+type ChunkList struct {
+	Path      string    `json:"path"`
+	Size      int64     `json:"size"`
+	FileHash  string    `json:"fileHash"`
+	ModTime   time.Time `json:"modTime"`
+	ChunkSize int64     `json:"chunkSize"`
+	Chunks    []Chunk   `json:"chunks"`
+}
+
+// Chunks lists the chunks of file p's current version.
+func (c *Client) Chunks(ctx context.Context, p string) (ChunkList, error) {
+	var cl ChunkList
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/fs/chunks", url.Values{"path": {p}}, nil, &cl)
+	return cl, err
+}

@@ -37,6 +37,7 @@ type ChunkRef struct {
 	Offset int64
 	Size   int64
 	MD5    string
+	SHA256 string // the chunk's identity; "" from a server too old to say
 }
 
 // ChunkList is a file version's identity and chunks, in order.

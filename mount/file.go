@@ -100,7 +100,7 @@ func (n *fileNode) markDeleted() {
 }
 
 func (n *fileNode) stageEmpty() error {
-	f, err := os.CreateTemp(n.fsys.o.StageDir, "stage-")
+	f, err := createTempIn(n.fsys.o.StageDir, "stage-")
 	if err != nil {
 		return err
 	}
@@ -622,7 +622,7 @@ func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, s
 		in := pos - c.Offset
 		want := min(c.Size-in, end-pos)
 		buf := dest[done : done+int(want)]
-		if _, ok := h.n.fsys.o.Cache.ReadAt(c, cl.FileHash, buf, in); !ok {
+		if _, ok := h.n.fsys.o.Cache.ReadAt(c, c.Key(p, cl.FileHash), buf, in); !ok {
 			data, err := h.n.fsys.fetch(ctx, p, cl.FileHash, c)
 			if err != nil {
 				return done, Errno(err)
@@ -646,16 +646,26 @@ func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, s
 const seqWindow = 4 << 20
 
 // fetch gets one chunk from the server once, however many readers want it,
-// and caches it (after checking its MD5).
+// checks it against its key (before any reader sees it: the bytes may serve
+// other files holding the same chunk) and caches it.
 func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte, error) {
-	v, err, _ := f.flights.Do(chunkKey(c), func() (any, error) {
+	key := c.Key(p, fileHash)
+	v, err, _ := f.flights.Do(key, func() (any, error) {
+		data := make([]byte, c.Size)
+		// A flight that ended just before this one began (a prefetch) may
+		// have brought it after the caller missed it.
+		if n, ok := f.o.Cache.ReadAt(c, key, data, 0); ok && int64(n) == c.Size {
+			return data, nil
+		}
 		ctx, cancel := f.opCtx(context.WithoutCancel(ctx))
 		defer cancel()
-		data := make([]byte, c.Size)
 		if err := f.o.Backend.ReadRange(ctx, p, fileHash, c.Offset, data); err != nil {
 			return nil, err
 		}
-		if err := f.o.Cache.Put(c, fileHash, data); err != nil {
+		if err := CheckChunk(c, key, data); err != nil {
+			return nil, err
+		}
+		if err := f.o.Cache.Put(c, key, data); err != nil {
 			return nil, err
 		}
 		return data, nil
@@ -671,7 +681,7 @@ func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte,
 func (f *FS) prefetchAfter(p string, cl ChunkList, from int) {
 	for i := from; i < len(cl.Chunks) && i < from+f.o.Prefetch; i++ {
 		c := cl.Chunks[i]
-		if f.o.Cache.Has(c) {
+		if f.o.Cache.Has(c.Key(p, cl.FileHash)) {
 			continue
 		}
 		select {

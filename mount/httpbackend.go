@@ -131,22 +131,13 @@ func (b *HTTPBackend) List(ctx context.Context, dir string) ([]Entry, error) {
 }
 
 func (b *HTTPBackend) ChunkList(ctx context.Context, p string) (ChunkList, error) {
-	var out struct {
-		Size     int64     `json:"size"`
-		FileHash string    `json:"fileHash"`
-		ModTime  time.Time `json:"modTime"`
-		Chunks   []struct {
-			Offset int64  `json:"offset"`
-			MD5    string `json:"md5"`
-			Size   int64  `json:"size"`
-		} `json:"chunks"`
-	}
-	if err := b.C.JSON(ctx, http.MethodGet, "/api/v1/fs/chunks", pq(p), nil, &out); err != nil {
+	out, err := b.C.Chunks(ctx, p)
+	if err != nil {
 		return ChunkList{}, err
 	}
 	cl := ChunkList{FileHash: out.FileHash, Size: out.Size, ModTime: out.ModTime}
 	for _, c := range out.Chunks {
-		cl.Chunks = append(cl.Chunks, ChunkRef{Offset: c.Offset, Size: c.Size, MD5: c.MD5})
+		cl.Chunks = append(cl.Chunks, ChunkRef{Offset: c.Offset, Size: c.Size, MD5: c.MD5, SHA256: c.SHA256})
 	}
 	return cl, nil
 }
