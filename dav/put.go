@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"netdisk/drive"
@@ -31,7 +32,9 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, fs *FS, name strin
 	ctx := r.Context()
 	size := expectedLength(r)
 	mtime, hasMtime := ocMtime(r)
-	fw, err := fs.D.Create(ctx, fs.UID, name, drive.WriteOptions{ExpectedSize: size, ModTime: mtime})
+	o := drive.WriteOptions{ExpectedSize: size, ModTime: mtime}
+	o.WantMD5, o.WantSHA1 = ocChecksum(r)
+	fw, err := fs.D.Create(ctx, fs.UID, name, o)
 	if err != nil {
 		return 0, err
 	}
@@ -81,4 +84,34 @@ func ocMtime(r *http.Request) (t time.Time, ok bool) {
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)), true
+}
+
+// ocChecksum reads OC-Checksum ("SHA1:<hex>", "MD5:<hex>", several separated
+// by spaces), the checksum ownCloud clients (rclone) send with a PUT so the
+// server can refuse a body damaged on the way. Other types (ADLER32) and
+// malformed values are ignored.
+func ocChecksum(r *http.Request) (md5, sha1 string) {
+	for _, f := range strings.Fields(r.Header.Get("OC-Checksum")) {
+		typ, v, ok := strings.Cut(f, ":")
+		v = strings.ToLower(v)
+		if !ok || !isHex(v) {
+			continue
+		}
+		switch {
+		case strings.EqualFold(typ, "MD5") && len(v) == 32:
+			md5 = v
+		case strings.EqualFold(typ, "SHA1") && len(v) == 40:
+			sha1 = v
+		}
+	}
+	return md5, sha1
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

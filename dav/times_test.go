@@ -118,3 +118,42 @@ func TestFolderTimesFollowEntries(t *testing.T) {
 		e.want(http.StatusCreated, "alice", "MOVE", "/dav/top/b/sub", "", "Destination: /dav/top/a/sub2")
 	})
 }
+
+// PUT with ownCloud's headers: X-OC-Mtime sets the time (answered
+// "accepted"), OC-Checksum is checked before the commit, and the content's
+// checksums come back in OC-Checksum and oc:checksums.
+func TestOwncloudPutHeaders(t *testing.T) {
+	e := startClockEnv(t)
+	const body = "hello"
+	const sha = "aaf4c61ddcc5e8a2dabede0f3b482cd9aea9434d"
+	const md5 = "5d41402abc4b2a76b9719d911017c592"
+	r := e.want(http.StatusCreated, "alice", "PUT", "/dav/f.txt", body, "X-OC-Mtime: 981173106", "OC-Checksum: SHA1:"+sha)
+	if r.hdr.Get("X-OC-MTime") != "accepted" || r.hdr.Get("OC-Checksum") != "SHA1:"+sha {
+		t.Fatalf("PUT answer headers: %v", r.hdr)
+	}
+	// A body that does not match its claimed checksum is refused; the old
+	// version stays.
+	e.want(http.StatusUnprocessableEntity, "alice", "PUT", "/dav/f.txt", "jello", "OC-Checksum: MD5:"+md5)
+	e.want(http.StatusUnprocessableEntity, "alice", "PUT", "/dav/new.txt", "jello", "OC-Checksum: SHA1:"+sha)
+	e.want(http.StatusNotFound, "alice", "GET", "/dav/new.txt", "")
+	g := e.want(http.StatusOK, "alice", "GET", "/dav/f.txt", "")
+	if g.body != body || g.hdr.Get("OC-Checksum") != "SHA1:"+sha || g.hdr.Get("Last-Modified") != "Sat, 03 Feb 2001 04:05:06 GMT" {
+		t.Fatalf("GET: %q %v", g.body, g.hdr)
+	}
+	p := e.want(http.StatusMultiStatus, "alice", "PROPFIND", "/dav/", `<propfind xmlns="DAV:" xmlns:oc="http://owncloud.org/ns"><prop><getlastmodified/><oc:checksums/></prop></propfind>`, "Depth: 1")
+	var ms struct {
+		Responses []struct {
+			Href      string   `xml:"href"`
+			Checksums []string `xml:"propstat>prop>checksums>checksum"`
+		} `xml:"response"`
+	}
+	if err := xml.Unmarshal([]byte(p.body), &ms); err != nil || len(ms.Responses) != 2 {
+		t.Fatalf("PROPFIND: %v in %s", err, p.body)
+	}
+	if got := ms.Responses[1].Checksums; len(got) != 1 || got[0] != "SHA1:"+sha+" MD5:"+md5 {
+		t.Fatalf("oc:checksums of %s: %q in %s", ms.Responses[1].Href, got, p.body)
+	}
+	if len(ms.Responses[0].Checksums) != 0 {
+		t.Fatalf("a folder has oc:checksums: %s", p.body)
+	}
+}

@@ -46,6 +46,8 @@ type Writer struct {
 
 	hold *quota.Hold // with a quota guard: the bytes reserved for this write
 
+	wantMD5, wantSHA1 string // claimed content checksums (WriteOptions)
+
 	// The whole content's MD5 and SHA-1 (what WebDAV clients compare), fed
 	// chunk by chunk in order as take hands chunks out: no second read.
 	md5, sha1 hash.Hash
@@ -108,6 +110,10 @@ type WriteOptions struct {
 	ExpectedSize int64
 	ModTime      time.Time // zero means now
 	Mode         uint32    // 0 keeps the old mode (or the default)
+	// WantMD5 / WantSHA1, when not "", are the content's checksums as the
+	// client claims them (lowercase hex, ownCloud's OC-Checksum): Commit
+	// refuses a body that does not match (errs.Mismatch), keeping the old version.
+	WantMD5, WantSHA1 string
 }
 
 // Create starts writing a new version of p. The parent must exist and p must
@@ -152,7 +158,8 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
 		expected: max(o.ExpectedSize, -1), existed: existed,
-		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New()}, nil
+		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
+		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1}, nil
 }
 
 // statWithParent looks p and its parent up, in one query when the store can.
@@ -332,6 +339,9 @@ func (w *Writer) Commit() (meta.Node, error) {
 	}
 	f := meta.NewFile{Size: w.size, ModTime: w.mtime, Mode: w.mode,
 		MD5: hex.EncodeToString(w.md5.Sum(nil)), SHA1: hex.EncodeToString(w.sha1.Sum(nil))}
+	if w.wantMD5 != "" && w.wantMD5 != f.MD5 || w.wantSHA1 != "" && w.wantSHA1 != f.SHA1 {
+		return meta.Node{}, errs.E("drive.Commit", errs.Mismatch, w.path, errors.New("the content does not match the checksum the client sent"))
+	}
 	if f.ModTime.IsZero() {
 		f.ModTime = w.d.now()
 	}
