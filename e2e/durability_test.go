@@ -40,7 +40,7 @@ var putCountRE = regexp.MustCompile(`netdisk_http_requests_total\{code="(\d+)",m
 // by status (from /metrics, counted once a handler returns).
 func (e *env) finishedPuts() map[int]int {
 	e.t.Helper()
-	st, body, _ := e.call("GET", "/metrics", "", "", nil, nil)
+	st, body, _ := e.call("GET", "/metrics", "admin", e.d.AdminPass, nil, nil) // admins only
 	if st != http.StatusOK {
 		e.t.Fatalf("GET /metrics: %d", st)
 	}

@@ -105,9 +105,24 @@ func KindOf(err error) Kind {
 // Is reports whether err has the given kind.
 func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
 
+// ErrLedgerUnreachable marks a quota ledger (Redis) failure; users see only
+// its text, never the cause (which names the server's address).
+var ErrLedgerUnreachable = errors.New("service unavailable: quota ledger unreachable")
+
 // Message returns a one-line message for users: the innermost cause's text
-// without the internal op chain when the kind is known.
+// without the internal op chain when the kind is known. An Unavailable
+// error caused by a dependency's error (a network or database failure, which
+// may name addresses or paths) shows a generic text instead; one whose cause
+// is the application's own sentence shows it.
 func Message(err error) string {
+	if KindOf(err) == Unavailable {
+		if errors.Is(err, ErrLedgerUnreachable) {
+			return ErrLedgerUnreachable.Error()
+		}
+		if c := innermost(err); c == nil || errors.Unwrap(c) != nil {
+			return "service unavailable"
+		}
+	}
 	var e *Error
 	if errors.As(err, &e) && e.Kind != Other {
 		if e.Err != nil {
@@ -126,4 +141,19 @@ func Message(err error) string {
 		return e.Kind.String()
 	}
 	return "internal error"
+}
+
+// innermost returns the cause of the innermost *Error in err's chain.
+func innermost(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return nil
+	}
+	if e.Err != nil {
+		var inner *Error
+		if errors.As(e.Err, &inner) {
+			return innermost(e.Err)
+		}
+	}
+	return e.Err
 }

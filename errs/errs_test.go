@@ -37,3 +37,20 @@ func TestMessageHidesInternals(t *testing.T) {
 		t.Fatalf("message %q", m)
 	}
 }
+
+// TestMessageUnavailableHidesCause: a dependency's failure (which may name
+// an address or a path) never reaches users; the ledger's is named as such;
+// the application's own sentence is kept.
+func TestMessageUnavailableHidesCause(t *testing.T) {
+	dial := errors.New("dial tcp 10.1.2.3:6379: connect: connection refused")
+	ledger := E("quota.Reserve", Unavailable, "", fmt.Errorf("%w: redis: %w", ErrLedgerUnreachable, dial))
+	if got := Message(E("drive.Put", Other, "/a", ledger)); got != "service unavailable: quota ledger unreachable" {
+		t.Errorf("ledger down: %q", got)
+	}
+	if got := Message(E("quota.Flush", Unavailable, "", fmt.Errorf("db: %w", dial))); got != "service unavailable" {
+		t.Errorf("other dependency down: %q", got)
+	}
+	if got := Message(Errorf("dav.Lock", Unavailable, "too many locks")); got != "too many locks" {
+		t.Errorf("own sentence: %q", got)
+	}
+}

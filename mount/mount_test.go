@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,7 +317,7 @@ func TestTailFollow(t *testing.T) {
 
 // metric reads one counter of the daemon's /metrics, summed over labels.
 func metric(t *testing.T, d *testutil.Daemon, name string) float64 {
-	resp, err := http.Get(d.URL + "/metrics")
+	resp, err := d.Do(context.Background(), "GET", "/metrics", "admin", d.AdminPass, nil, nil) // admins only
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,25 +49,26 @@ func (r *Redis) sessKeys(user int64, up string) []string {
 }
 
 // redisErr gives a Redis failure its kind: unreachable or not serving is
-// Unavailable (503), a script error is a bug.
+// Unavailable (503) marked errs.ErrLedgerUnreachable (users see that text,
+// not the cause with Redis's address), a script error is a bug.
 func redisErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errs.E(op, errs.Unavailable, "", fmt.Errorf("redis: %w", err))
+		return errs.E(op, errs.Unavailable, "", fmt.Errorf("%w: redis: %w", errs.ErrLedgerUnreachable, err))
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
 		msg := re.Error()
 		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "BUSY", "TRYAGAIN"} {
 			if strings.HasPrefix(msg, p) {
-				return errs.E(op, errs.Unavailable, "", fmt.Errorf("redis: %w", err))
+				return errs.E(op, errs.Unavailable, "", fmt.Errorf("%w: redis: %w", errs.ErrLedgerUnreachable, err))
 			}
 		}
 		return errs.E(op, errs.Other, "", fmt.Errorf("redis: %w", err))
 	}
-	return errs.E(op, errs.Unavailable, "", fmt.Errorf("redis unreachable: %w", err))
+	return errs.E(op, errs.Unavailable, "", fmt.Errorf("%w: redis: %w", errs.ErrLedgerUnreachable, err))
 }
 
 func ints(v any) ([]int64, error) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -70,27 +71,32 @@ func TestAuthSameAnswer(t *testing.T) {
 	}
 }
 
+// TestHealthAndMetrics: /healthz is open; /metrics on the public listener
+// needs an admin (401 anonymous, 403 for a user, 200 for an admin).
 func TestHealthAndMetrics(t *testing.T) {
-	_, hs := newTestServer(t, testutil.NewClock(time.Now()))
+	s, hs := newTestServer(t, testutil.NewClock(time.Now()))
+	if _, err := s.d.AddUser(context.Background(), "root", "root-pass", true, 0); err != nil {
+		t.Fatal(err)
+	}
 	if code, body, _ := get(t, hs.URL+"/healthz", "", ""); code != 200 || body != "ok\n" {
 		t.Fatalf("healthz: %d %q", code, body)
 	}
 	get(t, hs.URL+"/dav/", "alice", "secret")
-	resp, err := http.Get(hs.URL + "/metrics")
+	if code, _, h := get(t, hs.URL+"/metrics", "", ""); code != 401 || h.Get("WWW-Authenticate") == "" {
+		t.Fatalf("anonymous /metrics: %d", code)
+	}
+	if code, _, _ := get(t, hs.URL+"/metrics", "alice", "secret"); code != 403 {
+		t.Fatalf("non-admin /metrics: %d, want 403", code)
+	}
+	req, _ := http.NewRequest("GET", hs.URL+"/metrics", nil)
+	req.SetBasicAuth("root", "root-pass")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var sb strings.Builder
-	buf := make([]byte, 1<<16)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	if !strings.Contains(sb.String(), `netdisk_http_requests_total{code=`) {
-		t.Fatal("metrics lack netdisk_http_requests_total")
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `netdisk_http_requests_total{code=`) {
+		t.Fatalf("admin /metrics: %d, lacks netdisk_http_requests_total", resp.StatusCode)
 	}
 }

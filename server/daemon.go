@@ -42,6 +42,10 @@ type Options struct {
 	// Pprof, when set, serves net/http/pprof on this address (a listener of
 	// its own, never the public one; for profiling, off by default).
 	Pprof string
+	// MetricsListen, when set, serves /metrics without authentication on
+	// this address (for Prometheus; keep it on loopback or a private
+	// network). The public listener's /metrics always needs an admin.
+	MetricsListen string
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -172,6 +176,15 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	hs := d.Server.HTTPServer(d.opts.Listen)
 	addr := ln.Addr().String()
 	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/")
+	if d.opts.MetricsListen != "" {
+		// Before the ready file: once it exists, everything listens.
+		ms, err := serveMetrics(d.opts.MetricsListen, d.Server.MetricsHandler(), log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer ms.Close()
+	}
 	if d.opts.ReadyFile != "" {
 		if err := os.WriteFile(d.opts.ReadyFile, []byte(addr), 0o600); err != nil {
 			return err

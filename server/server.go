@@ -64,7 +64,11 @@ func New(c Config) *Server {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ok\n"))
 	})
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	// Metrics reveal who uses the server and how: admins only on the public
+	// listener; Prometheus scrapes the unauthenticated --metrics-listen.
+	s.mux.HandleFunc("GET /metrics", s.authed(true, func(w http.ResponseWriter, r *http.Request, _ meta.User) {
+		s.MetricsHandler().ServeHTTP(w, r)
+	}, s.davUnauthorized))
 	s.mux.HandleFunc("/dav/", s.authed(false, s.dav.Serve, s.davUnauthorized))
 	s.mux.HandleFunc("/dav", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -85,6 +89,12 @@ func New(c Config) *Server {
 		api.WriteJSON(w, http.StatusNotFound, api.ErrorBody{Error: "no such API endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	return s
+}
+
+// MetricsHandler serves the metrics in Prometheus text format, without
+// authentication (for --metrics-listen; the public route wraps it).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 }
 
 // Metrics returns the server's metrics, for other layers to add to.

@@ -72,6 +72,7 @@ type throttle struct {
 	pairs map[pairKey]*counter
 	addrs map[string]*counter
 	accts map[string]*counter
+	swept time.Time // last sweep: at most one a minute, however many are tracked
 }
 
 func newThrottle(now func() time.Time) *throttle {
@@ -152,7 +153,8 @@ func (t *throttle) done(account, addr string, evaluated, success bool) {
 	dropIdle(t.pairs, pk)
 	dropIdle(t.addrs, addr)
 	dropIdle(t.accts, account)
-	if len(t.pairs) > maxTracked { // bound memory under a spray of addresses
+	if len(t.pairs) > maxTracked && now.Sub(t.swept) > time.Minute { // bound memory under a spray of addresses
+		t.swept = now
 		t.sweep(now)
 	}
 }

@@ -80,6 +80,7 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
+	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	// Profiling is for developers measuring the daemon, not an operator knob.
 	f.StringVar(&o.Pprof, "pprof", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060")
