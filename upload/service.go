@@ -452,15 +452,15 @@ func (s *Service) record(ctx context.Context, ss session, idx int64, c meta.Chun
 		if prev.Valid && prev.Int64 == id {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO session_chunks(session_id, idx, chunk_id) VALUES (?,?,?)
-			ON CONFLICT(session_id, idx) DO UPDATE SET chunk_id = excluded.chunk_id`, ss.ID, idx, id); err != nil {
+		if prev.Valid {
+			// Checked here again, in the transaction: two different bodies
+			// for one index racing each other, the first one wins.
+			return errAlreadyReceived("upload.Chunk", idx)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO session_chunks(session_id, idx, chunk_id) VALUES (?,?,?)`, ss.ID, idx, id); err != nil {
 			return err
 		}
-		var add int64
-		if !prev.Valid {
-			add = c.Size
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET received = received + ?, touched_ns = ? WHERE id = ?`, add, now, ss.ID)
+		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET received = received + ?, touched_ns = ? WHERE id = ?`, c.Size, now, ss.ID)
 		return err
 	})
 }
@@ -516,6 +516,11 @@ func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash string) (Re
 			return Result{}, errs.Errorf(op, errs.Mismatch, "the session was merged with file hash %s", ss.ResultHash)
 		}
 		return ss.result(), nil
+	}
+	if ss.FileHash != "" && ss.FileHash != fileHash {
+		// init promised this content: a merge of other content is refused
+		// rather than silently committing something else.
+		return Result{}, errs.E(op, errs.Mismatch, ss.Path, fmt.Errorf("fileHash %s differs from %s given at init", fileHash, ss.FileHash))
 	}
 	held, err := s.sessionChunks(ctx, ss.ID)
 	if err != nil {
