@@ -40,7 +40,14 @@ type Config struct {
 	// Quota is the quota ledger guard (drive/quota.go); nil keeps only the
 	// check SQLite makes in every commit. It needs Meta to be *meta.SQLite.
 	Quota *quota.Guard
+	// MaxFileSize bounds every file's size, announced or streamed (413
+	// beyond it); 0 means DefaultMaxFileSize. It keeps every size the quota
+	// arithmetic sees far from overflow (at most quota.MaxBytes).
+	MaxFileSize int64
 }
+
+// DefaultMaxFileSize is the largest file accepted unless configured: 1 TiB.
+const DefaultMaxFileSize = 1 << 40
 
 // Drive is the file core.
 type Drive struct {
@@ -62,6 +69,8 @@ type Drive struct {
 	gcMu sync.Mutex // one GC or fsck at a time
 
 	quota *quota.Guard
+
+	maxFile int64 // see Config.MaxFileSize
 }
 
 type authEntry struct {
@@ -79,6 +88,11 @@ func New(c Config) *Drive {
 	if d.chunkSize <= 0 {
 		d.chunkSize = chunker.DefaultChunkSize
 	}
+	d.maxFile = c.MaxFileSize
+	if d.maxFile <= 0 {
+		d.maxFile = DefaultMaxFileSize
+	}
+	d.maxFile = min(d.maxFile, quota.MaxBytes)
 	if d.workers <= 0 {
 		d.workers = max(runtime.GOMAXPROCS(0), 2)
 	}
@@ -90,6 +104,17 @@ func New(c Config) *Drive {
 		d.log = slog.Default()
 	}
 	return d
+}
+
+// MaxFileSize is the largest file size accepted.
+func (d *Drive) MaxFileSize() int64 { return d.maxFile }
+
+// CheckFileSize refuses (TooLarge, 413) a file size over MaxFileSize.
+func (d *Drive) CheckFileSize(op, p string, size int64) error {
+	if size > d.maxFile {
+		return errs.E(op, errs.TooLarge, p, fmt.Errorf("%d bytes is over the maximum file size of %d bytes", size, d.maxFile))
+	}
+	return nil
 }
 
 // ChunkSize is the size files are cut at.

@@ -126,6 +126,9 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if !parent.IsDir {
 		return nil, errs.E(op, errs.NotDir, p, nil)
 	}
+	if err := d.CheckFileSize(op, p, o.ExpectedSize); err != nil {
+		return nil, err
+	}
 	var hold *quota.Hold
 	if d.quota != nil {
 		// The declared size is reserved whole before any byte is read (the
@@ -284,9 +287,14 @@ func (w *Writer) finish() {
 	}
 }
 
-// reserve makes sure the hold covers every byte received before a chunk of
-// them is stored; a refusal fails the write.
+// reserve makes sure the file stays within the maximum size and the hold
+// covers every byte received before a chunk of them is stored; a refusal
+// fails the write.
 func (w *Writer) reserve() error {
+	if err := w.d.CheckFileSize("drive.Write", w.path, w.size); err != nil {
+		w.fail(err) // a body of unknown length is bounded as it streams
+		return w.failed()
+	}
 	if w.hold == nil || w.size <= w.hold.Reserved() {
 		return nil
 	}

@@ -225,6 +225,9 @@ func (s *Service) Init(ctx context.Context, uid int64, path string, size int64, 
 	if size < 0 {
 		return Info{}, errs.Errorf(op, errs.Invalid, "negative size")
 	}
+	if err := s.d.CheckFileSize(op, p, size); err != nil {
+		return Info{}, err
+	}
 	if fileHash != "" && !validHash(fileHash) {
 		return Info{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
 	}
