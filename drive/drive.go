@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -66,7 +67,8 @@ type Drive struct {
 	authMu    sync.Mutex
 	authCache map[string]authEntry
 
-	gcMu sync.Mutex // one GC or fsck at a time
+	gcMu   sync.Mutex    // one GC or fsck at a time
+	gcRuns atomic.Uint64 // GC passes done (see reclaim)
 
 	quota *quota.Guard
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -242,7 +241,7 @@ func (w *Writer) store(b []byte, idx int64) {
 	w.mu.Lock()
 	w.pinned = append(w.pinned, key)
 	w.mu.Unlock()
-	err := w.d.blobs.Put(w.ctx, key, b)
+	err := w.d.StoreBlob(w.ctx, key, b)
 	w.d.putBuf(b)
 	if err != nil {
 		w.fail(err)
@@ -256,7 +255,9 @@ func (w *Writer) store(b []byte, idx int64) {
 func (w *Writer) fail(err error) {
 	w.mu.Lock()
 	if w.err == nil {
-		w.err = fmt.Errorf("drive: write %s: %w", w.path, err)
+		// With a kind (Other unless the cause says more), so the edges
+		// tell a failure of the drive from a body that could not be read.
+		w.err = errs.E("drive.Write", errs.Other, w.path, err)
 	}
 	w.mu.Unlock()
 	w.cancel()

@@ -348,7 +348,7 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) syscall.Errno {
 		hashes = n.ahead.chunkHashes(st.Size())
 	}
 	e, err := n.fsys.o.Backend.Upload(ctx, n.stage, st.Size(), hashes, p)
-	if err != nil && Errno(err) == syscall.ENOSPC && n.ahead != nil && n.ahead.releaseNow(ctx) {
+	if err != nil && Errno(err) == syscall.EDQUOT && n.ahead != nil && n.ahead.releaseNow(ctx) {
 		// The chunks sent ahead held their own reservations; with those
 		// given back the file may fit (its chunks are then sent again).
 		e, err = n.fsys.o.Backend.Upload(ctx, n.stage, st.Size(), hashes, p)
@@ -356,7 +356,8 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) syscall.Errno {
 	if err != nil {
 		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
 			"path", p, "staged", n.stage.Name(), "err", err)
-		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EACCES {
+		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EDQUOT &&
+			errno != syscall.EFBIG && errno != syscall.EACCES {
 			return syscall.EIO
 		} else {
 			return errno

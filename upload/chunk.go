@@ -78,7 +78,7 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 	defer s.d.Pins().Unpin(key)
 	// Durable first, recorded second: a crash in between leaves an orphan blob
 	// for GC, never a record without bytes.
-	if err := s.d.Blobs().Put(ctx, key, b); err != nil {
+	if err := s.d.StoreBlob(ctx, key, b); err != nil {
 		return wrap(op, ss.Path, err)
 	}
 	return wrap(op, ss.Path, s.record(ctx, ss, index, meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size}))
