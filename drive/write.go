@@ -347,7 +347,8 @@ func (w *Writer) Commit() (meta.Node, error) {
 		})
 		return n, err
 	}
-	return w.d.meta.CommitFile(ctx, w.uid, w.path, f)
+	n, err := w.d.meta.CommitFile(ctx, w.uid, w.path, f)
+	return n, DiskFull("drive.Commit", err)
 }
 
 // Abort discards what was written; the old version stays.

@@ -9,6 +9,7 @@ import (
 
 	"netdisk/chunker"
 	"netdisk/dedup"
+	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
 )
@@ -81,7 +82,8 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 	if err := s.d.StoreBlob(ctx, key, b); err != nil {
 		return wrap(op, ss.Path, err)
 	}
-	return wrap(op, ss.Path, s.record(ctx, ss, index, meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size}))
+	err = s.record(ctx, ss, index, meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size})
+	return wrap(op, ss.Path, drive.DiskFull(op, err))
 }
 
 // errAlreadyReceived refuses other content for a chunk index the session

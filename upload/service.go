@@ -614,7 +614,7 @@ func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, f
 		return err
 	})
 	if err != nil {
-		return Result{}, wrap(op, ss.Path, err)
+		return Result{}, wrap(op, ss.Path, drive.DiskFull(op, err))
 	}
 	s.acct.Merged(ctx, ss.UID, ss.ID, growth)
 	ss.ResultHash = fileHash
