@@ -71,3 +71,4 @@ func TestNoSpace(t *testing.T) {
 		t.Fatalf("%d codes for %d kinds", len(kindCodes), len(kindNames))
 	}
 }
+

@@ -1,11 +1,16 @@
 package quota_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/big"
 	"math/rand"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"netdisk/errs"
 	"netdisk/quota"
@@ -162,3 +167,19 @@ func runExtreme(t *testing.T, e *env, seed int64, steps int) {
 		}
 	}
 }
+
+// An unreachable Redis is 503 with a message that does not name its address.
+func TestRedisDownHidesAddress(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	l := quota.NewRedis(c, "", quota.Config{Sink: nopSink{}})
+	_, err := l.Reserve(context.Background(), 1, "u", 10)
+	if !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("error %v, want Unavailable", err)
+	}
+	if m := errs.Message(err); strings.Contains(m, "127.0.0.1") || strings.Contains(m, ":1") {
+		t.Fatalf("message names the address: %q", m)
+	}
+}
+
+type nopSink struct{ quota.Sink }

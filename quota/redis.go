@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -67,7 +68,13 @@ func redisErr(op string, err error) error {
 		}
 		return errs.E(op, errs.Other, "", fmt.Errorf("redis: %w", err))
 	}
-	return errs.E(op, errs.Unavailable, "", fmt.Errorf("redis unreachable: %w", err))
+	// The message reaches clients (503): keep Redis's address out of it.
+	cause := err
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		cause = oe.Err
+	}
+	return errs.E(op, errs.Unavailable, "", fmt.Errorf("redis unreachable: %w", cause))
 }
 
 func ints(v any) ([]int64, error) {
