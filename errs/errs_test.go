@@ -71,4 +71,3 @@ func TestNoSpace(t *testing.T) {
 		t.Fatalf("%d codes for %d kinds", len(kindCodes), len(kindNames))
 	}
 }
-
