@@ -101,16 +101,20 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // ErrorBody is every error answer.
 type ErrorBody struct {
 	Error string `json:"error"`
+	// Code is the machine-readable kind (errs.Code), e.g. "quota_exceeded"
+	// and "no_space", the two 507s.
+	Code string `json:"code,omitempty"`
 }
 
-// WriteError writes err as {"error": "..."} with the status of its kind;
-// unexpected errors are logged and shown as "internal error".
+// WriteError writes err as {"error": "...", "code": "..."} with the status
+// of its kind; unexpected errors and a full disk are logged with their detail
+// and shown with a fixed text (errs.Message).
 func (a *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status := Status(err)
 	if status >= 500 {
 		a.Log.Error("api", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	WriteJSON(w, status, ErrorBody{Error: errs.Message(err)})
+	WriteJSON(w, status, ErrorBody{Error: errs.Message(err), Code: errs.Code(err)})
 }
 
 // ReadJSON decodes a bounded JSON body into v, refusing unknown fields' types
@@ -137,7 +141,7 @@ func Status(err error) int {
 		return http.StatusBadRequest
 	case errs.Permission:
 		return http.StatusForbidden
-	case errs.Quota:
+	case errs.Quota, errs.NoSpace:
 		return http.StatusInsufficientStorage
 	case errs.Unauthenticated:
 		return http.StatusUnauthorized

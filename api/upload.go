@@ -30,7 +30,7 @@ func (a *API) uploadRoutes() []Route {
 func (a *API) withUpload(h Handler) Handler {
 	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
 		if a.Upload == nil {
-			WriteJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: "the upload service is not running"})
+			WriteJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: "the upload service is not running", Code: "unavailable"})
 			return
 		}
 		h(w, r, u)
@@ -143,7 +143,7 @@ func (a *API) merge(w http.ResponseWriter, r *http.Request, u meta.User) {
 	res, err := a.Upload.Merge(r.Context(), u.ID, req.UploadID, req.FileHash)
 	var miss *upload.MissingError
 	if errors.As(err, &miss) {
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": errs.Message(err), "missing": miss.Missing})
+		WriteJSON(w, http.StatusConflict, map[string]any{"error": errs.Message(err), "code": errs.Code(err), "missing": miss.Missing})
 		return
 	}
 	if err != nil {
@@ -203,8 +203,11 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	n, err := fw.ReadFrom(io.LimitReader(r.Body, limit+1))
 	switch {
-	case err != nil:
+	case err != nil && !errs.Classified(err):
+		// The body could not be read; a failure of the drive (a full disk)
+		// keeps its own kind.
 		err = errs.E(op, errs.Invalid, p, err)
+	case err != nil:
 	case n > limit:
 		err = errs.Errorf(op, errs.TooLarge, "body is over the %d byte limit of one-request uploads", limit)
 	case r.ContentLength >= 0 && n != r.ContentLength:

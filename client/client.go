@@ -51,6 +51,7 @@ func New(server, user, password string) *Client {
 type Error struct {
 	Status  int
 	Message string
+	Code    string // the machine-readable code of the API's error body, if any
 	Body    []byte // the raw body, for answers with extra fields (e.g. "missing")
 }
 
@@ -62,6 +63,9 @@ func (e *Error) Error() string {
 		}
 		return "wrong user name or password (" + e.Message + ")"
 	case http.StatusInsufficientStorage:
+		if e.Code == "no_space" {
+			return "the server is out of space: " + e.Message
+		}
 		return "over quota: " + e.Message
 	}
 	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
@@ -110,9 +114,10 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	e := &Error{Status: resp.StatusCode, Body: b}
 	var eb struct {
 		Error string `json:"error"`
+		Code  string `json:"code"`
 	}
 	if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
-		e.Message = eb.Error
+		e.Message, e.Code = eb.Error, eb.Code
 	} else {
 		e.Message = strings.TrimSpace(string(b))
 		if e.Message == "" {

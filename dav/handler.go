@@ -141,7 +141,7 @@ func Status(err error) int {
 		return http.StatusBadRequest
 	case errs.Permission:
 		return http.StatusForbidden
-	case errs.Quota:
+	case errs.Quota, errs.NoSpace:
 		return http.StatusInsufficientStorage
 	case errs.Unauthenticated:
 		return http.StatusUnauthorized

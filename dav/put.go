@@ -44,8 +44,10 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, fs *FS, name strin
 	}
 	if err != nil {
 		fw.Abort()
-		if errs.KindOf(err) == errs.Other {
-			// The body could not be read: the client went away or sent garbage.
+		if !errs.Classified(err) {
+			// The body could not be read: the client went away or sent
+			// garbage. A failure of the drive (a full disk: 507, anything
+			// else: 500) keeps its kind and never shows its server paths.
 			err = errs.E("dav.Put", errs.Invalid, name, err)
 		}
 		return 0, err

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -44,7 +45,14 @@ type Config struct {
 	// Locks is the WebDAV lock table every mutating operation consults
 	// (drive/locks.go); nil means a new in-process one.
 	Locks davlock.Table
+	// MaxFileSize bounds every file's size, announced or streamed (413
+	// beyond it); 0 means DefaultMaxFileSize. It keeps every size the quota
+	// arithmetic sees far from overflow (at most quota.MaxBytes).
+	MaxFileSize int64
 }
+
+// DefaultMaxFileSize is the largest file accepted unless configured: 1 TiB.
+const DefaultMaxFileSize = 1 << 40
 
 // Drive is the file core.
 type Drive struct {
@@ -63,13 +71,16 @@ type Drive struct {
 	authMu    sync.Mutex
 	authCache map[string]authEntry
 
-	gcMu sync.Mutex // one GC or fsck at a time
+	gcMu   sync.Mutex    // one GC or fsck at a time
+	gcRuns atomic.Uint64 // GC passes done (see reclaim)
 
 	sumMu   sync.Mutex    // one checksum pass at a time (checksums.go)
 	sumKick chan struct{} // wakes RunChecksums
 
 	quota *quota.Guard
 	locks davlock.Table
+
+	maxFile int64 // see Config.MaxFileSize
 }
 
 type authEntry struct {
@@ -88,6 +99,11 @@ func New(c Config) *Drive {
 	if d.chunkSize <= 0 {
 		d.chunkSize = chunker.DefaultChunkSize
 	}
+	d.maxFile = c.MaxFileSize
+	if d.maxFile <= 0 {
+		d.maxFile = DefaultMaxFileSize
+	}
+	d.maxFile = min(d.maxFile, quota.MaxBytes)
 	if d.workers <= 0 {
 		d.workers = max(runtime.GOMAXPROCS(0), 2)
 	}
@@ -102,6 +118,17 @@ func New(c Config) *Drive {
 		d.locks = davlock.NewManager(d.now)
 	}
 	return d
+}
+
+// MaxFileSize is the largest file size accepted.
+func (d *Drive) MaxFileSize() int64 { return d.maxFile }
+
+// CheckFileSize refuses (TooLarge, 413) a file size over MaxFileSize.
+func (d *Drive) CheckFileSize(op, p string, size int64) error {
+	if size > d.maxFile {
+		return errs.E(op, errs.TooLarge, p, fmt.Errorf("%d bytes is over the maximum file size of %d bytes", size, d.maxFile))
+	}
+	return nil
 }
 
 // ChunkSize is the size files are cut at.

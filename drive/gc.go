@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"netdisk/dedup"
+	"netdisk/errs"
 	"netdisk/meta"
 )
 
@@ -27,6 +28,43 @@ type GCResult struct {
 func (d *Drive) GC(ctx context.Context) (GCResult, error) {
 	d.gcMu.Lock()
 	defer d.gcMu.Unlock()
+	return d.gcLocked(ctx)
+}
+
+// StoreBlob stores a chunk durably. When the store is full it runs one GC
+// pass and retries once: the chunks of deleted files become free space at
+// once, not at the next scheduled GC. Chunks of writes in progress are
+// pinned, so the pass never takes them. A store still full is errs.NoSpace
+// (507 / ENOSPC at the edges).
+func (d *Drive) StoreBlob(ctx context.Context, key dedup.Key, b []byte) error {
+	runs := d.gcRuns.Load()
+	err := d.blobs.Put(ctx, key, b)
+	if errs.KindOf(err) == errs.NoSpace {
+		d.log.Warn("chunk store full: collecting unreferenced chunks, then retrying once", "err", err)
+		d.reclaim(ctx, runs)
+		err = d.blobs.Put(ctx, key, b)
+	}
+	if err != nil {
+		return errs.E("drive.Store", errs.Other, "", err) // NoSpace by its errno
+	}
+	return nil
+}
+
+// reclaim runs a GC pass unless one completed since runs was read: writers
+// that hit a full disk together trigger one pass, not one each.
+func (d *Drive) reclaim(ctx context.Context, runs uint64) {
+	d.gcMu.Lock()
+	defer d.gcMu.Unlock()
+	if d.gcRuns.Load() != runs {
+		return
+	}
+	if _, err := d.gcLocked(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("gc on a full chunk store", "err", err)
+	}
+}
+
+func (d *Drive) gcLocked(ctx context.Context) (GCResult, error) {
+	defer d.gcRuns.Add(1)
 	var res GCResult
 	seen := map[string]bool{}
 	for {

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 	"io"
 	"sync"
@@ -143,6 +142,9 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if err := d.checkLocks(ctx, uid, writeTarget(p, existed)); err != nil {
 		return nil, err // early, before any byte is read; Commit checks again
 	}
+	if err := d.CheckFileSize(op, p, o.ExpectedSize); err != nil {
+		return nil, err
+	}
 	var hold *quota.Hold
 	if d.quota != nil {
 		// The declared size is reserved whole before any byte is read (the
@@ -259,7 +261,7 @@ func (w *Writer) store(b []byte, idx int64) {
 	w.mu.Lock()
 	w.pinned = append(w.pinned, key)
 	w.mu.Unlock()
-	err := w.d.blobs.Put(w.ctx, key, b)
+	err := w.d.StoreBlob(w.ctx, key, b)
 	w.d.putBuf(b)
 	if err != nil {
 		w.fail(err)
@@ -273,7 +275,9 @@ func (w *Writer) store(b []byte, idx int64) {
 func (w *Writer) fail(err error) {
 	w.mu.Lock()
 	if w.err == nil {
-		w.err = fmt.Errorf("drive: write %s: %w", w.path, err)
+		// With a kind (Other unless the cause says more), so the edges
+		// tell a failure of the drive from a body that could not be read.
+		w.err = errs.E("drive.Write", errs.Other, w.path, err)
 	}
 	w.mu.Unlock()
 	w.cancel()
@@ -304,9 +308,14 @@ func (w *Writer) finish() {
 	}
 }
 
-// reserve makes sure the hold covers every byte received before a chunk of
-// them is stored; a refusal fails the write.
+// reserve makes sure the file stays within the maximum size and the hold
+// covers every byte received before a chunk of them is stored; a refusal
+// fails the write.
 func (w *Writer) reserve() error {
+	if err := w.d.CheckFileSize("drive.Write", w.path, w.size); err != nil {
+		w.fail(err) // a body of unknown length is bounded as it streams
+		return w.failed()
+	}
 	if w.hold == nil || w.size <= w.hold.Reserved() {
 		return nil
 	}
@@ -365,7 +374,8 @@ func (w *Writer) Commit() (meta.Node, error) {
 		})
 		return n, err
 	}
-	return w.d.meta.CommitFile(ctx, w.uid, w.path, f)
+	n, err := w.d.meta.CommitFile(ctx, w.uid, w.path, f)
+	return n, DiskFull("drive.Commit", err)
 }
 
 // Abort discards what was written; the old version stays.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // Kind classifies an error for translation at the edge.
@@ -31,6 +32,7 @@ const (
 	Locked                      // a WebDAV lock forbids it: 423 / EACCES
 	Precondition                // a conditional header failed: 412
 	Canceled                    // the caller went away or gave up: 499, not logged as a failure
+	NoSpace                     // the server's storage is full: 507 / ENOSPC (Quota is the user's limit)
 )
 
 // StatusClientClosed is the status recorded for a request whose client went
@@ -41,7 +43,23 @@ const StatusClientClosed = 499
 var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
 	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
 	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch", "locked",
-	"precondition failed", "canceled"}
+	"precondition failed", "canceled", "no space left on the server"}
+
+// kindCodes are the machine-readable codes of the API's error bodies
+// ({"error": ..., "code": ...}, shared/API.md); clients decide on them, never
+// on the text. Part of the wire contract: never renamed.
+var kindCodes = [...]string{"internal", "not_found", "exists", "not_a_directory", "is_a_directory",
+	"parent_missing", "invalid", "permission_denied", "quota_exceeded", "conflict",
+	"unauthenticated", "unavailable", "too_large", "not_empty", "hash_mismatch", "locked",
+	"precondition_failed", "canceled", "no_space"}
+
+// Code returns the machine-readable code of err's kind.
+func Code(err error) string {
+	if k := KindOf(err); int(k) < len(kindCodes) {
+		return kindCodes[k]
+	}
+	return "internal"
+}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -83,7 +101,9 @@ func Errorf(op string, kind Kind, format string, args ...any) error {
 }
 
 // KindOf returns the kind of the outermost *Error in err's chain whose kind is
-// not Other; else Canceled for a cancelled or expired context; else Other.
+// not Other; else Canceled for a cancelled or expired context; else NoSpace
+// when the cause is a full file system (ENOSPC, or EDQUOT of the server's
+// own disk quota), wherever in the stack it was raised; else Other.
 func KindOf(err error) Kind {
 	orig := err
 	for err != nil {
@@ -99,7 +119,18 @@ func KindOf(err error) Kind {
 	if errors.Is(orig, context.Canceled) || errors.Is(orig, context.DeadlineExceeded) {
 		return Canceled
 	}
+	if errors.Is(orig, syscall.ENOSPC) || errors.Is(orig, syscall.EDQUOT) {
+		return NoSpace
+	}
 	return Other
+}
+
+// Classified reports whether err carries an *Error, i.e. the code that failed
+// gave it a kind (even Other), as opposed to a plain error such as a request
+// body that could not be read.
+func Classified(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
 }
 
 // Is reports whether err has the given kind.
@@ -110,12 +141,19 @@ func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
 var ErrLedgerUnreachable = errors.New("service unavailable: quota ledger unreachable")
 
 // Message returns a one-line message for users: the innermost cause's text
-// without the internal op chain when the kind is known. An Unavailable
-// error caused by a dependency's error (a network or database failure, which
-// may name addresses or paths) shows a generic text instead; one whose cause
-// is the application's own sentence shows it.
+// without the internal op chain when the kind is known. Unexpected errors and
+// a full disk get a fixed text: their causes name server paths, which never
+// reach a client (the edges log the detail). An Unavailable error caused by a
+// dependency's error (a network or database failure, which may name
+// addresses or paths) shows a generic text too; one whose cause is the
+// application's own sentence shows it.
 func Message(err error) string {
-	if KindOf(err) == Unavailable {
+	switch KindOf(err) {
+	case Other:
+		return "internal error"
+	case NoSpace:
+		return NoSpace.String()
+	case Unavailable:
 		if errors.Is(err, ErrLedgerUnreachable) {
 			return ErrLedgerUnreachable.Error()
 		}
@@ -123,8 +161,12 @@ func Message(err error) string {
 			return "service unavailable"
 		}
 	}
+	// The outermost *Error with a kind: an Other wrapper around it adds
+	// only internal detail.
 	var e *Error
-	if errors.As(err, &e) && e.Kind != Other {
+	for x := err; errors.As(x, &e) && e.Kind == Other; x = e.Err {
+	}
+	if e != nil && e.Kind != Other {
 		if e.Err != nil {
 			var inner *Error
 			if errors.As(e.Err, &inner) {

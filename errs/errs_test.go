@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -52,5 +55,36 @@ func TestMessageUnavailableHidesCause(t *testing.T) {
 	}
 	if got := Message(Errorf("dav.Lock", Unavailable, "too many locks")); got != "too many locks" {
 		t.Errorf("own sentence: %q", got)
+	}
+}
+
+// A full disk is NoSpace wherever it was raised, its message names no server
+// path, and its code tells it apart from the user's quota (both are 507).
+func TestNoSpace(t *testing.T) {
+	osErr := &os.PathError{Op: "write", Path: "/srv/netdisk/chunks/tmp/put-123", Err: syscall.ENOSPC}
+	for _, err := range []error{
+		osErr,
+		fmt.Errorf("dedup: put abc: %w", osErr),
+		E("drive.Write", Other, "/user/file", fmt.Errorf("drive: write: %w", osErr)),
+	} {
+		if k := KindOf(err); k != NoSpace {
+			t.Errorf("KindOf(%v) = %v, want NoSpace", err, k)
+		}
+		if m := Message(err); strings.Contains(m, "/srv") || strings.Contains(m, "chunks") {
+			t.Errorf("message leaks a server path: %q", m)
+		}
+		if c := Code(err); c != "no_space" {
+			t.Errorf("Code = %q, want no_space", c)
+		}
+	}
+	if c := Code(E("quota.Reserve", Quota, "", nil)); c != "quota_exceeded" {
+		t.Errorf("quota code %q", c)
+	}
+	// An outer Other wrapper does not hide a kind's message.
+	if m := Message(E("api", Other, "", E("quota.Reserve", Quota, "", errors.New("quota exceeded: 1 bytes free, 2 needed")))); m != "quota exceeded: 1 bytes free, 2 needed" {
+		t.Errorf("message %q", m)
+	}
+	if len(kindCodes) != len(kindNames) {
+		t.Fatalf("%d codes for %d kinds", len(kindCodes), len(kindNames))
 	}
 }

@@ -52,8 +52,16 @@ func Errno(err error) syscall.Errno {
 		return syscall.EINVAL
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return syscall.EACCES
-	case http.StatusInsufficientStorage, http.StatusRequestEntityTooLarge:
+	case http.StatusInsufficientStorage:
+		// Both 507s: the user's quota (EDQUOT) or the server's disk (ENOSPC),
+		// told apart by the body's code.
+		var e *client.Error
+		if errors.As(err, &e) && e.Code == "quota_exceeded" {
+			return syscall.EDQUOT
+		}
 		return syscall.ENOSPC
+	case http.StatusRequestEntityTooLarge:
+		return syscall.EFBIG
 	case http.StatusPreconditionFailed:
 		return syscall.ESTALE
 	case http.StatusLocked:

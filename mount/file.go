@@ -40,7 +40,7 @@ type fileNode struct {
 	idle sync.Cond // L is &mu, set on first wait
 	// gen counts entries published; a Stat started before a newer entry
 	// was published does not overwrite it.
-	gen uint64
+	gen     uint64
 	changed time.Time // ctime: last chmod or rename seen here (writes move the mtime)
 }
 
@@ -501,7 +501,7 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 	}
 	be := n.fsys.o.Backend
 	e, err = be.Upload(ctx, stage, st.Size(), hashes, p)
-	if err != nil && Errno(err) == syscall.ENOSPC && a != nil && a.releaseNow(ctx) {
+	if err != nil && Errno(err) == syscall.EDQUOT && a != nil && a.releaseNow(ctx) {
 		// The chunks sent ahead held their own reservations; with those
 		// given back the file may fit (its chunks are then sent again).
 		e, err = be.Upload(ctx, stage, st.Size(), hashes, p)
@@ -517,7 +517,8 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 	if err != nil {
 		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
 			"path", p, "staged", stage.Name(), "err", err)
-		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EACCES {
+		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EDQUOT &&
+			errno != syscall.EFBIG && errno != syscall.EACCES {
 			return Entry{}, syscall.EIO, false, false
 		} else {
 			return Entry{}, errno, false, false

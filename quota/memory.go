@@ -77,6 +77,9 @@ func (m *Memory) Reserve(ctx context.Context, user int64, upload string, declare
 	if declared < 0 || upload == "" {
 		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
 	}
+	if err := checkSize(op, "a reservation", declared); err != nil {
+		return Usage{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u, err := m.user(ctx, op, user)
@@ -89,7 +92,7 @@ func (m *Memory) Reserve(ctx context.Context, user int64, upload string, declare
 		}
 		return *u, nil
 	}
-	if u.Total > 0 && u.Finished+u.Uploading+declared > u.Total {
+	if !admits(*u, declared) {
 		return *u, overQuota(op, *u, declared)
 	}
 	u.Uploading += declared
@@ -101,6 +104,9 @@ func (m *Memory) Chunk(ctx context.Context, user int64, upload string, index int
 	const op = "quota.Chunk"
 	if index < 0 || n < 0 {
 		return errs.Errorf(op, errs.Invalid, "bad chunk %d of %d bytes", index, n)
+	}
+	if err := checkSize(op, "a chunk", n); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -117,7 +123,7 @@ func (m *Memory) Chunk(ctx context.Context, user int64, upload string, index int
 	if s.have[index] {
 		return nil
 	}
-	if s.received+n > s.declared {
+	if n > s.declared-s.received { // (received <= declared: no overflow)
 		return errs.Errorf(op, errs.TooLarge, "chunk exceeds the declared size (%d of %d bytes received)", s.received, s.declared)
 	}
 	u := m.users[user]
@@ -180,13 +186,16 @@ func (m *Memory) Release(ctx context.Context, user int64, upload string) (Releas
 
 func (m *Memory) AddFinished(ctx context.Context, user int64, delta int64) error {
 	const op = "quota.AddFinished"
+	if err := checkSize(op, "a change", delta); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u, err := m.user(ctx, op, user)
 	if err != nil {
 		return err
 	}
-	if delta > 0 && u.Total > 0 && u.Committed()+delta > u.Total {
+	if delta > 0 && !admits(*u, delta) {
 		return overQuota(op, *u, delta)
 	}
 	u.Finished += delta

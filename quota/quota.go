@@ -24,6 +24,8 @@
 //
 //	Total == 0 || Finished + Uploading + S <= Total
 //
+// computed without overflow, and with Finished + Uploading + S <= MaxBytes
+// in any case (see MaxBytes),
 // and the check and the reservation (Uploading += S) are one atomic step (one
 // Lua script in Redis, one mutex in process). Committed usage is
 // Finished + Uploading; every operation keeps it <= Total:
@@ -100,6 +102,33 @@ type Usage struct {
 	Finished   int64 `json:"finished"`
 	Uploading  int64 `json:"uploading"`
 	Unfinished int64 `json:"unfinished"`
+}
+
+// MaxBytes bounds every figure and every size the ledger accepts: 2^53-1,
+// the largest integer a Lua number (a double, in the Redis scripts) holds
+// exactly, so both ledgers compute every sum exactly and agree. A session,
+// chunk or growth that would take a user's committed bytes past it is refused
+// (Quota) even when the user is unlimited; a single size past it is TooLarge.
+// The daemon's maximum file size (serve --max-file-size) is far below it.
+const MaxBytes = 1<<53 - 1
+
+// admits reports whether n more bytes fit u under the admission rule. Every
+// operand is bounded first, so the sum cannot overflow int64.
+func admits(u Usage, n int64) bool {
+	if n < 0 || n > MaxBytes || u.Finished > MaxBytes || u.Uploading > MaxBytes ||
+		u.Finished < -MaxBytes || u.Uploading < -MaxBytes {
+		return false
+	}
+	sum := u.Finished + u.Uploading + n
+	return sum <= MaxBytes && (u.Total <= 0 || sum <= u.Total)
+}
+
+// checkSize refuses a single size the ledger cannot count.
+func checkSize(op string, what string, n int64) error {
+	if n > MaxBytes || n < -MaxBytes {
+		return errs.Errorf(op, errs.TooLarge, "%s of %d bytes is beyond what the ledger counts", what, n)
+	}
+	return nil
 }
 
 // Committed is the usage the admission rule bounds by Total.

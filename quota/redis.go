@@ -149,6 +149,9 @@ func (r *Redis) Reserve(ctx context.Context, user int64, upload string, declared
 	if declared < 0 || upload == "" {
 		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
 	}
+	if err := checkSize(op, "a reservation", declared); err != nil {
+		return Usage{}, err
+	}
 	res, err := r.runUser(ctx, op, user, reserveScript, []string{r.kEpoch(), r.kUser(user), r.kSession(upload)}, user, declared)
 	if err != nil {
 		return Usage{}, err
@@ -167,6 +170,9 @@ func (r *Redis) Chunk(ctx context.Context, user int64, upload string, index int,
 	const op = "quota.Chunk"
 	if index < 0 || n < 0 {
 		return errs.Errorf(op, errs.Invalid, "bad chunk %d of %d bytes", index, n)
+	}
+	if err := checkSize(op, "a chunk", n); err != nil {
+		return err
 	}
 	due := r.cfg.Clock.Now().Add(r.cfg.Delay)
 	st, err := chunkScript.Run(ctx, r.rdb, r.sessKeys(user, upload), user, index, n, ms(due), upload).Int64()
@@ -233,6 +239,9 @@ func (r *Redis) Release(ctx context.Context, user int64, upload string) (Release
 
 func (r *Redis) AddFinished(ctx context.Context, user int64, delta int64) error {
 	const op = "quota.AddFinished"
+	if err := checkSize(op, "a change", delta); err != nil {
+		return err
+	}
 	res, err := r.runUser(ctx, op, user, addFinishedScript, []string{r.kEpoch(), r.kUser(user)}, delta)
 	if err != nil {
 		return err

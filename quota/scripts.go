@@ -18,25 +18,43 @@ import "github.com/redis/go-redis/v9"
 // Status codes (first element of the reply): 0 ok, 1 over quota, 2 duplicate
 // chunk, 3 unknown upload, -1 state lost, -2 unknown user, -3 upload reused
 // with another size, -5 upload of another user, -6 too large.
+//
+// Arithmetic: Lua numbers are doubles, exact only up to 2^53. Figures are
+// therefore replied as the strings Redis stores (exact int64s), changed only
+// by HINCRBY (exact), and compared with a sum that is refused once it passes
+// MaxBytes = 2^53-1. Rounding is monotone, so a true sum past 2^53-1 always
+// computes past it too, and a sum within it is exact: the comparisons below
+// decide exactly as the Go ledger's int64 arithmetic does.
 
 // KEYS epoch, u, s. ARGV user, declared.
-var reserveScript = redis.NewScript(`
+var reserveScript = redis.NewScript(luaAdmits + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 local u = redis.call('HMGET', KEYS[2], 'total', 'finished', 'uploading', 'unfinished')
 if not u[1] then return {-2} end
-local total, finished, uploading, unfinished = tonumber(u[1]), tonumber(u[2]), tonumber(u[3]), tonumber(u[4])
-local declared = tonumber(ARGV[2])
 local s = redis.call('HMGET', KEYS[3], 'user', 'declared')
 if s[1] then
-  if s[1] ~= ARGV[1] or tonumber(s[2]) ~= declared then return {-3, total, finished, uploading, unfinished} end
-  return {0, total, finished, uploading, unfinished}
+  -- compared as strings: both are canonical decimal integers
+  if s[1] ~= ARGV[1] or s[2] ~= ARGV[2] then return {-3, u[1], u[2], u[3], u[4]} end
+  return {0, u[1], u[2], u[3], u[4]}
 end
-if total > 0 and finished + uploading + declared > total then return {1, total, finished, uploading, unfinished} end
-redis.call('HINCRBY', KEYS[2], 'uploading', ARGV[2])
+if not admits(tonumber(u[1]), tonumber(u[2]), tonumber(u[3]), tonumber(ARGV[2])) then
+  return {1, u[1], u[2], u[3], u[4]}
+end
+local uploading = redis.call('HINCRBY', KEYS[2], 'uploading', ARGV[2])
 redis.call('HSET', KEYS[3], 'user', ARGV[1], 'declared', ARGV[2], 'received', 0, 'flushed', 0,
   'infl', 0, 'target', 0, 'seq', 0, 'lease', 0, 'due', 0)
-return {0, total, finished, uploading + declared, unfinished}
+return {0, u[1], u[2], uploading, u[4]}
 `)
+
+// luaAdmits is the admission rule (Go: admits), shared by the scripts.
+const luaAdmits = `
+local MAX = 9007199254740991
+local function admits(total, finished, uploading, n)
+  local sum = finished + uploading + n
+  if finished < -MAX or uploading < -MAX or sum > MAX then return false end
+  return total <= 0 or sum <= total
+end
+`
 
 // The seed's "refresh": count a chunk once, push the task's due time later.
 // KEYS epoch, u, s, b, due. ARGV user, index, n, dueMs, upload.
@@ -46,8 +64,8 @@ local s = redis.call('HMGET', KEYS[3], 'user', 'declared', 'received')
 if not s[1] then return 3 end
 if s[1] ~= ARGV[1] then return -5 end
 if redis.call('GETBIT', KEYS[4], ARGV[2]) == 1 then return 2 end
-local n = tonumber(ARGV[3])
-if tonumber(s[3]) + n > tonumber(s[2]) then return -6 end
+-- received <= declared <= 2^53-1: the difference is exact
+if tonumber(ARGV[3]) > tonumber(s[2]) - tonumber(s[3]) then return -6 end
 redis.call('SETBIT', KEYS[4], ARGV[2], 1)
 redis.call('HINCRBY', KEYS[3], 'received', ARGV[3])
 redis.call('HSET', KEYS[3], 'due', ARGV[4])
@@ -133,13 +151,14 @@ return {0, s[2], s[3], s[4], s[5], s[6]}
 `)
 
 // KEYS epoch, u. ARGV delta.
-var addFinishedScript = redis.NewScript(`
+var addFinishedScript = redis.NewScript(luaAdmits + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 local u = redis.call('HMGET', KEYS[2], 'total', 'finished', 'uploading', 'unfinished')
 if not u[1] then return {-2} end
-local total, finished, uploading, unfinished = tonumber(u[1]), tonumber(u[2]), tonumber(u[3]), tonumber(u[4])
 local delta = tonumber(ARGV[1])
-if delta > 0 and total > 0 and finished + uploading + delta > total then return {1, total, finished, uploading, unfinished} end
+if delta > 0 and not admits(tonumber(u[1]), tonumber(u[2]), tonumber(u[3]), delta) then
+  return {1, u[1], u[2], u[3], u[4]}
+end
 redis.call('HINCRBY', KEYS[2], 'finished', ARGV[1])
 return {0}
 `)
@@ -166,5 +185,5 @@ var usageScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 local u = redis.call('HMGET', KEYS[2], 'total', 'finished', 'uploading', 'unfinished')
 if not u[1] then return {-2} end
-return {0, tonumber(u[1]), tonumber(u[2]), tonumber(u[3]), tonumber(u[4])}
+return {0, u[1], u[2], u[3], u[4]}
 `)

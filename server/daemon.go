@@ -46,6 +46,9 @@ type Options struct {
 	// this address (for Prometheus; keep it on loopback or a private
 	// network). The public listener's /metrics always needs an admin.
 	MetricsListen string
+	// MaxFileSize bounds every file (413 beyond it); 0 means
+	// drive.DefaultMaxFileSize.
+	MaxFileSize int64
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -112,7 +115,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	g := quota.NewGuard(ledger, sink, o.Logger)
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, Quota: g})
+	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, Quota: g,
+		MaxFileSize: o.MaxFileSize})
 	if err := ensureAdmin(ctx, d, m, o); err != nil {
 		m.Close()
 		return nil, err

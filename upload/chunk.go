@@ -9,6 +9,7 @@ import (
 
 	"netdisk/chunker"
 	"netdisk/dedup"
+	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
 )
@@ -16,7 +17,8 @@ import (
 // PutChunk receives the bytes of chunk index. length is the announced body
 // length (-1 when unknown). The bytes must be exactly the chunk's length and
 // hash to hash (MD5); otherwise nothing is stored. Sending a chunk the
-// session already holds is success.
+// session already holds is success; other bytes for an index already
+// received are refused with Conflict and change nothing.
 func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int64, hash string, body io.Reader, length int64) error {
 	const op = "upload.Chunk"
 	if !validHash(hash) {
@@ -60,18 +62,34 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 		}
 		return errs.Errorf(op, errs.Conflict, "the session is already merged")
 	}
-	if c, ok, err := s.heldAt(ctx, ss.ID, index); err == nil && ok && c.SHA256 == sum.SHA256 {
-		return nil // idempotent: nothing to store or count
+	c, ok, err := s.heldAt(ctx, ss.ID, index)
+	if err != nil {
+		return wrap(op, ss.Path, err)
+	}
+	if ok {
+		if c.SHA256 == sum.SHA256 {
+			return nil // idempotent: nothing to store or count
+		}
+		// A received chunk is final (shared/API.md): other bytes for it
+		// change nothing, whatever their hash.
+		return errAlreadyReceived(op, index)
 	}
 	key := dedup.Key(sum.SHA256)
 	s.d.Pins().Pin(key)
 	defer s.d.Pins().Unpin(key)
 	// Durable first, recorded second: a crash in between leaves an orphan blob
 	// for GC, never a record without bytes.
-	if err := s.d.Blobs().Put(ctx, key, b); err != nil {
+	if err := s.d.StoreBlob(ctx, key, b); err != nil {
 		return wrap(op, ss.Path, err)
 	}
-	return wrap(op, ss.Path, s.record(ctx, ss, index, meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size}))
+	err = s.record(ctx, ss, index, meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size})
+	return wrap(op, ss.Path, drive.DiskFull(op, err))
+}
+
+// errAlreadyReceived refuses other content for a chunk index the session
+// already holds.
+func errAlreadyReceived(op string, index int64) error {
+	return errs.Errorf(op, errs.Conflict, "chunk %d was already received with other bytes", index)
 }
 
 func checkIndex(op string, ss session, index int64) error {
@@ -110,6 +128,8 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 		return HashResult{}, wrap(op, "", err)
 	} else if ok && c.MD5 == hash {
 		return HashResult{Exists: true}, nil
+	} else if ok {
+		return HashResult{}, errAlreadyReceived(op, index)
 	}
 	if ss.State != stateOpen {
 		return HashResult{}, errs.Errorf(op, errs.Conflict, "the session is already merged")

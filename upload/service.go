@@ -225,6 +225,9 @@ func (s *Service) Init(ctx context.Context, uid int64, path string, size int64, 
 	if size < 0 {
 		return Info{}, errs.Errorf(op, errs.Invalid, "negative size")
 	}
+	if err := s.d.CheckFileSize(op, p, size); err != nil {
+		return Info{}, err
+	}
 	if fileHash != "" && !validHash(fileHash) {
 		return Info{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
 	}
@@ -457,15 +460,15 @@ func (s *Service) record(ctx context.Context, ss session, idx int64, c meta.Chun
 		if prev.Valid && prev.Int64 == id {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO session_chunks(session_id, idx, chunk_id) VALUES (?,?,?)
-			ON CONFLICT(session_id, idx) DO UPDATE SET chunk_id = excluded.chunk_id`, ss.ID, idx, id); err != nil {
+		if prev.Valid {
+			// Checked here again, in the transaction: two different bodies
+			// for one index racing each other, the first one wins.
+			return errAlreadyReceived("upload.Chunk", idx)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO session_chunks(session_id, idx, chunk_id) VALUES (?,?,?)`, ss.ID, idx, id); err != nil {
 			return err
 		}
-		var add int64
-		if !prev.Valid {
-			add = c.Size
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET received = received + ?, touched_ns = ? WHERE id = ?`, add, now, ss.ID)
+		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET received = received + ?, touched_ns = ? WHERE id = ?`, c.Size, now, ss.ID)
 		return err
 	})
 }
@@ -521,6 +524,11 @@ func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash string) (Re
 			return Result{}, errs.Errorf(op, errs.Mismatch, "the session was merged with file hash %s", ss.ResultHash)
 		}
 		return ss.result(), nil
+	}
+	if ss.FileHash != "" && ss.FileHash != fileHash {
+		// init promised this content: a merge of other content is refused
+		// rather than silently committing something else.
+		return Result{}, errs.E(op, errs.Mismatch, ss.Path, fmt.Errorf("fileHash %s differs from %s given at init", fileHash, ss.FileHash))
 	}
 	held, err := s.sessionChunks(ctx, ss.ID)
 	if err != nil {
@@ -616,7 +624,7 @@ func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, f
 		return err
 	})
 	if err != nil {
-		return Result{}, wrap(op, ss.Path, err)
+		return Result{}, wrap(op, ss.Path, drive.DiskFull(op, err))
 	}
 	s.acct.Merged(ctx, ss.UID, ss.ID, growth)
 	s.d.KickChecksums() // a merged file's content checksums come from the background pass

@@ -14,6 +14,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"netdisk/quota"
 	"netdisk/server"
 )
 
@@ -25,6 +26,7 @@ func newServeCmd() *cobra.Command {
 	var (
 		o         server.Options
 		chunkSize string
+		maxFile   string
 		logLevel  string
 		logJSON   bool
 	)
@@ -59,6 +61,11 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 				return fmt.Errorf("--chunk-size %q: want a size between 64KiB and 64MiB", chunkSize)
 			}
 			o.ChunkSize = int64(cs)
+			mf, err := humanize.ParseBytes(maxFile)
+			if err != nil || mf == 0 || mf > quota.MaxBytes {
+				return fmt.Errorf("--max-file-size %q: want a size between 1 byte and 8PiB", maxFile)
+			}
+			o.MaxFileSize = int64(mf)
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,6 +82,7 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&o.DataDir, "data", "./netdisk-data", "data directory (database and chunks)")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	f.StringVar(&chunkSize, "chunk-size", "4MiB", "chunk size for new data (part of content identity: keep it fixed)")
+	f.StringVar(&maxFile, "max-file-size", "1TiB", "largest file accepted (larger uploads are refused with 413)")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
 	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger)")
