@@ -23,7 +23,7 @@ var getCountRE = regexp.MustCompile(`netdisk_http_requests_total\{code="\d+",met
 // davGets returns how many WebDAV GETs the daemon has answered (downloads).
 func (e *env) davGets() int {
 	e.t.Helper()
-	st, body, _ := e.call("GET", "/metrics", "", "", nil, nil)
+	st, body, _ := e.call("GET", "/metrics", "admin", e.d.AdminPass, nil, nil) // admins only
 	if st != http.StatusOK {
 		e.t.Fatalf("GET /metrics: %d", st)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/url"
@@ -119,17 +118,6 @@ func (e *adminEnv) client(cmd *cobra.Command) (*client.Client, error) {
 
 func stdinIsTerminal() bool  { return term.IsTerminal(int(os.Stdin.Fd())) }
 func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
-
-// readSecret reads one line from the terminal without echo.
-func readSecret(w io.Writer, prompt string) (string, error) {
-	fmt.Fprint(w, prompt)
-	b, err := term.ReadPassword(int(os.Stdin.Fd()))
-	fmt.Fprintln(w)
-	if err != nil {
-		return "", fmt.Errorf("read password: %w", err)
-	}
-	return string(b), nil
-}
 
 // newPassword returns the --password value when given; otherwise it asks
 // twice on a terminal, so a typo does not lock the user out.
