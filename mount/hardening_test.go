@@ -228,7 +228,7 @@ func TestOpenFileFollowsRename(t *testing.T) {
 type holdProxy struct {
 	mu      sync.Mutex
 	armed   bool
-	prefix  string // the requests held: uploads unless set (armFor)
+	prefix  string        // the requests held: uploads unless set (armFor)
 	entered chan struct{} // closed when the first held request arrives
 	release chan struct{}
 	once    sync.Once
