@@ -3,6 +3,7 @@ package mount
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sort"
@@ -651,7 +652,10 @@ const seqWindow = 4 << 20
 // other files holding the same chunk) and caches it.
 func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte, error) {
 	key := c.Key(p, fileHash)
-	v, err, _ := f.flights.Do(key, func() (any, error) {
+	// DoChan, not Do: a reader whose request is interrupted (its ctx is
+	// cancelled) returns EINTR at once; the shared fetch, detached from any
+	// one reader's ctx, goes on for the others and fills the cache.
+	ch := f.flights.DoChan(key, func() (any, error) {
 		data := make([]byte, c.Size)
 		// A flight that ended just before this one began (a prefetch) may
 		// have brought it after the caller missed it.
@@ -671,10 +675,15 @@ func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte,
 		}
 		return data, nil
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("fetch chunk: %w", ctx.Err())
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]byte), nil
 	}
-	return v.([]byte), nil
 }
 
 // prefetchAfter fetches the next chunks in the background, a bounded number

@@ -228,6 +228,7 @@ func TestOpenFileFollowsRename(t *testing.T) {
 type holdProxy struct {
 	mu      sync.Mutex
 	armed   bool
+	prefix  string        // the requests held: uploads unless set (armFor)
 	entered chan struct{} // closed when the first held request arrives
 	release chan struct{}
 	once    sync.Once
@@ -243,7 +244,11 @@ func newHoldProxy(t *testing.T, target string) (*holdProxy, string) {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
-		hold := h.armed && strings.HasPrefix(r.URL.Path, "/api/v1/file/")
+		prefix := h.prefix
+		if prefix == "" {
+			prefix = "/api/v1/file/"
+		}
+		hold := h.armed && strings.HasPrefix(r.URL.Path, prefix)
 		h.mu.Unlock()
 		if hold {
 			h.once.Do(func() { close(h.entered) })
@@ -263,6 +268,14 @@ func newHoldProxy(t *testing.T, target string) (*holdProxy, string) {
 func (h *holdProxy) arm() {
 	h.mu.Lock()
 	h.armed = true
+	h.mu.Unlock()
+}
+
+// armFor holds the requests whose path starts with prefix (e.g. "/dav/":
+// chunk downloads) instead of uploads.
+func (h *holdProxy) armFor(prefix string) {
+	h.mu.Lock()
+	h.armed, h.prefix = true, prefix
 	h.mu.Unlock()
 }
 

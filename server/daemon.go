@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,6 +61,69 @@ type Daemon struct {
 	Quota  *quota.Guard
 	rdb    *redis.Client
 	opts   Options
+
+	// The background loops (GC, upload janitor, checksums, quota ledger)
+	// use the stores: Serve's end and Close stop them and wait for every
+	// one to return before the stores close.
+	mu      sync.Mutex
+	closed  bool
+	stopBG  []context.CancelFunc
+	bg      sync.WaitGroup
+	onEvent func(event string) // tests only: "start NAME", "exit NAME", "close"
+}
+
+func (d *Daemon) event(e string) {
+	if d.onEvent != nil {
+		d.onEvent(e)
+	}
+}
+
+// startBackground starts the background loops on a context derived from ctx.
+func (d *Daemon) startBackground(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errors.New("daemon closed")
+	}
+	bg, cancel := context.WithCancel(ctx)
+	d.stopBG = append(d.stopBG, cancel)
+	var clock quota.Clock
+	if d.opts.Now != nil {
+		clock = clockFunc(d.opts.Now)
+	}
+	type job struct {
+		name string
+		run  func(context.Context)
+	}
+	jobs := []job{
+		{"upload-janitor", func(ctx context.Context) { d.Upload.Run(ctx, min(d.Upload.TTL()/10, time.Minute)) }},
+		{"checksums", func(ctx context.Context) { d.Drive.RunChecksums(ctx, time.Minute, nil) }},
+		{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }},
+	}
+	if d.opts.GCInterval > 0 {
+		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
+	}
+	for _, j := range jobs {
+		d.bg.Add(1)
+		go func() {
+			defer d.bg.Done()
+			d.event("start " + j.name)
+			j.run(bg)
+			d.event("exit " + j.name)
+		}()
+	}
+	return nil
+}
+
+// stopBackground cancels the background loops and waits until all returned.
+func (d *Daemon) stopBackground() {
+	d.mu.Lock()
+	for _, cancel := range d.stopBG {
+		cancel()
+	}
+	d.stopBG = nil
+	d.mu.Unlock()
+	d.bg.Wait()
 }
 
 // clockFunc adapts Options.Now to quota.Clock.
@@ -160,8 +224,14 @@ func ensureAdmin(ctx context.Context, d *drive.Drive, m meta.Store, o Options) e
 	return nil
 }
 
-// Close releases the stores.
+// Close stops the background loops (even while Serve is still shutting
+// down), waits for them, then releases the stores.
 func (d *Daemon) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.stopBackground()
+	d.event("close")
 	if d.rdb != nil {
 		d.rdb.Close()
 	}
@@ -194,18 +264,13 @@ func (d *Daemon) Serve(ctx context.Context) error {
 			return err
 		}
 	}
-	bg, stopBG := context.WithCancel(ctx)
-	defer stopBG()
-	if d.opts.GCInterval > 0 {
-		go d.gcLoop(bg, d.opts.GCInterval)
+	if err := d.startBackground(ctx); err != nil {
+		ln.Close()
+		return err
 	}
-	go d.Upload.Run(bg, min(d.Upload.TTL()/10, time.Minute))
-	go d.Drive.RunChecksums(bg, time.Minute, nil)
-	var clock quota.Clock
-	if d.opts.Now != nil {
-		clock = clockFunc(d.opts.Now)
-	}
-	go d.Quota.Run(bg, clock, time.Second)
+	// Runs after the HTTP server stopped (below): no request and no loop
+	// uses the stores once Serve returned.
+	defer d.stopBackground()
 	if d.opts.Pprof != "" {
 		ps, err := servePprof(d.opts.Pprof, log)
 		if err != nil {

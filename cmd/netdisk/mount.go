@@ -109,8 +109,11 @@ func mountPassword(cmd *cobra.Command, cf *clientFlags, file string) error {
 
 func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSize int64, ttl, timeout time.Duration, prefetch int) (err error) {
 	child := os.Getenv(envDaemonChild) != ""
+	// One *os.File for fd 3: a second one would close the descriptor again
+	// from its finalizer, by then perhaps a different file (the FUSE device).
+	var ready *os.File
 	if child {
-		ready := os.NewFile(3, "ready")
+		ready = os.NewFile(3, "ready")
 		defer func() {
 			if err != nil {
 				fmt.Fprintln(ready, err)
@@ -145,7 +148,7 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 	}
 	slog.Info("mounted", "dir", dir, "server", c.Server, "user", c.User)
 	if child {
-		fmt.Fprintln(os.NewFile(3, "ready"), "ok")
+		fmt.Fprintln(ready, "ok")
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,8 @@
+package mount
+
+import "context"
+
+// Fetch exposes the shared chunk fetch to the tests of package mount_test.
+func (f *FS) Fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte, error) {
+	return f.fetch(ctx, p, fileHash, c)
+}
