@@ -20,10 +20,18 @@ const (
 	InstantUpload                        // the remote already held the file: finished without merge
 	Merged                               // merge succeeded
 	Cancelled                            // the caller's context was cancelled
+	// MergeFailed: merge failed for good (Event.Err). When the error is
+	// ErrContentChanged (the session's chunks are not the file's: a resumed
+	// session holds chunks of an older version) and the Remote is a
+	// Restarter, the run goes on in a fresh session: every chunk is checked
+	// again by hash, only those the remote lacks are sent, and merge runs once
+	// more, ending in Merged or a second MergeFailed. That re-check emits
+	// ChunkStarted/ChunkDone per chunk but no second QueueDrained.
+	MergeFailed
 )
 
 var kindNames = [...]string{"", "ChunkHashed", "AllChunksHashed", "FileHashed", "QueueDrained", "QueueAborted",
-	"ChunkStarted", "ChunkDone", "ChunkRetry", "InstantUpload", "Merged", "Cancelled"}
+	"ChunkStarted", "ChunkDone", "ChunkRetry", "InstantUpload", "Merged", "Cancelled", "MergeFailed"}
 
 func (k EventKind) String() string {
 	if k > 0 && int(k) < len(kindNames) {

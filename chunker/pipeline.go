@@ -8,7 +8,11 @@ package chunker
 // and checked: a file the remote already holds completes at once (instant
 // upload) and cancels the queue; otherwise the pipeline waits for QueueDrained
 // and merges. A task that keeps failing aborts everything (QueueAborted) and
-// merge is never called.
+// merge is never called. A merge that finds the session's chunks are not the
+// file's (ErrContentChanged: a session resumed after the file changed) is
+// reported as MergeFailed; when the remote can restart, every chunk is then
+// checked again by hash in a fresh session, only the changed ones are sent,
+// and merge runs once more.
 //
 // The remote is an interface (Remote) so the HTTP client, the FUSE write-back
 // and tests can each provide it.
@@ -24,7 +28,11 @@ package chunker
 //	 close(drained)        aborted = true             stopped = true           stopped = true
 //	 QueueDrained          close(abortCh), qcancel()  qcancel()                qcancel()
 //	 → finish merges       QueueAborted               InstantUpload            Cancelled
-//	                       → finish returns ErrAborted
+//	   │                   → finish returns ErrAborted
+//	   │ merge fails with ErrContentChanged (once, with a Restarter)
+//	   ▼
+//	 MergeFailed; Restart; rechecking = true; drained = a new channel;
+//	 every chunk queued again → close(drained) without QueueDrained → merge
 //
 // aborted and stopped are final: no task starts after either, a task that ends
 // afterwards counts as Cancelled (never Failed, never Completed), and
@@ -43,10 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"runtime"
 	"sync"
-	"time"
 )
 
 // Upload runs the pipeline over the size bytes of file.
@@ -77,50 +82,23 @@ type pipeline struct {
 	checking     chan struct{}
 	checkStarted bool
 
+	// hashes are the chunk hashes once all are known; rechecking is set when
+	// a merge found the content changed and every chunk is checked again in
+	// a fresh session (drained is then a new channel, closed without a
+	// second QueueDrained).
+	hashes     []string
+	rechecking bool
+
 	qctx    context.Context // cancelled on abort, instant upload or caller cancel
 	qcancel context.CancelFunc
 }
 
 func newPipeline(file io.ReaderAt, size int64, remote Remote, o Options) *pipeline {
-	if o.ChunkSize <= 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 3
-	}
-	if o.HashWorkers <= 0 {
-		o.HashWorkers = runtime.GOMAXPROCS(0)
-	}
-	if o.Retries == 0 {
-		o.Retries = 5
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 200 * time.Millisecond
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 5 * time.Second
-	}
-	if o.Retryable == nil {
-		o.Retryable = func(err error) bool { return !IsPermanent(err) }
-	}
-	if o.Sleep == nil {
-		o.Sleep = sleepCtx
-	}
+	o = o.withDefaults()
 	p := &pipeline{file: file, size: size, remote: remote, o: o,
 		wake: make(chan struct{}, 1), drained: make(chan struct{}), abortCh: make(chan struct{}), checking: make(chan struct{})}
 	p.c.TotalChunks = int(ChunkCount(size, o.ChunkSize))
 	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // emit delivers an event; the caller holds p.mu so events and counters agree.
@@ -151,7 +129,9 @@ func (p *pipeline) checkDrainedLocked() {
 		return
 	default:
 	}
-	p.emit(Event{Kind: QueueDrained, Index: -1})
+	if !p.rechecking {
+		p.emit(Event{Kind: QueueDrained, Index: -1})
+	}
 	close(p.drained)
 }
 
@@ -246,9 +226,18 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	case <-ctx.Done():
 		return res, p.cancelled(ctx)
 	}
-	if err := p.retry(ctx, -1, func(ctx context.Context) error { return p.remote.Merge(ctx, fh) }); err != nil {
+	err = p.merge(ctx, fh)
+	if r, ok := p.remote.(Restarter); ok && errors.Is(err, ErrContentChanged) {
+		if err = p.recheck(ctx, r, fh); err == nil {
+			err = p.merge(ctx, fh)
+		}
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return res, p.cancelled(ctx)
+		}
+		if errors.Is(err, ErrAborted) {
+			return res, err
 		}
 		return res, fmt.Errorf("merge: %w", err)
 	}
@@ -256,6 +245,57 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	p.emit(Event{Kind: Merged, Index: -1, Hash: fh})
 	p.mu.Unlock()
 	return res, nil
+}
+
+// merge calls Merge (retried); a failure for good is MergeFailed.
+func (p *pipeline) merge(ctx context.Context, fh string) error {
+	err := p.retry(ctx, -1, func(ctx context.Context) error { return p.remote.Merge(ctx, fh) })
+	if err != nil && ctx.Err() == nil {
+		p.mu.Lock()
+		p.emit(Event{Kind: MergeFailed, Index: -1, Hash: fh, Err: err})
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// recheck runs after a merge found the session's chunks are not the file's
+// (a session resumed after the file changed): the remote opens a fresh
+// session and every chunk is checked again by hash, so the chunks the remote
+// still holds are not sent again and only the changed ones are. The hashes
+// are those of this run: the file is not hashed twice.
+func (p *pipeline) recheck(ctx context.Context, r Restarter, fh string) error {
+	if err := p.retry(ctx, -1, func(ctx context.Context) error { return r.Restart(ctx, fh) }); err != nil {
+		return fmt.Errorf("restart the upload: %w", err)
+	}
+	p.mu.Lock()
+	if p.stopped || p.aborted {
+		p.mu.Unlock()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return p.abortError()
+	}
+	p.rechecking = true
+	p.o.Uploaded = nil // the new session holds nothing yet: ask for every chunk
+	p.drained = make(chan struct{})
+	drained := p.drained
+	p.c.Completed = 0
+	p.c.BytesSkipped = 0
+	for i, h := range p.hashes {
+		p.queue = append(p.queue, Chunk{Index: i, Offset: int64(i) * p.o.ChunkSize, Size: ChunkLen(p.size, p.o.ChunkSize, int64(i)), Hash: h})
+	}
+	p.c.Pending = len(p.queue)
+	p.checkDrainedLocked() // an empty file has nothing to check
+	p.signal()
+	p.mu.Unlock()
+	select {
+	case <-drained:
+		return nil
+	case <-p.abortCh:
+		return p.abortError()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (p *pipeline) isAborted() bool {
@@ -301,23 +341,9 @@ func (p *pipeline) stop() {
 
 // checkFile is patchHash on the file: true when the remote committed it.
 func (p *pipeline) checkFile(fh string) (bool, error) {
-	var chk Check
-	err := p.retry(p.qctx, -1, func(ctx context.Context) (err error) {
-		chk, err = p.remote.PatchFile(ctx, fh)
-		return err
+	return checkFile(p.qctx, p.remote, fh, p.file, func(ctx context.Context, f func(context.Context) error) error {
+		return p.retry(ctx, -1, f)
 	})
-	if err != nil || !chk.Exists {
-		return false, err
-	}
-	if chk.Challenge == nil {
-		return true, nil
-	}
-	var ok bool
-	err = p.retry(p.qctx, -1, func(ctx context.Context) (err error) {
-		ok, err = p.remote.ProveFile(ctx, fh, *chk.Challenge, p.file)
-		return err
-	})
-	return ok, err
 }
 
 // hashAll reads the file in order, hashes chunks in a worker pool and enqueues
@@ -388,6 +414,7 @@ func (p *pipeline) hashAll() (string, error) {
 // allHashed marks the end of hashing and returns the file hash.
 func (p *pipeline) allHashed(hashes []string) string {
 	p.mu.Lock()
+	p.hashes = hashes
 	p.c.AllChunksHashed = true
 	p.emit(Event{Kind: AllChunksHashed, Index: -1})
 	p.checkDrainedLocked()
@@ -529,25 +556,9 @@ func (p *pipeline) task(c Chunk) (How, error) {
 // retry runs f until it succeeds, fails permanently or runs out of retries,
 // sleeping with exponential backoff and full jitter in between.
 func (p *pipeline) retry(ctx context.Context, index int, f func(context.Context) error) error {
-	d := p.o.Backoff
-	for attempt := 1; ; attempt++ {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !p.o.Retryable(err) || attempt > p.o.Retries {
-			return err
-		}
+	return retry(ctx, p.o, f, func(attempt int, err error) {
 		p.mu.Lock()
 		p.emit(Event{Kind: ChunkRetry, Index: index, Attempt: attempt, Err: err})
 		p.mu.Unlock()
-		wait := time.Duration(rand.Int64N(int64(d)) + 1)
-		if err := p.o.Sleep(ctx, wait); err != nil {
-			return err
-		}
-		d = min(2*d, p.o.MaxBackoff)
-	}
+	})
 }
