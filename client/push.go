@@ -131,7 +131,8 @@ func isEmptyDir(p string) (bool, error) {
 // Push sends a file or a whole directory (see PushPlan). Small files are
 // checked by hash and, unless the server holds them (instant), sent in one
 // request, N at a time; larger ones go through the seed-000 pipeline, one
-// after the other. Failed calls are retried with backoff. Every file is attempted; the error reports the failures.
+// after the other. Failed calls are retried with backoff. Every file is
+// attempted; the error reports the failures.
 func (c *Client) Push(ctx context.Context, local, remote string, o PushOptions) (PushResult, error) {
 	files, dirs, err := c.PushPlan(ctx, local, remote)
 	if err != nil {
