@@ -1,11 +1,7 @@
-// Package chunker defines netdisk's content identity — how bytes are cut into
-// chunks and how chunks and files are named — and the hashing that goes with it.
-//
-// Every transport (WebDAV PUT, the upload API, FUSE) cuts a file at multiples of
-// the same chunk size, so identical content always yields identical chunks.
-// The names here are part of the wire contract (shared/API.md): do not change
-// them without changing the protocol.
 package chunker
+
+// Content identity: the chunk cut and the chunk and file hashes (see the
+// package doc). Changing any of it changes the protocol.
 
 import (
 	"crypto/md5"

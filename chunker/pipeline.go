@@ -8,211 +8,51 @@ package chunker
 // and checked: a file the remote already holds completes at once (instant
 // upload) and cancels the queue; otherwise the pipeline waits for QueueDrained
 // and merges. A task that keeps failing aborts everything (QueueAborted) and
-// merge is never called.
+// merge is never called. A merge that finds the session's chunks are not the
+// file's (ErrContentChanged: a session resumed after the file changed) is
+// reported as MergeFailed; when the remote can restart, every chunk is then
+// checked again by hash in a fresh session, only the changed ones are sent,
+// and merge runs once more.
 //
 // The remote is an interface (Remote) so the HTTP client, the FUSE write-back
 // and tests can each provide it.
+//
+// States of a run (p.mu guards the flags; each channel is closed at most once):
+//
+//	                      running: runners take tasks from queue, woken by wake
+//	                         │
+//	   ┌─────────────────────┼──────────────────────────┬────────────────────────┐
+//	   │ seed 000's drained  │ a task fails for good    │ the file check         │ the caller
+//	   │ condition holds     │ (runner)                 │ committed the file     │ cancels ctx
+//	   ▼                     ▼                          ▼                        ▼
+//	 close(drained)        aborted = true             stopped = true           stopped = true
+//	 QueueDrained          close(abortCh), qcancel()  qcancel()                qcancel()
+//	 → finish merges       QueueAborted               InstantUpload            Cancelled
+//	   │                   → finish returns ErrAborted
+//	   │ merge fails with ErrContentChanged (once, with a Restarter)
+//	   ▼
+//	 MergeFailed; Restart; rechecking = true; drained = a new channel;
+//	 every chunk queued again → close(drained) without QueueDrained → merge
+//
+// aborted and stopped are final: no task starts after either, a task that ends
+// afterwards counts as Cancelled (never Failed, never Completed), and
+// QueueDrained can no longer fire. run sets stopped on the way out whatever
+// happened, so every runner returns before Upload does.
+//
+// Channels: wake (buffered 1) nudges idle runners when the queue grows or the
+// state changes; drained and abortCh release finish; checking is closed when
+// the file check ends, and a task failing while it runs waits for it (the
+// failure may be the commit's doing: the remote refuses chunks of a file it
+// just completed); qctx, under which every remote call runs, is cancelled on
+// abort, stop and the end of the run.
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"runtime"
 	"sync"
-	"time"
 )
-
-// Challenge asks the client to prove it holds some content: ranges are
-// [offset, length] pairs within the chunk (chunk checks) or the file (file checks).
-type Challenge struct {
-	Nonce  string     `json:"nonce"`
-	Ranges [][2]int64 `json:"ranges"`
-}
-
-// Check is the remote's answer to a patchHash.
-type Check struct {
-	Exists bool
-	// Challenge is set when the remote holds the content but wants a proof first.
-	Challenge *Challenge
-}
-
-// Chunk names one chunk of the file being uploaded.
-type Chunk struct {
-	Index  int
-	Offset int64
-	Size   int64
-	Hash   string // lowercase hex MD5
-}
-
-// Remote is the per-chunk and per-file half of the upload protocol, bound to
-// one upload session. Implementations must be safe for concurrent use: up to
-// Concurrency chunk calls run at once, beside one file call.
-//
-// Errors: the pipeline retries any error that Options.Retryable accepts (by
-// default everything except context cancellation and errors marked with
-// Permanent). A wrong proof is not an error: ProveChunk/ProveFile return false.
-type Remote interface {
-	PatchChunk(ctx context.Context, c Chunk) (Check, error)
-	ProveChunk(ctx context.Context, c Chunk, ch Challenge, data []byte) (bool, error)
-	UploadChunk(ctx context.Context, c Chunk, data []byte) error
-	// PatchFile: Exists without a Challenge means the remote committed the file.
-	PatchFile(ctx context.Context, fileHash string) (Check, error)
-	ProveFile(ctx context.Context, fileHash string, ch Challenge, file io.ReaderAt) (bool, error)
-	Merge(ctx context.Context, fileHash string) error
-}
-
-// EventKind names a pipeline event. The first five are seed 000's; the others
-// report progress.
-type EventKind int
-
-const (
-	ChunkHashed     EventKind = iota + 1 // one chunk hashed: a task entered the queue
-	AllChunksHashed                      // no task will be added any more
-	FileHashed                           // the file hash is known (Event.Hash)
-	QueueDrained                         // every task succeeded
-	QueueAborted                         // a task failed for good: everything is cancelled
-	ChunkStarted                         // a task left pending and runs
-	ChunkDone                            // a task succeeded (Event.How says how)
-	ChunkRetry                           // a task attempt failed and will be retried (Event.Err, Event.Attempt)
-	InstantUpload                        // the remote already held the file: finished without merge
-	Merged                               // merge succeeded
-	Cancelled                            // the caller's context was cancelled
-)
-
-var kindNames = [...]string{"", "ChunkHashed", "AllChunksHashed", "FileHashed", "QueueDrained", "QueueAborted",
-	"ChunkStarted", "ChunkDone", "ChunkRetry", "InstantUpload", "Merged", "Cancelled"}
-
-func (k EventKind) String() string {
-	if k > 0 && int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
-}
-
-// MarshalText makes events readable in JSON streams.
-func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// How a chunk task completed.
-type How string
-
-const (
-	HowUploaded How = "uploaded" // its bytes were sent
-	HowExists   How = "exists"   // the remote held it for this user
-	HowProved   How = "proved"   // someone else held it and the proof was accepted
-	HowResumed  How = "resumed"  // the session already had it (Options.Uploaded)
-)
-
-// Counters are seed 000's queue counters, plus Hashed and Cancelled so that
-// Hashed == Pending + InFlight + Completed + Failed + Cancelled always holds.
-type Counters struct {
-	TotalChunks     int  `json:"totalChunks"`
-	Hashed          int  `json:"hashed"`
-	Pending         int  `json:"pending"`
-	InFlight        int  `json:"inFlight"`
-	Completed       int  `json:"completed"`
-	Failed          int  `json:"failed"`
-	Cancelled       int  `json:"cancelled"`
-	AllChunksHashed bool `json:"allChunksHashed"`
-	// BytesSent counts chunk bytes actually uploaded; BytesSkipped those that
-	// completed without sending (dedup, proof, resume).
-	BytesSent    int64 `json:"bytesSent"`
-	BytesSkipped int64 `json:"bytesSkipped"`
-}
-
-// drained is seed 000's condition for QueueDrained, verbatim.
-func (c Counters) drained() bool {
-	return c.AllChunksHashed && c.Pending == 0 && c.InFlight == 0 && c.Failed == 0 && c.Completed == c.TotalChunks
-}
-
-// Event is one observation of the pipeline, with the counters as they were
-// right after it.
-type Event struct {
-	Kind     EventKind `json:"event"`
-	Index    int       `json:"index"`
-	Size     int64     `json:"size,omitempty"`
-	Hash     string    `json:"hash,omitempty"`
-	How      How       `json:"how,omitempty"`
-	Attempt  int       `json:"attempt,omitempty"`
-	Err      error     `json:"-"`
-	Error    string    `json:"error,omitempty"` // Err's message, for JSON streams
-	Counters Counters  `json:"counters"`
-}
-
-// Options tune a pipeline run; the zero value is usable.
-type Options struct {
-	ChunkSize   int64 // default DefaultChunkSize
-	Concurrency int   // queue limit N; default 3 (seed 004)
-	HashWorkers int   // default GOMAXPROCS
-	// Uploaded reports chunks the session already holds (init's "uploaded"):
-	// their tasks complete without a call.
-	Uploaded func(index int) bool
-	// Hashes, when it has one entry per chunk, are the chunk hashes already
-	// known to the caller (e.g. computed as the data was written): the file
-	// is then not read to hash it, only to send or prove chunks.
-	Hashes []string
-	// Retries is how many times a failing call is retried (default 5; <0 none).
-	Retries int
-	// Backoff is the first retry delay, doubled each time up to MaxBackoff,
-	// with full jitter (defaults 200ms, 5s).
-	Backoff, MaxBackoff time.Duration
-	// Retryable decides whether an error is worth retrying (default: not
-	// context errors, not errors marked Permanent).
-	Retryable func(error) bool
-	// Sleep waits between retries; tests inject it (default: a timer honouring ctx).
-	Sleep func(ctx context.Context, d time.Duration) error
-	// OnEvent observes every event, in order, one at a time. It runs under
-	// the pipeline's lock: keep it short and do not call back into the pipeline.
-	OnEvent func(Event)
-}
-
-// Result is what a finished run did.
-type Result struct {
-	FileHash string
-	Instant  bool // completed by the file check, without merge
-	Counters Counters
-}
-
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string { return e.err.Error() }
-func (e permanentError) Unwrap() error { return e.err }
-
-// Permanent marks err as not worth retrying (e.g. a 4xx answer).
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return permanentError{err}
-}
-
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
-}
-
-// ErrAborted is wrapped by the error of a run whose queue aborted.
-var ErrAborted = errors.New("upload aborted")
-
-// Proof answers a challenge: hex SHA-256 of the nonce's hex string followed by
-// the bytes of each range of r, in order (shared/API.md).
-func Proof(nonce string, r io.ReaderAt, ranges [][2]int64) (string, error) {
-	h := sha256.New()
-	h.Write([]byte(nonce))
-	for _, rg := range ranges {
-		if rg[0] < 0 || rg[1] < 0 {
-			return "", fmt.Errorf("challenge range %v is negative", rg)
-		}
-		if _, err := io.Copy(h, io.NewSectionReader(r, rg[0], rg[1])); err != nil {
-			return "", fmt.Errorf("read challenged range %v: %w", rg, err)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // Upload runs the pipeline over the size bytes of file.
 func Upload(ctx context.Context, file io.ReaderAt, size int64, remote Remote, o Options) (Result, error) {
@@ -242,50 +82,23 @@ type pipeline struct {
 	checking     chan struct{}
 	checkStarted bool
 
+	// hashes are the chunk hashes once all are known; rechecking is set when
+	// a merge found the content changed and every chunk is checked again in
+	// a fresh session (drained is then a new channel, closed without a
+	// second QueueDrained).
+	hashes     []string
+	rechecking bool
+
 	qctx    context.Context // cancelled on abort, instant upload or caller cancel
 	qcancel context.CancelFunc
 }
 
 func newPipeline(file io.ReaderAt, size int64, remote Remote, o Options) *pipeline {
-	if o.ChunkSize <= 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 3
-	}
-	if o.HashWorkers <= 0 {
-		o.HashWorkers = runtime.GOMAXPROCS(0)
-	}
-	if o.Retries == 0 {
-		o.Retries = 5
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 200 * time.Millisecond
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 5 * time.Second
-	}
-	if o.Retryable == nil {
-		o.Retryable = func(err error) bool { return !IsPermanent(err) }
-	}
-	if o.Sleep == nil {
-		o.Sleep = sleepCtx
-	}
+	o = o.withDefaults()
 	p := &pipeline{file: file, size: size, remote: remote, o: o,
 		wake: make(chan struct{}, 1), drained: make(chan struct{}), abortCh: make(chan struct{}), checking: make(chan struct{})}
 	p.c.TotalChunks = int(ChunkCount(size, o.ChunkSize))
 	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // emit delivers an event; the caller holds p.mu so events and counters agree.
@@ -316,7 +129,9 @@ func (p *pipeline) checkDrainedLocked() {
 		return
 	default:
 	}
-	p.emit(Event{Kind: QueueDrained, Index: -1})
+	if !p.rechecking {
+		p.emit(Event{Kind: QueueDrained, Index: -1})
+	}
 	close(p.drained)
 }
 
@@ -411,9 +226,18 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	case <-ctx.Done():
 		return res, p.cancelled(ctx)
 	}
-	if err := p.retry(ctx, -1, func(ctx context.Context) error { return p.remote.Merge(ctx, fh) }); err != nil {
+	err = p.merge(ctx, fh)
+	if r, ok := p.remote.(Restarter); ok && errors.Is(err, ErrContentChanged) {
+		if err = p.recheck(ctx, r, fh); err == nil {
+			err = p.merge(ctx, fh)
+		}
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return res, p.cancelled(ctx)
+		}
+		if errors.Is(err, ErrAborted) {
+			return res, err
 		}
 		return res, fmt.Errorf("merge: %w", err)
 	}
@@ -421,6 +245,57 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	p.emit(Event{Kind: Merged, Index: -1, Hash: fh})
 	p.mu.Unlock()
 	return res, nil
+}
+
+// merge calls Merge (retried); a failure for good is MergeFailed.
+func (p *pipeline) merge(ctx context.Context, fh string) error {
+	err := p.retry(ctx, -1, func(ctx context.Context) error { return p.remote.Merge(ctx, fh) })
+	if err != nil && ctx.Err() == nil {
+		p.mu.Lock()
+		p.emit(Event{Kind: MergeFailed, Index: -1, Hash: fh, Err: err})
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// recheck runs after a merge found the session's chunks are not the file's
+// (a session resumed after the file changed): the remote opens a fresh
+// session and every chunk is checked again by hash, so the chunks the remote
+// still holds are not sent again and only the changed ones are. The hashes
+// are those of this run: the file is not hashed twice.
+func (p *pipeline) recheck(ctx context.Context, r Restarter, fh string) error {
+	if err := p.retry(ctx, -1, func(ctx context.Context) error { return r.Restart(ctx, fh) }); err != nil {
+		return fmt.Errorf("restart the upload: %w", err)
+	}
+	p.mu.Lock()
+	if p.stopped || p.aborted {
+		p.mu.Unlock()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return p.abortError()
+	}
+	p.rechecking = true
+	p.o.Uploaded = nil // the new session holds nothing yet: ask for every chunk
+	p.drained = make(chan struct{})
+	drained := p.drained
+	p.c.Completed = 0
+	p.c.BytesSkipped = 0
+	for i, h := range p.hashes {
+		p.queue = append(p.queue, Chunk{Index: i, Offset: int64(i) * p.o.ChunkSize, Size: ChunkLen(p.size, p.o.ChunkSize, int64(i)), Hash: h})
+	}
+	p.c.Pending = len(p.queue)
+	p.checkDrainedLocked() // an empty file has nothing to check
+	p.signal()
+	p.mu.Unlock()
+	select {
+	case <-drained:
+		return nil
+	case <-p.abortCh:
+		return p.abortError()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (p *pipeline) isAborted() bool {
@@ -466,23 +341,9 @@ func (p *pipeline) stop() {
 
 // checkFile is patchHash on the file: true when the remote committed it.
 func (p *pipeline) checkFile(fh string) (bool, error) {
-	var chk Check
-	err := p.retry(p.qctx, -1, func(ctx context.Context) (err error) {
-		chk, err = p.remote.PatchFile(ctx, fh)
-		return err
+	return checkFile(p.qctx, p.remote, fh, p.file, func(ctx context.Context, f func(context.Context) error) error {
+		return p.retry(ctx, -1, f)
 	})
-	if err != nil || !chk.Exists {
-		return false, err
-	}
-	if chk.Challenge == nil {
-		return true, nil
-	}
-	var ok bool
-	err = p.retry(p.qctx, -1, func(ctx context.Context) (err error) {
-		ok, err = p.remote.ProveFile(ctx, fh, *chk.Challenge, p.file)
-		return err
-	})
-	return ok, err
 }
 
 // hashAll reads the file in order, hashes chunks in a worker pool and enqueues
@@ -553,6 +414,7 @@ func (p *pipeline) hashAll() (string, error) {
 // allHashed marks the end of hashing and returns the file hash.
 func (p *pipeline) allHashed(hashes []string) string {
 	p.mu.Lock()
+	p.hashes = hashes
 	p.c.AllChunksHashed = true
 	p.emit(Event{Kind: AllChunksHashed, Index: -1})
 	p.checkDrainedLocked()
@@ -694,25 +556,9 @@ func (p *pipeline) task(c Chunk) (How, error) {
 // retry runs f until it succeeds, fails permanently or runs out of retries,
 // sleeping with exponential backoff and full jitter in between.
 func (p *pipeline) retry(ctx context.Context, index int, f func(context.Context) error) error {
-	d := p.o.Backoff
-	for attempt := 1; ; attempt++ {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !p.o.Retryable(err) || attempt > p.o.Retries {
-			return err
-		}
+	return retry(ctx, p.o, f, func(attempt int, err error) {
 		p.mu.Lock()
 		p.emit(Event{Kind: ChunkRetry, Index: index, Attempt: attempt, Err: err})
 		p.mu.Unlock()
-		wait := time.Duration(rand.Int64N(int64(d)) + 1)
-		if err := p.o.Sleep(ctx, wait); err != nil {
-			return err
-		}
-		d = min(2*d, p.o.MaxBackoff)
-	}
+	})
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // faultProxy is a real HTTP reverse proxy in front of the real daemon. It
-// counts what clients send and, for chunk uploads, can drop the connection,
-// answer 500 or delay, as fault() decides for the n-th chunk request.
+// counts what clients send and, for chunk uploads and one-request uploads,
+// can drop the connection, answer 500 or delay, as fault() (uploadFault())
+// decides for the n-th chunk (one-request upload) request.
 type faultProxy struct {
 	URL string
 
@@ -28,6 +29,10 @@ type faultProxy struct {
 	okIndex    []string           // index of each uploadChunk the daemon answered 200, in order
 	fault      func(n int) string // "", "drop", "500", "delay"
 	delay      time.Duration
+
+	uploadReqs  int   // file/upload (one-request upload) requests seen
+	uploadBytes int64 // their body bytes forwarded to the daemon
+	uploadFault func(n int) string
 }
 
 func newFaultProxy(t *testing.T, target string) *faultProxy {
@@ -41,11 +46,18 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 		p.mu.Lock()
 		p.paths[r.URL.Path]++
 		isChunk := strings.HasSuffix(r.URL.Path, "/file/uploadChunk")
+		isSmall := strings.HasSuffix(r.URL.Path, "/file/upload")
 		var action string
-		if isChunk {
+		switch {
+		case isChunk:
 			p.chunkReqs++
 			if p.fault != nil {
 				action = p.fault(p.chunkReqs)
+			}
+		case isSmall:
+			p.uploadReqs++
+			if p.uploadFault != nil {
+				action = p.uploadFault(p.uploadReqs)
 			}
 		}
 		delay := p.delay
@@ -73,8 +85,11 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 				return
 			}
 		}
+		if isSmall {
+			r.Body = &countingBody{ReadCloser: r.Body, p: p, n: &p.uploadBytes}
+		}
 		if isChunk {
-			r.Body = &countingBody{ReadCloser: r.Body, p: p}
+			r.Body = &countingBody{ReadCloser: r.Body, p: p, n: &p.chunkBytes}
 			rec := &statusRecorder{ResponseWriter: w}
 			rp.ServeHTTP(rec, r)
 			if rec.status != http.StatusOK {
@@ -123,10 +138,24 @@ func (p *faultProxy) setFault(f func(n int) string) {
 	p.fault = f
 }
 
+func (p *faultProxy) setUploadFault(f func(n int) string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.uploadFault = f
+}
+
+// uploads reports the one-request uploads seen and their bytes forwarded.
+func (p *faultProxy) uploads() (reqs int, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.uploadReqs, p.uploadBytes
+}
+
 func (p *faultProxy) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.chunkReqs, p.chunkOK, p.chunkBytes = 0, 0, 0
+	p.uploadReqs, p.uploadBytes = 0, 0
 	p.paths = map[string]int{}
 	p.okIndex = nil
 }
@@ -145,12 +174,13 @@ func (p *faultProxy) uniqueOK() (int, []string) {
 type countingBody struct {
 	io.ReadCloser
 	p *faultProxy
+	n *int64 // the counter, guarded by p.mu
 }
 
 func (b *countingBody) Read(buf []byte) (int, error) {
 	n, err := b.ReadCloser.Read(buf)
 	b.p.mu.Lock()
-	b.p.chunkBytes += int64(n)
+	*b.n += int64(n)
 	b.p.mu.Unlock()
 	return n, err
 }

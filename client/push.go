@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,7 @@ type PushEvent struct {
 	Local   string         `json:"local"`
 	Remote  string         `json:"remote"`
 	Size    int64          `json:"size"`
-	Small   bool           `json:"small,omitempty"` // sent in one request
+	Small   bool           `json:"small,omitempty"` // below the small-file limit: one request (or instant)
 	Instant bool           `json:"instant,omitempty"`
 	Event   *chunker.Event `json:"pipeline,omitempty"`
 	Result  *FileResult    `json:"result,omitempty"`
@@ -38,8 +39,10 @@ type PushOptions struct {
 	// Concurrency is the chunk queue limit per file and the number of small
 	// files sent at once (default 3).
 	Concurrency int
-	// SmallFileLimit: files below it go in one request. 0 asks the server;
-	// a negative value sends everything in chunks.
+	// SmallFileLimit: Push sends files below it in one request, unless the
+	// server holds the content already (asked by file hash first: then the
+	// file is an instant upload). 0 asks the server; a negative value sends
+	// everything in chunks.
 	SmallFileLimit int64
 	// Pipeline is the template for each file's chunker options (retries,
 	// backoff, sleep); ChunkSize, Concurrency, Uploaded and OnEvent are set by Push.
@@ -125,9 +128,11 @@ func isEmptyDir(p string) (bool, error) {
 	return false, err
 }
 
-// Push sends a file or a whole directory (see PushPlan). Small files go in one
-// request, N at a time; larger ones through the seed-000 pipeline, one after
-// the other. Every file is attempted; the error reports the failures.
+// Push sends a file or a whole directory (see PushPlan). Small files are
+// checked by hash and, unless the server holds them (instant), sent in one
+// request, N at a time; larger ones go through the seed-000 pipeline, one
+// after the other. Failed calls are retried with backoff. Every file is
+// attempted; the error reports the failures.
 func (c *Client) Push(ctx context.Context, local, remote string, o PushOptions) (PushResult, error) {
 	files, dirs, err := c.PushPlan(ctx, local, remote)
 	if err != nil {
@@ -204,7 +209,7 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 	for _, f := range small {
 		g.Go(func() error {
 			emit(PushEvent{Type: "start", Local: f.Local, Remote: f.Remote, Size: f.Size, Small: true})
-			r, err := c.pushSmall(gctx, f)
+			r, err := c.pushSmall(gctx, f, info.ChunkSize, o, emit)
 			record(f, r, err)
 			return nil
 		})
@@ -239,18 +244,97 @@ type fileOutcome struct {
 	result         FileResult
 }
 
-func (c *Client) pushSmall(ctx context.Context, f PushFile) (fileOutcome, error) {
+// pushSmall sends a file below the small-file limit. Its hash comes first:
+// the file check of a session (the pipeline's own, chunker.CheckFile:
+// patchHash on the file hash, with a proof of ownership when only others
+// hold the content) makes content the server holds an instant upload.
+// Otherwise the session is dropped and the bytes go in one request. Every
+// call is retried like the pipeline's: backoff with jitter, transport errors
+// and 5xx only (a full quota or a too large file is final).
+func (c *Client) pushSmall(ctx context.Context, f PushFile, chunkSize int64, o PushOptions, emit func(PushEvent)) (fileOutcome, error) {
+	out := fileOutcome{small: true}
 	fh, err := os.Open(f.Local)
 	if err != nil {
-		return fileOutcome{}, err
+		return out, err
 	}
-	defer fh.Close()
-	// Send exactly the size planned, so a growing file cannot break the length.
-	r, err := c.Upload(ctx, f.Remote, io.LimitReader(fh, f.Size), f.Size)
+	// Exactly the size planned, so a growing file cannot break the length;
+	// in memory, so a retry sends the same bytes.
+	data := make([]byte, f.Size)
+	_, err = io.ReadFull(fh, data)
+	fh.Close()
 	if err != nil {
-		return fileOutcome{small: true}, err
+		return out, fmt.Errorf("read %s: %w", f.Local, err)
 	}
-	return fileOutcome{small: true, sent: f.Size, result: r}, nil
+	po := c.pipelineOptions(o, f, emit)
+	if f.Size > 0 && chunkSize > 0 {
+		instant, res, err := c.checkSmall(ctx, f, data, chunkSize, po)
+		if err != nil {
+			return out, err
+		}
+		if instant {
+			out.instant, out.skipped, out.result = true, f.Size, res
+			return out, nil
+		}
+	}
+	r, err := c.uploadSmall(ctx, f.Remote, data, po)
+	if err != nil {
+		return out, err
+	}
+	out.sent, out.result = f.Size, r
+	return out, nil
+}
+
+// checkSmall asks the server whether it holds data by its file hash, in a
+// session opened for the purpose. When it does not, the session is abandoned
+// before the one-request upload, which reserves the size again.
+func (c *Client) checkSmall(ctx context.Context, f PushFile, data []byte, chunkSize int64, po chunker.Options) (bool, FileResult, error) {
+	hashes := make([]string, 0, chunker.ChunkCount(f.Size, chunkSize))
+	for off := int64(0); off < f.Size; off += chunkSize {
+		hashes = append(hashes, chunker.ChunkMD5(data[off:min(off+chunkSize, f.Size)]))
+	}
+	fileHash := chunker.FileHash(hashes)
+	var in InitResult
+	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
+		in, err = c.Init(ctx, f.Remote, f.Size, fileHash)
+		return err
+	})
+	if err != nil {
+		return false, FileResult{}, err
+	}
+	s := &Session{C: c, UploadID: in.UploadID, Path: f.Remote, Size: f.Size}
+	instant, err := chunker.CheckFile(ctx, s, fileHash, bytes.NewReader(data), po)
+	if ctx.Err() != nil {
+		return false, FileResult{}, ctx.Err()
+	}
+	if err == nil && instant {
+		r := s.Result
+		r.Size = f.Size
+		return true, r, nil
+	}
+	// Not held, or the check failed (then the bytes decide, as in the
+	// pipeline). An abort that fails leaves the session to expire; the upload
+	// is tried all the same.
+	chunker.Retry(ctx, po, func(ctx context.Context) error {
+		err := c.Abort(ctx, in.UploadID)
+		if StatusOf(err) == http.StatusNotFound {
+			return nil
+		}
+		return err
+	})
+	return false, FileResult{}, nil
+}
+
+// uploadSmall is the one-request upload, retried under po.
+func (c *Client) uploadSmall(ctx context.Context, remote string, data []byte, po chunker.Options) (FileResult, error) {
+	var r FileResult
+	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
+		r, err = c.Upload(ctx, remote, bytes.NewReader(data), int64(len(data)))
+		return err
+	})
+	if err == nil && r.Size == 0 {
+		r.Size = int64(len(data))
+	}
+	return r, err
 }
 
 // pushChunked runs the pipeline for one file. When a resumed session's chunks
@@ -276,13 +360,6 @@ func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, rem
 		o.Concurrency = 3
 	}
 	f := PushFile{Remote: remote, Size: size}
-	if o.SmallFileLimit > 0 && size < o.SmallFileLimit {
-		res, err := c.Upload(ctx, remote, io.NewSectionReader(r, 0, size), size)
-		if err == nil && res.Size == 0 {
-			res.Size = size
-		}
-		return res, err
-	}
 	var mu sync.Mutex
 	emit := func(e PushEvent) {
 		if o.OnEvent != nil {
@@ -291,61 +368,76 @@ func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, rem
 			mu.Unlock()
 		}
 	}
+	if o.SmallFileLimit > 0 && size < o.SmallFileLimit {
+		// One request, without asking by hash first: the caller chose the
+		// limit for that (the mount keeps it low). Retried all the same.
+		data := make([]byte, size)
+		if n, err := r.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(data)) {
+			return FileResult{}, fmt.Errorf("read content: %w", err)
+		}
+		return c.uploadSmall(ctx, remote, data, c.pipelineOptions(o, f, emit))
+	}
 	out, err := c.pushChunkedFrom(ctx, r, f, o, emit)
 	return out.result, err
 }
 
 func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile, o PushOptions, emit func(PushEvent)) (fileOutcome, error) {
 	var out fileOutcome
-	for attempt := 0; ; attempt++ {
-		known := ""
-		if len(o.Pipeline.Hashes) > 0 {
-			known = chunker.FileHash(o.Pipeline.Hashes)
-		}
-		in, err := c.Init(ctx, f.Remote, f.Size, known)
-		if err != nil {
-			return out, err
-		}
-		s := &Session{C: c, UploadID: in.UploadID}
-		po := o.Pipeline
-		if po.ChunkSize != in.ChunkSize || int64(len(po.Hashes)) != chunker.ChunkCount(f.Size, in.ChunkSize) {
-			po.Hashes = nil // cut with another chunk size: hash again
-		}
-		po.ChunkSize = in.ChunkSize
-		po.Concurrency = o.Concurrency
-		if po.Retryable == nil {
-			po.Retryable = Retryable
-		}
-		if attempt == 0 && len(in.Uploaded) > 0 {
-			held := slices.Clone(in.Uploaded)
-			slices.Sort(held)
-			po.Uploaded = func(i int) bool { _, ok := slices.BinarySearch(held, i); return ok }
-		}
-		po.OnEvent = func(e chunker.Event) {
-			emit(PushEvent{Type: "pipeline", Local: f.Local, Remote: f.Remote, Size: f.Size, Event: &e})
-		}
-		res, err := chunker.Upload(ctx, fh, f.Size, s, po)
-		out.sent += res.Counters.BytesSent
-		out.skipped = res.Counters.BytesSkipped
-		if err != nil && attempt == 0 && len(in.Uploaded) > 0 && StatusOf(err) == http.StatusUnprocessableEntity {
-			if aerr := c.Abort(ctx, in.UploadID); aerr != nil {
-				return out, fmt.Errorf("%w (abandoning the stale session: %v)", err, aerr)
-			}
-			continue
-		}
-		if err != nil {
-			return out, err
-		}
-		out.instant = res.Instant
-		if res.Instant {
-			out.skipped = f.Size - res.Counters.BytesSent
-		}
-		out.result = s.Result
-		if out.result.Size == 0 {
-			out.result.Size = f.Size
-		}
-		return out, nil
+	known := ""
+	if len(o.Pipeline.Hashes) > 0 {
+		known = chunker.FileHash(o.Pipeline.Hashes)
 	}
+	po := c.pipelineOptions(o, f, emit)
+	var in InitResult
+	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
+		in, err = c.Init(ctx, f.Remote, f.Size, known)
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	s := &Session{C: c, UploadID: in.UploadID, Path: f.Remote, Size: f.Size}
+	if po.ChunkSize != in.ChunkSize || int64(len(po.Hashes)) != chunker.ChunkCount(f.Size, in.ChunkSize) {
+		po.Hashes = nil // cut with another chunk size: hash again
+	}
+	po.ChunkSize = in.ChunkSize
+	po.Concurrency = o.Concurrency
+	if len(in.Uploaded) > 0 {
+		held := slices.Clone(in.Uploaded)
+		slices.Sort(held)
+		po.Uploaded = func(i int) bool { _, ok := slices.BinarySearch(held, i); return ok }
+	}
+	// A resumed session whose chunks turn out not to be the file's (it
+	// changed since: merge answers 422) is handled by the pipeline:
+	// MergeFailed, then Session.Restart and a re-check of every chunk by hash.
+	res, err := chunker.Upload(ctx, fh, f.Size, s, po)
+	out.sent = res.Counters.BytesSent
+	out.skipped = res.Counters.BytesSkipped
+	if err != nil {
+		return out, err
+	}
+	out.instant = res.Instant
+	if res.Instant {
+		out.skipped = f.Size - res.Counters.BytesSent
+	}
+	out.result = s.Result
+	if out.result.Size == 0 {
+		out.result.Size = f.Size
+	}
+	return out, nil
+}
+
+// pipelineOptions is the chunker template of o for file f: the client's
+// retry rule and events reported as f's.
+func (c *Client) pipelineOptions(o PushOptions, f PushFile, emit func(PushEvent)) chunker.Options {
+	po := o.Pipeline
+	if po.Retryable == nil {
+		po.Retryable = Retryable
+	}
+	po.OnEvent = func(e chunker.Event) {
+		emit(PushEvent{Type: "pipeline", Local: f.Local, Remote: f.Remote, Size: f.Size, Event: &e})
+	}
+	return po
 }
 
 func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

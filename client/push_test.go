@@ -432,3 +432,164 @@ func TestCLIPushJSONEvents(t *testing.T) {
 		}
 	}
 }
+
+// A push interrupted, then resumed after the local file changed in the
+// middle: the resumed session's merge fails (its chunks are the old bytes),
+// which is reported as MergeFailed (and not followed by a second
+// QueueDrained); every chunk is then re-checked by hash in a fresh session and
+// only the changed one is sent again. The result is the new content.
+func TestPushResumedAfterLocalChange(t *testing.T) {
+	d := startDaemon(t)
+	p := newFaultProxy(t, d.URL)
+	p.setFault(func(n int) string {
+		if n > 8 {
+			return "500" // the daemon "breaks" after 8 chunks
+		}
+		return ""
+	})
+	c := New(p.URL, "admin", d.AdminPass)
+	local, data := writeRandom(t, t.TempDir(), "f.bin", 40, 24*testChunk+100)
+	po := fastRetries()
+	po.Retries = 1
+	if _, err := c.Push(context.Background(), local, "/f.bin", PushOptions{SmallFileLimit: -1, Concurrency: 1, Pipeline: po}); !errors.Is(err, chunker.ErrAborted) {
+		t.Fatalf("first push: %v, want an abort", err)
+	}
+	_, held := p.uniqueOK()
+	if !slices.Contains(held, "3") {
+		t.Fatalf("chunk 3 not held after the first push: %v", held)
+	}
+
+	// Change bytes in the middle of chunk 3 (held by the session).
+	data[3*testChunk+testChunk/2] ^= 0xff
+	data[3*testChunk+testChunk/2+1] ^= 0xff
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.reset()
+	p.setFault(nil)
+	var log eventLog
+	res, err := c.Push(context.Background(), local, "/f.bin", PushOptions{SmallFileLimit: -1, OnEvent: log.on, Pipeline: fastRetries()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sent := p.uniqueOK()
+	var resent []string
+	for _, i := range sent {
+		if slices.Contains(held, i) {
+			resent = append(resent, i)
+		}
+	}
+	if !slices.Equal(resent, []string{"3"}) {
+		t.Fatalf("chunks sent again: %v, want only the changed chunk 3 (held before: %v, sent now: %v)", resent, held, sent)
+	}
+	if want := 25 - len(held) + 1; len(sent) != want {
+		t.Fatalf("sent %d chunk requests (%v), want %d: the missing chunks once and chunk 3", len(sent), sent, want)
+	}
+	if log.count(chunker.QueueDrained) != 1 || log.count(chunker.MergeFailed) != 1 || log.count(chunker.Merged) != 1 || log.count(chunker.QueueAborted) != 0 {
+		t.Fatalf("events: %d QueueDrained, %d MergeFailed, %d Merged, %d QueueAborted; want 1, 1, 1, 0",
+			log.count(chunker.QueueDrained), log.count(chunker.MergeFailed), log.count(chunker.Merged), log.count(chunker.QueueAborted))
+	}
+	if log.count(chunker.ChunkHashed) != 25 {
+		t.Fatalf("%d chunks hashed, want 25: the re-check uses the hashes already computed", log.count(chunker.ChunkHashed))
+	}
+	t.Logf("held before %v; resumed push sent %v (%d bytes)", held, sent, res.BytesSent)
+	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/f.bin"); !bytes.Equal(got, data) {
+		t.Fatal("pulled bytes differ from the changed file")
+	}
+}
+
+// A small file (one request) survives a 500 and a dropped connection: the
+// request is retried with backoff, after the file check by hash.
+func TestPushSmallFileRetries(t *testing.T) {
+	d := startDaemon(t)
+	p := newFaultProxy(t, d.URL)
+	p.setUploadFault(func(n int) string {
+		switch n {
+		case 1:
+			return "500"
+		case 2:
+			return "drop"
+		}
+		return ""
+	})
+	c := New(p.URL, "admin", d.AdminPass)
+	local, data := writeRandom(t, t.TempDir(), "s.bin", 50, 100<<10)
+	var log eventLog
+	res, err := c.Push(context.Background(), local, "/s.bin", PushOptions{OnEvent: log.on, Pipeline: fastRetries()})
+	if err != nil {
+		t.Fatalf("a small file failed on recoverable faults: %v", err)
+	}
+	reqs, _ := p.uploads()
+	if reqs != 3 || log.count(chunker.ChunkRetry) != 2 || res.Files != 1 || res.Instant != 0 || res.BytesSent != int64(len(data)) {
+		t.Fatalf("%d one-request uploads, %d retries, %+v; want 3 and 2", reqs, log.count(chunker.ChunkRetry), res)
+	}
+	if p.calls("/api/v1/file/patchHash") != 1 || p.calls("/api/v1/file/uploadChunk") != 0 {
+		t.Fatalf("%d file checks, %d chunk uploads; want 1 and 0", p.calls("/api/v1/file/patchHash"), p.calls("/api/v1/file/uploadChunk"))
+	}
+	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/s.bin"); !bytes.Equal(got, data) {
+		t.Fatal("pulled bytes differ")
+	}
+
+	// A 4xx is final: a file over the user's quota fails at once.
+	if _, err := New(d.URL, "admin", d.AdminPass).AdminAddUser(context.Background(), NewUser{Name: "dan", Password: "dan-pass-123", Quota: 50 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	p.reset()
+	log = eventLog{}
+	dan := New(p.URL, "dan", "dan-pass-123")
+	if _, err := dan.Push(context.Background(), local, "/s.bin", PushOptions{OnEvent: log.on, Pipeline: fastRetries()}); StatusOf(err) != http.StatusInsufficientStorage {
+		t.Fatalf("over quota: %v, want 507", err)
+	}
+	if reqs, _ := p.uploads(); reqs != 0 || log.count(chunker.ChunkRetry) != 0 {
+		t.Fatalf("over quota: %d uploads, %d retries; want none", reqs, log.count(chunker.ChunkRetry))
+	}
+}
+
+// A small file whose content the server holds is an instant upload, for its
+// owner (no proof) and for another user (with a proof of ownership): no
+// content byte crosses the wire. Content the server lacks goes in exactly one
+// request.
+func TestPushSmallFileHashFirst(t *testing.T) {
+	d := startDaemon(t)
+	p := newFaultProxy(t, d.URL)
+	admin := New(p.URL, "admin", d.AdminPass)
+	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
+		t.Fatal(err)
+	}
+	local, data := writeRandom(t, t.TempDir(), "s.bin", 51, 3*testChunk+77)
+
+	res, err := admin.Push(context.Background(), local, "/a/s.bin", PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs, n := p.uploads(); reqs != 1 || n != int64(len(data)) || res.Instant != 0 || p.calls("/api/v1/file/uploadChunk") != 0 {
+		t.Fatalf("new content: %d requests carrying %d bytes (want 1 and %d), %+v", reqs, n, len(data), res)
+	}
+
+	for _, tc := range []struct {
+		c      *Client
+		path   string
+		proofs bool
+	}{
+		{admin, "/b/copy.bin", false},
+		{New(p.URL, "bob", "bob-pass-123"), "/mine.bin", true},
+	} {
+		p.reset()
+		var log eventLog
+		res, err := tc.c.Push(context.Background(), local, tc.path, PushOptions{OnEvent: log.on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs, n := p.uploads()
+		_, _, chunkBytes := p.stats()
+		if res.Instant != 1 || reqs != 0 || n != 0 || chunkBytes != 0 || res.BytesSent != 0 {
+			t.Fatalf("%s: held content sent %d requests, %d + %d bytes; %+v", tc.path, reqs, n, chunkBytes, res)
+		}
+		if got := p.calls("/api/v1/file/prove") > 0; got != tc.proofs {
+			t.Fatalf("%s: proof answered %v, want %v", tc.path, got, tc.proofs)
+		}
+		if got := pullBytes(t, New(d.URL, tc.c.User, tc.c.Password), tc.path); !bytes.Equal(got, data) {
+			t.Fatalf("%s differs", tc.path)
+		}
+	}
+}

@@ -168,12 +168,18 @@ func Retryable(err error) bool {
 type Session struct {
 	C        *Client
 	UploadID string
+	// Path and Size are the upload's, for Restart (which needs them).
+	Path string
+	Size int64
 	// Result is the committed file, set by a file check that completed the
 	// upload or by Merge.
 	Result FileResult
 }
 
-var _ chunker.Remote = (*Session)(nil)
+var (
+	_ chunker.Remote    = (*Session)(nil)
+	_ chunker.Restarter = (*Session)(nil)
+)
 
 func (s *Session) PatchChunk(ctx context.Context, c chunker.Chunk) (chunker.Check, error) {
 	r, err := s.C.PatchChunk(ctx, s.UploadID, c.Index, c.Hash)
@@ -211,12 +217,39 @@ func (s *Session) ProveFile(ctx context.Context, fileHash string, ch chunker.Cha
 	return r.OK, nil
 }
 
+// Merge commits the session. A 422 answer (the chunks held do not make
+// fileHash) wraps chunker.ErrContentChanged.
 func (s *Session) Merge(ctx context.Context, fileHash string) error {
 	r, err := s.C.Merge(ctx, s.UploadID, fileHash)
+	if StatusOf(err) == http.StatusUnprocessableEntity {
+		return fmt.Errorf("%w: %w", chunker.ErrContentChanged, err)
+	}
 	if err != nil {
 		return err
 	}
 	s.Result = r
+	return nil
+}
+
+// Restart abandons the session, whose chunks are not the file's, and opens a
+// fresh one for the same path and size that promises fileHash
+// (chunker.Restarter). The server cannot take other bytes for a chunk a
+// session already holds, hence a new session rather than resending into the
+// old one. The chunks of the old session stay stored until the server's next
+// garbage collection, so the pipeline's re-check by hash finds the unchanged
+// ones (with a proof of ownership) and sends only the others.
+func (s *Session) Restart(ctx context.Context, fileHash string) error {
+	if s.Path == "" {
+		return errors.New("restart: the session's path is not known")
+	}
+	if err := s.C.Abort(ctx, s.UploadID); err != nil && StatusOf(err) != http.StatusNotFound {
+		return fmt.Errorf("abandon the stale session: %w", err)
+	}
+	in, err := s.C.Init(ctx, s.Path, s.Size, fileHash)
+	if err != nil {
+		return err
+	}
+	s.UploadID = in.UploadID
 	return nil
 }
 

@@ -2,11 +2,7 @@ package mount
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -359,33 +355,6 @@ func (n *fileNode) newHandleLocked(writable bool) *handle {
 	return &handle{n: n, writable: writable}
 }
 
-func (n *fileNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	h, _ := fh.(*handle)
-	n.mu.Lock()
-	if n.stage != nil {
-		defer n.mu.Unlock()
-		m, err := n.stage.ReadAt(dest, off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, Errno(err)
-		}
-		return fuse.ReadResultData(dest[:m]), 0
-	}
-	n.mu.Unlock()
-	if h == nil {
-		return nil, syscall.EBADF
-	}
-	if h.cl.FileHash == "" && h.cl.Size == 0 && !h.loaded {
-		if errno := h.load(ctx); errno != 0 {
-			return nil, errno
-		}
-	}
-	m, errno := h.read(ctx, dest, off)
-	if errno != 0 {
-		return nil, errno
-	}
-	return fuse.ReadResultData(dest[:m]), 0
-}
-
 func (n *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -559,149 +528,4 @@ func (n *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 	}
 	n.dropStage()
 	return 0
-}
-
-// ---- reading chunks
-
-// handle is one open file; a read-only handle keeps the chunk list of the
-// version it opened, revalidated when the server says it changed.
-type handle struct {
-	n        *fileNode
-	writable bool
-
-	mu      sync.Mutex
-	loaded  bool
-	cl      ChunkList
-	lastEnd int64
-}
-
-func (h *handle) load(ctx context.Context) syscall.Errno {
-	ctx, cancel := h.n.fsys.opCtx(ctx)
-	defer cancel()
-	p := h.n.path()
-	cl, err := h.n.fsys.o.Backend.ChunkList(ctx, p)
-	if err != nil {
-		return Errno(err)
-	}
-	h.mu.Lock()
-	h.cl, h.loaded = cl, true
-	h.mu.Unlock()
-	return 0
-}
-
-func (h *handle) read(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
-	m, errno := h.readRemote(ctx, dest, off)
-	if errno == syscall.ESTALE {
-		// The file changed on the server: read the new version.
-		if errno = h.load(ctx); errno == 0 {
-			m, errno = h.readRemote(ctx, dest, off)
-		}
-	}
-	return m, errno
-}
-
-func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, syscall.Errno) {
-	// The node's path now: the file may have been renamed since the open
-	// (its version is pinned by the file hash, not by the name).
-	p := h.n.path()
-	h.mu.Lock()
-	cl := h.cl
-	// The kernel's readahead sends several reads at once, which may arrive
-	// out of order: "sequential" allows for that window.
-	sequential := off >= h.lastEnd-seqWindow && off <= h.lastEnd+seqWindow
-	h.mu.Unlock()
-	if off >= cl.Size {
-		return 0, 0
-	}
-	end := min(off+int64(len(dest)), cl.Size)
-	i := sort.Search(len(cl.Chunks), func(i int) bool { return cl.Chunks[i].Offset+cl.Chunks[i].Size > off })
-	done := 0
-	for pos := off; pos < end; i++ {
-		if i >= len(cl.Chunks) {
-			return done, syscall.EIO
-		}
-		c := cl.Chunks[i]
-		in := pos - c.Offset
-		want := min(c.Size-in, end-pos)
-		buf := dest[done : done+int(want)]
-		if _, ok := h.n.fsys.o.Cache.ReadAt(c, c.Key(p, cl.FileHash), buf, in); !ok {
-			data, err := h.n.fsys.fetch(ctx, p, cl.FileHash, c)
-			if err != nil {
-				return done, Errno(err)
-			}
-			copy(buf, data[in:in+want])
-		}
-		done += int(want)
-		pos += want
-	}
-	h.mu.Lock()
-	h.lastEnd = end
-	h.mu.Unlock()
-	if sequential && h.n.fsys.o.Prefetch > 0 {
-		h.n.fsys.prefetchAfter(p, cl, i)
-	}
-	return done, 0
-}
-
-// seqWindow is how far a read may be from the end of the previous one and
-// still count as sequential (a few kernel readahead requests).
-const seqWindow = 4 << 20
-
-// fetch gets one chunk from the server once, however many readers want it,
-// checks it against its key (before any reader sees it: the bytes may serve
-// other files holding the same chunk) and caches it.
-func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte, error) {
-	key := c.Key(p, fileHash)
-	// DoChan, not Do: a reader whose request is interrupted (its ctx is
-	// cancelled) returns EINTR at once; the shared fetch, detached from any
-	// one reader's ctx, goes on for the others and fills the cache.
-	ch := f.flights.DoChan(key, func() (any, error) {
-		data := make([]byte, c.Size)
-		// A flight that ended just before this one began (a prefetch) may
-		// have brought it after the caller missed it.
-		if n, ok := f.o.Cache.ReadAt(c, key, data, 0); ok && int64(n) == c.Size {
-			return data, nil
-		}
-		ctx, cancel := f.opCtx(context.WithoutCancel(ctx))
-		defer cancel()
-		if err := f.o.Backend.ReadRange(ctx, p, fileHash, c.Offset, data); err != nil {
-			return nil, err
-		}
-		if err := CheckChunk(c, key, data); err != nil {
-			return nil, err
-		}
-		if err := f.o.Cache.Put(c, key, data); err != nil {
-			return nil, err
-		}
-		return data, nil
-	})
-	select {
-	case <-ctx.Done():
-		return nil, fmt.Errorf("fetch chunk: %w", ctx.Err())
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.([]byte), nil
-	}
-}
-
-// prefetchAfter fetches the next chunks in the background, a bounded number
-// at a time; when all slots are busy it simply does less.
-func (f *FS) prefetchAfter(p string, cl ChunkList, from int) {
-	for i := from; i < len(cl.Chunks) && i < from+f.o.Prefetch; i++ {
-		c := cl.Chunks[i]
-		if f.o.Cache.Has(c.Key(p, cl.FileHash)) {
-			continue
-		}
-		select {
-		case f.prefetch <- struct{}{}:
-		default:
-			return
-		}
-		go func() {
-			defer func() { <-f.prefetch }()
-			f.fetch(context.Background(), p, cl.FileHash, c)
-		}()
-	}
 }

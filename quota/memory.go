@@ -20,17 +20,22 @@ type Memory struct {
 	reconciled bool
 	users      map[int64]*Usage
 	sessions   map[string]*memSession
+	due        dueSet // the sessions with a flush to do, by score
+	// visited counts the tasks claim has looked at, so a test can check
+	// that a scan touches due tasks only.
+	visited int
 }
 
 // memSession mirrors the Redis session hash.
 type memSession struct {
+	id         string
 	user       int64
 	declared   int64
 	received   int64
 	flushed    int64 // received count SQLite has (acknowledged)
 	have       map[int]bool
 	due        time.Time // last chunk + Delay
-	queued     bool      // in the due set
+	slot       int       // index in Memory.due; -1 when not in it
 	score      time.Time // position in the due set (due, or lease end while claimed)
 	inflight   bool
 	inflTarget int64
@@ -96,7 +101,7 @@ func (m *Memory) Reserve(ctx context.Context, user int64, upload string, declare
 		return *u, overQuota(op, *u, declared)
 	}
 	u.Uploading += declared
-	m.sessions[upload] = &memSession{user: user, declared: declared, have: map[int]bool{}}
+	m.sessions[upload] = &memSession{id: upload, user: user, declared: declared, have: map[int]bool{}, slot: -1}
 	return *u, nil
 }
 
@@ -134,7 +139,7 @@ func (m *Memory) Chunk(ctx context.Context, user int64, upload string, index int
 	s.received += n
 	u.Unfinished += n
 	s.due = m.cfg.Clock.Now().Add(m.cfg.Delay)
-	s.queued, s.score = true, s.due
+	m.due.schedule(s, s.due)
 	return nil
 }
 
@@ -169,6 +174,7 @@ func (m *Memory) end(ctx context.Context, op string, user int64, upload string, 
 			u.Finished += size
 		}
 	}
+	m.due.unschedule(s)
 	delete(m.sessions, upload)
 	return r, nil
 }
@@ -223,6 +229,7 @@ func (m *Memory) Forget(ctx context.Context, user int64) error {
 	delete(m.users, user)
 	for id, s := range m.sessions {
 		if s.user == user {
+			m.due.unschedule(s)
 			delete(m.sessions, id)
 		}
 	}
@@ -251,29 +258,30 @@ func (m *Memory) claim(ctx context.Context, now time.Time, limit int) ([]claimed
 		return nil, lost("quota.ScanDue")
 	}
 	var out []claimed
-	for id, s := range m.sessions {
-		if len(out) >= limit {
+	// Like the Redis script's ZRANGEBYSCORE: only the front of the set, while
+	// it is due. Each turn takes the front task out or moves it past now.
+	for len(out) < limit {
+		s := m.due.first()
+		if s == nil || s.score.After(now) {
 			break
 		}
-		if !s.queued || s.score.After(now) {
-			continue
-		}
+		m.visited++
 		switch {
 		case s.inflight && s.lease.After(now):
-			s.score = s.lease // another scan holds it
+			m.due.schedule(s, s.lease) // another scan holds it
 			continue
 		case s.inflight:
 			// The holder's lease ran out: send the same flush again.
 		case s.received == s.flushed:
-			s.queued = false
+			m.due.unschedule(s)
 			continue
 		default:
 			s.seq++
 			s.inflight, s.inflTarget = true, s.received
 		}
 		s.lease = now.Add(m.cfg.Lease)
-		s.score = s.lease
-		out = append(out, claimed{Flush{User: s.user, Upload: id, Seq: s.seq, Target: s.inflTarget}})
+		m.due.schedule(s, s.lease)
+		out = append(out, claimed{Flush{User: s.user, Upload: s.id, Seq: s.seq, Target: s.inflTarget}})
 	}
 	return out, nil
 }
@@ -287,9 +295,9 @@ func (m *Memory) ack(ctx context.Context, c claimed) error {
 	}
 	s.flushed, s.inflight = s.inflTarget, false
 	if s.received == s.flushed {
-		s.queued = false
+		m.due.unschedule(s)
 	} else {
-		s.score = s.due
+		m.due.schedule(s, s.due)
 	}
 	return nil
 }
@@ -309,26 +317,27 @@ func (m *Memory) Reconcile(ctx context.Context, truth Truth) error {
 		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
 	}
 	ss := make(map[string]*memSession, len(sessions))
+	var due dueSet
 	for _, x := range sessions {
 		u := us[x.User]
 		if u == nil {
 			continue // the user is gone
 		}
 		rec := recs[x.Upload]
-		s := &memSession{user: x.User, declared: x.Declared, received: x.Received, flushed: rec.Flushed,
-			have: make(map[int]bool, len(x.Have)), seq: reconcileSeq(rec), due: now}
+		s := &memSession{id: x.Upload, user: x.User, declared: x.Declared, received: x.Received, flushed: rec.Flushed,
+			have: make(map[int]bool, len(x.Have)), seq: reconcileSeq(rec), due: now, slot: -1}
 		for _, i := range x.Have {
 			s.have[i] = true
 		}
 		if s.received != s.flushed {
-			s.queued, s.score = true, now
+			due.schedule(s, now)
 		}
 		u.Uploading += x.Declared
 		u.Unfinished += x.Received
 		ss[x.Upload] = s
 	}
 	m.mu.Lock()
-	m.users, m.sessions, m.reconciled = us, ss, true
+	m.users, m.sessions, m.due, m.reconciled = us, ss, due, true
 	m.mu.Unlock()
 	return nil
 }

@@ -43,10 +43,10 @@
 // # Delayed flush (the seed's dynamic delayed task)
 //
 // Each open session is one task in a set ordered by due time (a Redis ZSET;
-// a map in process). Every Chunk pushes the due time to now+Delay and grows
-// the task's pending bytes; ScanDue claims due tasks and writes them to SQLite
-// users.use_space_unfinished through a Sink, one write per task however many
-// chunks it coalesced. A flush carries the session's absolute received count
+// a heap in process), so a scan reads only the tasks that are due. Every
+// Chunk pushes the due time to now+Delay and grows the task's pending bytes;
+// ScanDue claims due tasks and writes them to SQLite users.use_space_unfinished
+// through a Sink, one write per task however many chunks it coalesced. A flush carries the session's absolute received count
 // and a per-session sequence number, and the sink applies it only if its
 // sequence is newer than the last one applied: a claim is held under a lease,
 // so a scanner that dies between claim and commit is replaced after the lease
@@ -76,14 +76,18 @@
 // caller's transaction) and fences later flushes of that upload out.
 //
 // With the ledger, nothing but the Sink writes users.use_space_unfinished.
-// For package upload (upload.Accountant): Admit → Reserve(uid, sessionID,
-// max(size-replaces, 0)) with the session id chosen before the row is
-// inserted; Received → Chunk(uid, session, idx, n) before the transaction
-// that records the chunk commits (the chunk index is needed); Settled →
-// Settle(tx) inside, Commit(uid, session, net growth) after the commit;
-// Released → Settle(tx) inside, Release after. Truth.OpenSessions is
-// upload_sessions WHERE state = 'open' (id, user_id, size, received) with the
-// idx of its session_chunks rows as Have.
+// For package upload (upload.Accountant, upload/account.go): Reserve(uid,
+// sessionID, size) with the session id chosen before the row is inserted.
+// The reservation is the whole declared size, also when the session replaces
+// a file: its chunks sit beside that file until the merge, and the replaced
+// file's bytes come back only when the merge commits. Chunk(uid, session,
+// idx, n) runs before the transaction that records the chunk commits (the
+// chunk index is needed); Settle(tx) inside the transaction that merges or
+// closes the session; after it, Merged(growth) is Commit(uid, session,
+// max(growth, 0)) plus AddFinished(min(growth, 0)) for a smaller replaced
+// file, and Released is Release. Truth.OpenSessions is upload_sessions WHERE
+// state = 'open' (id, user_id, size), with the idx and size of its
+// session_chunks rows as Have and Received.
 package quota
 
 import (

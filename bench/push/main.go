@@ -11,7 +11,9 @@
 //     concurrency (upload time reported apart: pipeline ≈ max, this = sum);
 //   - curl -T to WebDAV: one streaming PUT, no hashing on the client.
 //
-// Then -files small files pushed as a directory (one request each, -concurrency at once).
+// Then -files small files pushed as a directory, -concurrency at once: each is
+// checked by file hash first (init + patchHash), then, as the server lacks it,
+// its session is dropped and the bytes go in one request.
 package main
 
 import (

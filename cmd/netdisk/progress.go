@@ -45,12 +45,15 @@ type pushReporter struct {
 	enc     *json.Encoder
 	mu      sync.Mutex
 	counted map[string]int64 // bytes of each file already added to the bar
-	skipped int              // chunks completed without sending their bytes
-	sent    int
+	// rechecking: files whose merge found the content changed; their chunks,
+	// checked again, are already on the bar.
+	rechecking map[string]bool
+	skipped    int // chunks completed without sending their bytes
+	sent       int
 }
 
 func newPushReporter(mode outputMode, out, errOut io.Writer, total int64, files int) *pushReporter {
-	r := &pushReporter{mode: mode, out: out, errOut: errOut, counted: map[string]int64{}}
+	r := &pushReporter{mode: mode, out: out, errOut: errOut, counted: map[string]int64{}, rechecking: map[string]bool{}}
 	switch mode {
 	case outJSON:
 		r.enc = json.NewEncoder(out)
@@ -88,7 +91,9 @@ func (r *pushReporter) on(e client.PushEvent) {
 		pe := e.Event
 		switch pe.Kind {
 		case chunker.ChunkDone:
-			r.add(e.Local, pe.Size)
+			if !r.rechecking[e.Local] {
+				r.add(e.Local, pe.Size)
+			}
 			if pe.How == chunker.HowUploaded {
 				r.sent++
 			} else {
@@ -98,7 +103,14 @@ func (r *pushReporter) on(e client.PushEvent) {
 				r.bar.Describe(fmt.Sprintf("chunks: %d sent, %d skipped (dedup/resume)", r.sent, r.skipped))
 			}
 		case chunker.ChunkRetry:
-			r.line("retry %s chunk %d (attempt %d): %s", e.Remote, pe.Index, pe.Attempt, pe.Error)
+			if pe.Index < 0 {
+				r.line("retry %s (attempt %d): %s", e.Remote, pe.Attempt, pe.Error)
+			} else {
+				r.line("retry %s chunk %d (attempt %d): %s", e.Remote, pe.Index, pe.Attempt, pe.Error)
+			}
+		case chunker.MergeFailed:
+			r.rechecking[e.Local] = true
+			r.line("merge of %s failed: %s", e.Remote, pe.Error)
 		case chunker.QueueAborted:
 			r.line("aborted %s: chunk %d: %s", e.Remote, pe.Index, pe.Error)
 		}

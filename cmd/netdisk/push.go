@@ -49,7 +49,7 @@ and sends only what is missing.`,
 	f := cmd.Flags()
 	f.IntVar(&concurrency, "concurrency", 3, "chunks (and small files) sent at once")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON event per line instead of progress")
-	f.BoolVar(&chunked, "chunked", false, "send small files in chunks too (dedup and resume for everything)")
+	f.BoolVar(&chunked, "chunked", false, "send small files in chunks too (per-chunk dedup and resume for everything)")
 	return cmd
 }
 

@@ -60,6 +60,12 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if err != nil || cs < 64<<10 || cs > 64<<20 {
 				return fmt.Errorf("--chunk-size %q: want a size between 64KiB and 64MiB", chunkSize)
 			}
+			if cs%(4<<10) != 0 {
+				// Seed 004: chunks that are whole 4 KiB disk blocks are written
+				// and reassembled in whole blocks. The size is also part of
+				// content identity, so a bad one is refused, not rounded.
+				return fmt.Errorf("--chunk-size %q (%d bytes): want a multiple of 4KiB", chunkSize, cs)
+			}
 			o.ChunkSize = int64(cs)
 			mf, err := humanize.ParseBytes(maxFile)
 			if err != nil || mf == 0 || mf > quota.MaxBytes {
@@ -81,7 +87,7 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f := cmd.Flags()
 	f.StringVar(&o.DataDir, "data", "./netdisk-data", "data directory (database and chunks)")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "address to listen on")
-	f.StringVar(&chunkSize, "chunk-size", "4MiB", "chunk size for new data (part of content identity: keep it fixed)")
+	f.StringVar(&chunkSize, "chunk-size", "4MiB", "chunk size for new data, a multiple of 4KiB (part of content identity: keep it fixed)")
 	f.StringVar(&maxFile, "max-file-size", "1TiB", "largest file accepted (larger uploads are refused with 413)")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")

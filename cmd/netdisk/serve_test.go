@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"netdisk/client"
+	"netdisk/internal/testutil"
+)
+
+// A chunk size that is not a multiple of 4 KiB (seed 004) is refused at start
+// with one line, before anything is created; a multiple of it is accepted.
+func TestServeRefusesChunkSizeNotMultipleOf4KiB(t *testing.T) {
+	for _, size := range []string{"100000", "65537", "66KiB"} {
+		data := filepath.Join(t.TempDir(), "data")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, testutil.Binary(t), "serve", "--data", data, "--listen", "127.0.0.1:0", "--chunk-size", size)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("--chunk-size %s: %v, want exit 1\n%s", size, err, out.String())
+		}
+		msg := strings.TrimSpace(out.String())
+		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "netdisk: --chunk-size") || !strings.Contains(msg, "multiple of 4KiB") {
+			t.Fatalf("--chunk-size %s: output %q is not the one-line refusal", size, msg)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("--chunk-size %s: the data directory was created before the refusal (%v)", size, err)
+		}
+	}
+
+	d := testutil.StartDaemon(t, "--chunk-size", "68KiB")
+	info, err := client.New(d.URL, "admin", d.AdminPass).Info(context.Background())
+	if err != nil || info.ChunkSize != 68<<10 {
+		t.Fatalf("--chunk-size 68KiB: chunk size %d, %v", info.ChunkSize, err)
+	}
+}
