@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"netdisk/errs"
 )
 
@@ -65,13 +63,6 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite
 func (s *SQLite) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
-
-// DB exposes the writer pool to sibling stores of this package's migrations
-// (e.g. upload sessions) that share the file and its single writer.
-func (s *SQLite) DB() *sql.DB { return s.w }
-
-// ReadDB exposes the reader pool, as DB does the writer.
-func (s *SQLite) ReadDB() *sql.DB { return s.r }
 
 func (s *SQLite) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`); err != nil {
@@ -172,13 +163,12 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// Tx runs fn in a write transaction of the shared writer; sibling stores use it
-// to combine their writes with the tree's in one commit.
-func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error { return s.tx(ctx, fn) }
-
-func isUnique(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+// Tx runs fn in a write transaction of the shared writer, for the drive's
+// quota wiring: it combines the *Tx tree changes (txops.go) with its own
+// bookkeeping in one commit. An error fn returns with a kind keeps it; a
+// database error is classified as every method's (errors.go).
+func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return wrap("meta.Tx", "", s.tx(ctx, fn))
 }
 
 // ---- users
@@ -283,22 +273,4 @@ func (s *SQLite) execOne(ctx context.Context, op, q string, args ...any) error {
 		return errs.E(op, errs.NotFound, "", errors.New("no such user"))
 	}
 	return nil
-}
-
-// wrap gives a plain error an op; errors that already have a kind keep it.
-func wrap(op, path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errs.E(op, errs.Other, path, err)
-	}
-	if strings.Contains(err.Error(), "database is locked") {
-		return errs.E(op, errs.Unavailable, path, err)
-	}
-	return errs.E(op, errs.Other, path, err)
 }

@@ -49,7 +49,7 @@ func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 		`DROP INDEX users_name_nocase`,
 		`DELETE FROM schema_migrations WHERE name = 'migrations/005_users_name_nocase.sql'`,
 	} {
-		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
