@@ -68,6 +68,14 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("meta: migrate: %w", err)
 	}
+	for old, name := range renamedMigrations {
+		// A database migrated before the rename recorded the old name: the
+		// migration is applied, under its new name.
+		if _, err := s.w.ExecContext(ctx, `UPDATE schema_migrations SET name = ? WHERE name = ?
+			AND NOT EXISTS (SELECT 1 FROM schema_migrations WHERE name = ?)`, name, old, name); err != nil {
+			return fmt.Errorf("meta: migrate: %w", err)
+		}
+	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
 		return err
@@ -102,6 +110,13 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// renamedMigrations maps the names migrations were recorded under to their
+// names now. Migrations are recorded by file name; the upload sessions were
+// the second 002 (after 002_quota, in name order) until they became 003.
+var renamedMigrations = map[string]string{
+	"migrations/002_upload_sessions.sql": "migrations/003_upload_sessions.sql",
 }
 
 // preMigration holds checks that run before a migration to explain, in the
