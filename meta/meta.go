@@ -1,7 +1,11 @@
-// Package meta is netdisk's metadata store: users, each user's tree of
-// directories and files, files as ordered lists of chunks, chunk records and
-// WebDAV dead properties. Store is the interface; SQLite implements it today
-// (PostgreSQL is the scale-out target).
+// Package meta is netdisk's metadata store and the only owner of its SQL:
+// users, each user's tree of directories and files, files as ordered lists
+// of chunks, chunk records, WebDAV dead properties, upload sessions with
+// their chunks and challenges, and the quota ledger's flush records. Store is
+// the contract, split by role (Users, Tree, Props, Checksums, Chunks,
+// Sessions, QuotaRecords) so each caller depends on what it uses; SQLite
+// implements it today (PostgreSQL is the scale-out target), and metatest is
+// the conformance suite every implementation passes.
 //
 // Every method that touches a tree is scoped by user id: there is no query
 // that can reach another user's nodes.
