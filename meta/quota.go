@@ -161,10 +161,3 @@ func (s *SQLite) PruneQuotaFlushes(ctx context.Context, t time.Time) (int64, err
 	}
 	return res.RowsAffected()
 }
-
-// SettleTx is settleTx for a caller's transaction (Tx): the ledger's own
-// tests close uploads the store keeps no session of with it.
-func SettleTx(ctx context.Context, tx *sql.Tx, user int64, upload string, now time.Time) (int64, error) {
-	n, err := settleTx(ctx, tx, user, upload, now)
-	return n, wrap("meta.Settle", "", err)
-}
