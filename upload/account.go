@@ -31,8 +31,8 @@ type Accountant interface {
 	// Chunk counts chunk idx of n bytes, before the record commits; a
 	// repeated index counts once.
 	Chunk(ctx context.Context, uid int64, session string, idx, n int64) error
-	// Merged and Released run after that transaction committed: the merge
-	// moved the user's finished bytes by growth.
+	// Merged and Released run after the transaction that closed the session
+	// committed: the merge moved the user's finished bytes by growth.
 	Merged(ctx context.Context, uid int64, session string, growth int64)
 	Released(ctx context.Context, uid int64, session string)
 }
