@@ -13,6 +13,7 @@ package meta
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -222,11 +223,29 @@ type QuotaRecords interface {
 	PruneQuotaFlushes(ctx context.Context, t time.Time) (int64, error)
 }
 
+// TreeTx are tree changes inside a write transaction of the store, for the
+// drive's quota wiring (txops.go): each reports how it moved the user's
+// finished bytes so the ledger can be told exactly that, and refuses growth
+// beyond maxGrowth (NoGrowthLimit: none) with errs.Quota inside the
+// transaction. Errors are those of the plain Tree methods; Tx classifies a
+// failed commit like every method.
+type TreeTx interface {
+	// Tx runs fn in one write transaction: all of fn's changes or none.
+	Tx(ctx context.Context, fn func(*sql.Tx) error) error
+	CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error)
+	CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
+	MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
+	RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error)
+	// SubtreeSize returns the sum of the sizes of the files at or below path.
+	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
+}
+
 // Store is the whole metadata contract: what the drive composes.
 type Store interface {
 	Close() error
 	Users
 	Tree
+	TreeTx
 	Props
 	Checksums
 	Chunks

@@ -137,6 +137,7 @@ func Run(t *testing.T, open Open) {
 		{"CommitAndFinishedBytes", testCommit},
 		{"FolderTimes", testFolderTimes},
 		{"MoveCopyRemove", testMoveCopyRemove},
+		{"TreeTx", testTreeTx},
 		{"ListingsAndLimits", testListings},
 		{"ModesAndTimes", testModes},
 		{"Props", testProps},

@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -433,5 +434,67 @@ func testChunks(t *testing.T, e *env) {
 	stop := errors.New("stop")
 	if err := e.s.EachChunk(e.ctx, func(meta.Chunk) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("EachChunk returns fn's error: %v", err)
+	}
+}
+
+func testTreeTx(t *testing.T, e *env) {
+	a := e.user("alice", 100)
+	var n meta.Node
+	var grew int64
+	err := e.s.Tx(e.ctx, func(tx *sql.Tx) (err error) {
+		n, grew, err = e.s.CommitFileTx(e.ctx, tx, a, "/f", file(t0, chunk("a", 6)), meta.NoGrowthLimit)
+		return err
+	})
+	if err != nil || grew != 6 || n.Size != 6 || e.finished(a) != 6 {
+		t.Fatalf("CommitFileTx = %+v, %d, %v; finished %d", n, grew, err, e.finished(a))
+	}
+	// Growth beyond what the caller reserved is refused, and nothing commits.
+	err = e.s.Tx(e.ctx, func(tx *sql.Tx) error {
+		_, _, err := e.s.CommitFileTx(e.ctx, tx, a, "/g", file(t0, chunk("b", 5)), 4)
+		return err
+	})
+	wantKind(t, "growth past maxGrowth", err, errs.Quota)
+	if _, err := e.s.Stat(e.ctx, a, "/g"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("a refused change committed: %v", err)
+	}
+	// fn's error rolls every change of the transaction back.
+	boom := errors.New("boom")
+	err = e.s.Tx(e.ctx, func(tx *sql.Tx) error {
+		if _, _, err := e.s.CommitFileTx(e.ctx, tx, a, "/h", file(t0, chunk("c", 1)), meta.NoGrowthLimit); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Tx returned %v, want fn's error", err)
+	}
+	if _, err := e.s.Stat(e.ctx, a, "/h"); !errs.Is(err, errs.NotFound) || e.finished(a) != 6 {
+		t.Fatalf("a rolled-back change is visible: %v, finished %d", err, e.finished(a))
+	}
+	e.mkdir(a, "/d")
+	e.commit(a, "/d/x", chunk("x", 3))
+	if n, err := e.s.SubtreeSize(e.ctx, a, "/d"); err != nil || n != 3 {
+		t.Fatalf("SubtreeSize(/d) = %d, %v", n, err)
+	}
+	if n, err := e.s.SubtreeSize(e.ctx, a, "/f"); err != nil || n != 6 {
+		t.Fatalf("SubtreeSize(/f) = %d, %v", n, err)
+	}
+	var delta int64
+	tx := func(fn func(tx *sql.Tx) (int64, error)) error {
+		return e.s.Tx(e.ctx, func(tx *sql.Tx) (err error) { delta, err = fn(tx); return err })
+	}
+	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c", false, true, 3) }); err != nil || delta != 3 {
+		t.Fatalf("CopyTx = %d, %v", delta, err)
+	}
+	err = tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c2", false, true, 2) })
+	wantKind(t, "a copy past maxGrowth", err, errs.Quota)
+	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.MoveTx(e.ctx, tx, a, "/c/x", "/f", true) }); err != nil || delta != -6 {
+		t.Fatalf("MoveTx over a 6-byte file = %d, %v; want -6", delta, err)
+	}
+	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.RemoveTx(e.ctx, tx, a, "/d") }); err != nil || delta != -3 {
+		t.Fatalf("RemoveTx = %d, %v; want -3", delta, err)
+	}
+	if e.finished(a) != 3 {
+		t.Fatalf("finished %d, want 3", e.finished(a))
 	}
 }
