@@ -91,7 +91,7 @@ func (a *API) fileChunks(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.E("api.fileChunks", errs.IsDir, n.Path, nil))
 		return
 	}
-	cs, err := a.D.Meta().FileChunks(ctx, n.ID)
+	cs, err := a.D.FileChunks(ctx, n)
 	if err != nil {
 		a.WriteError(w, r, err)
 		return

@@ -67,7 +67,7 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 	pw := &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.Locks.Count(fs.UID) > 0}
 	if pw.needDead() {
 		if len(more) == 0 {
-			ps, err := fs.D.Meta().Props(ctx, self.ID)
+			ps, err := fs.D.NodeProps(ctx, self)
 			if err != nil {
 				return 0, err
 			}

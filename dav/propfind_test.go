@@ -121,15 +121,10 @@ func fillTree(t testing.TB, d *testutil.Daemon, dir string, n int) {
 		t.Fatal(err)
 	}
 	err = m.Tx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mtime_ns, file_hash) VALUES (?,?,?,?,0,0,?,?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		now := time.Now().UnixNano()
+		f := meta.NewFile{FileHash: "d41d8cd98f00b204e9800998ecf8427e", ModTime: time.Now()}
 		for i := range n {
-			name := fmt.Sprintf("file-%05d.txt", i)
-			if _, err := st.ExecContext(ctx, u.ID, dir+"/"+name, dir, name, now, "d41d8cd98f00b204e9800998ecf8427e"); err != nil {
+			p := fmt.Sprintf("%s/file-%05d.txt", dir, i)
+			if _, _, err := m.CommitFileTx(ctx, tx, u.ID, p, f, meta.NoGrowthLimit); err != nil {
 				return err
 			}
 		}

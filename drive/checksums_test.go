@@ -48,7 +48,7 @@ func TestWriteRecordsContentChecksums(t *testing.T) {
 }
 
 // Chunks committed without the bytes passing in order (the upload API's merge,
-// instant upload) have no checksums until the background pass; the pass fills
+// instant upload: drive.CommitSession) have no checksums until the background pass; the pass fills
 // them from the chunks, and never gives a newer version the old one's sums.
 func TestChecksumPassFillsCommittedChunks(t *testing.T) {
 	ctx := context.Background()
@@ -63,9 +63,10 @@ func TestChecksumPassFillsCommittedChunks(t *testing.T) {
 	for _, c := range chunks {
 		nf.Chunks = append(nf.Chunks, c.Chunk)
 	}
-	if _, err := f.d.CommitChunks(ctx, f.b.ID, "/merged", nf); err != nil {
+	if _, err := f.m.CommitFile(ctx, f.b.ID, "/merged", nf); err != nil {
 		t.Fatal(err)
 	}
+	f.d.KickChecksums() // as drive.CommitSession does
 	st, _ := f.d.Stat(ctx, f.b.ID, "/merged")
 	if st.MD5 != "" || st.SHA1 != "" {
 		t.Fatalf("checksums before the pass: %s/%s", st.MD5, st.SHA1)
@@ -81,9 +82,10 @@ func TestChecksumPassFillsCommittedChunks(t *testing.T) {
 
 	// A version replaced between the listing and the record keeps its own
 	// (unknown) checksums: the guard is the version the pass read.
-	if _, err := f.d.CommitChunks(ctx, f.b.ID, "/merged2", nf); err != nil {
+	if _, err := f.m.CommitFile(ctx, f.b.ID, "/merged2", nf); err != nil {
 		t.Fatal(err)
 	}
+	f.d.KickChecksums() // as drive.CommitSession does
 	m2, _ := f.d.Stat(ctx, f.b.ID, "/merged2")
 	other := f.put(t, f.a.ID, "/other", random(12, testChunk+3))
 	ochunks, _ := f.m.FileChunks(ctx, other.ID)
@@ -91,9 +93,10 @@ func TestChecksumPassFillsCommittedChunks(t *testing.T) {
 	for _, c := range ochunks {
 		of.Chunks = append(of.Chunks, c.Chunk)
 	}
-	if _, err := f.d.CommitChunks(ctx, f.b.ID, "/merged2", of); err != nil {
+	if _, err := f.m.CommitFile(ctx, f.b.ID, "/merged2", of); err != nil {
 		t.Fatal(err)
 	}
+	f.d.KickChecksums() // as drive.CommitSession does
 	if ok, err := f.m.SetChecksums(ctx, m2.ID, src.FileHash, src.Size, wm, ws); err != nil || ok {
 		t.Fatalf("stale checksums recorded: %v %v", ok, err)
 	}
@@ -119,17 +122,19 @@ func TestRunChecksumsAtStartAndOnKick(t *testing.T) {
 	for _, c := range chunks {
 		nf.Chunks = append(nf.Chunks, c.Chunk)
 	}
-	if _, err := f.d.CommitChunks(ctx, f.a.ID, "/before-start", nf); err != nil {
+	if _, err := f.m.CommitFile(ctx, f.a.ID, "/before-start", nf); err != nil {
 		t.Fatal(err)
 	}
+	f.d.KickChecksums() // as drive.CommitSession does
 	done := make(chan int)
 	go f.d.RunChecksums(ctx, time.Hour, done)
 	if n := <-done; n != 1 {
 		t.Fatalf("first pass filled %d, want 1", n)
 	}
-	if _, err := f.d.CommitChunks(ctx, f.a.ID, "/after-start", nf); err != nil {
+	if _, err := f.m.CommitFile(ctx, f.a.ID, "/after-start", nf); err != nil {
 		t.Fatal(err)
 	}
+	f.d.KickChecksums()      // as drive.CommitSession does
 	if n := <-done; n != 1 { // the hour-long timer cannot have fired: the commit's kick did it
 		t.Fatalf("kicked pass filled %d, want 1", n)
 	}

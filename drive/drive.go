@@ -134,15 +134,6 @@ func (d *Drive) CheckFileSize(op, p string, size int64) error {
 // ChunkSize is the size files are cut at.
 func (d *Drive) ChunkSize() int64 { return d.chunkSize }
 
-// Meta exposes the metadata store to sibling services (upload sessions).
-func (d *Drive) Meta() meta.Store { return d.meta }
-
-// Blobs exposes the chunk store to sibling services.
-func (d *Drive) Blobs() dedup.BlobStore { return d.blobs }
-
-// Pins exposes the pin set that protects chunks from GC until they are committed.
-func (d *Drive) Pins() *dedup.Pins { return d.pins }
-
 // Now is the drive's clock.
 func (d *Drive) Now() time.Time { return d.now() }
 

@@ -228,9 +228,13 @@ func TestGCRemovesOrphanBlobs(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	// A crash between storing chunks and committing leaves blobs without records.
+	blobs, err := dedup.NewDiskStore(filepath.Join(f.dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 {
 		b := random(int64(40+i), testChunk)
-		if err := f.d.Blobs().Put(ctx, dedup.Key(chunker.HashChunk(b).SHA256), b); err != nil {
+		if err := blobs.Put(ctx, dedup.Key(chunker.HashChunk(b).SHA256), b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -87,7 +87,7 @@ func (d *Drive) holdCommit(ctx context.Context, h *quota.Hold, change func(tx *s
 		return err
 	})
 	if err != nil {
-		return DiskFull("drive.Commit", err)
+		return err
 	}
 	h.CommitInStep(context.WithoutCancel(ctx), delta)
 	return nil

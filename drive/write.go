@@ -374,8 +374,7 @@ func (w *Writer) Commit() (meta.Node, error) {
 		})
 		return n, err
 	}
-	n, err := w.d.meta.CommitFile(ctx, w.uid, w.path, f)
-	return n, DiskFull("drive.Commit", err)
+	return w.d.meta.CommitFile(ctx, w.uid, w.path, f)
 }
 
 // Abort discards what was written; the old version stays.
@@ -386,27 +385,6 @@ func (w *Writer) Abort() {
 		w.d.putBuf(w.buf)
 		w.buf = nil
 	}
-}
-
-// CommitChunks makes an already stored, ordered list of chunks the content of
-// p (used by the upload API's merge and by instant upload). The caller must
-// hold pins or session references on the chunks until this returns.
-func (d *Drive) CommitChunks(ctx context.Context, uid int64, p string, f meta.NewFile) (meta.Node, error) {
-	p, err := clean("drive.CommitChunks", p)
-	if err != nil {
-		return meta.Node{}, err
-	}
-	if err := d.CheckWrite(ctx, uid, p); err != nil {
-		return meta.Node{}, err
-	}
-	if f.ModTime.IsZero() {
-		f.ModTime = d.now()
-	}
-	n, err := d.meta.CommitFile(ctx, uid, p, f)
-	if err == nil && f.MD5 == "" {
-		d.KickChecksums() // the bytes were never seen in order here
-	}
-	return n, err
 }
 
 func parentOf(p string) string {

@@ -43,7 +43,7 @@ func (s *SQLite) ChunkBySHA256(ctx context.Context, sha string) (Chunk, error) {
 }
 
 // unreferenced is the condition under which a chunk is garbage: no file holds
-// it and no upload session (migration 002) has received it.
+// it and no upload session (migration 003) has received it.
 const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)
 	AND NOT EXISTS (SELECT 1 FROM session_chunks sc WHERE sc.chunk_id = chunks.id)`
 

@@ -1,7 +1,11 @@
-// Package meta is netdisk's metadata store: users, each user's tree of
-// directories and files, files as ordered lists of chunks, chunk records and
-// WebDAV dead properties. Store is the interface; SQLite implements it today
-// (PostgreSQL is the scale-out target).
+// Package meta is netdisk's metadata store and the only owner of its SQL:
+// users, each user's tree of directories and files, files as ordered lists
+// of chunks, chunk records, WebDAV dead properties, upload sessions with
+// their chunks and challenges, and the quota ledger's flush records. Store is
+// the contract, split by role (Users, Tree, Props, Checksums, Chunks,
+// Sessions, QuotaRecords) so each caller depends on what it uses; SQLite
+// implements it today (PostgreSQL is the scale-out target), and metatest is
+// the conformance suite every implementation passes.
 //
 // Every method that touches a tree is scoped by user id: there is no query
 // that can reach another user's nodes.
@@ -9,6 +13,7 @@ package meta
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -87,34 +92,58 @@ type Stats struct {
 	Chunks        int64
 }
 
-// Store is the metadata contract. Errors carry an errs.Kind: NotFound for a
-// missing path or user, Exists for a name taken, NotDir / IsDir / NoParent for
-// a path that does not fit the tree, Quota when a commit would exceed the
-// user's total.
-type Store interface {
-	Close() error
+// The store's contract is split by role; each caller depends on the smallest
+// interface it uses. Errors carry an errs.Kind (errors.go): NotFound for a
+// missing path, user or session, Exists for a name taken, NotDir / IsDir /
+// NoParent for a path that does not fit the tree, Quota when a commit would
+// exceed the user's total, Invalid for a mode with bits outside PermBits;
+// and for any method, Unavailable when the database is busy past its
+// timeout, NoSpace when its disk is full, Other for the unexpected.
+// meta/metatest is the conformance suite every Store passes.
 
+// Users are the accounts.
+type Users interface {
+	// CreateUser inserts a user with an empty root directory. A name taken
+	// without regard to case is Exists.
 	CreateUser(ctx context.Context, name, passHash string, isAdmin bool, quota int64) (User, error)
+	// UserByName looks a user up by name, ignoring case.
 	UserByName(ctx context.Context, name string) (User, error)
 	UserByID(ctx context.Context, id int64) (User, error)
+	// ListUsers returns every user by name.
 	ListUsers(ctx context.Context) ([]User, error)
+	// DeleteUser removes a user with their tree and sessions.
 	DeleteUser(ctx context.Context, id int64) error
 	SetPassword(ctx context.Context, id int64, passHash string) error
+	// SetQuota sets a user's total (0 = unlimited).
 	SetQuota(ctx context.Context, id int64, total int64) error
+}
 
+// Tree is each user's tree of directories and files.
+type Tree interface {
 	Stat(ctx context.Context, uid int64, path string) (Node, error)
+	// List returns the children of dir by name (NotDir for a file).
 	List(ctx context.Context, uid int64, dir string) ([]Node, error)
+	// ListDir returns the node at dir and, if it is a directory, its children.
+	ListDir(ctx context.Context, uid int64, dir string) (Node, []Node, error)
+	// Tree returns the nodes below dir in path order, at most limit+1.
+	Tree(ctx context.Context, uid int64, dir string, limit int) ([]Node, error)
 	// CountTree returns how many nodes lie below dir (bounded by limit+1, so
 	// callers can refuse a deep walk cheaply).
 	CountTree(ctx context.Context, uid int64, dir string, limit int) (int, error)
+	// Mkdir creates a directory whose parent exists, and sets the parent's
+	// modification time to mtime.
 	Mkdir(ctx context.Context, uid int64, path string, mtime time.Time) (Node, error)
+	// MkdirMode is Mkdir with permission bits stored from the start.
+	MkdirMode(ctx context.Context, uid int64, path string, mtime time.Time, perm uint32) (Node, error)
 	// CommitFile makes f the content at path in one transaction, replacing an
-	// older version; readers see the old or the new version, never a mix.
+	// older version; readers see the old or the new version, never a mix. A
+	// new file touches its folder; a new version of a file does not.
 	CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error)
-	// Remove deletes path and everything below it.
+	// Remove deletes path and everything below it (the root is Permission).
 	Remove(ctx context.Context, uid int64, path string) error
 	// Move renames src to dst. With overwrite, an existing dst is removed first
-	// (in the same transaction); without, an existing dst is Exists.
+	// (in the same transaction); without, an existing dst is Exists. A
+	// destination inside the source is Permission.
 	Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error
 	// Copy copies src to dst sharing chunks (no bytes are copied). recursive
 	// false copies only the directory itself.
@@ -123,9 +152,22 @@ type Store interface {
 	// SetMode stores permission bits (≤ 0o7777, else Invalid); they are
 	// numbers for clients, never acted on by the server (meta/mode.go).
 	SetMode(ctx context.Context, uid int64, path string, perm uint32) error
-	// MkdirMode is Mkdir with permission bits stored from the start.
-	MkdirMode(ctx context.Context, uid int64, path string, mtime time.Time, perm uint32) (Node, error)
+	// FileChunks returns a file's chunks in order with their offsets.
 	FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error)
+}
+
+// Props are WebDAV dead properties.
+type Props interface {
+	Props(ctx context.Context, nodeID int64) ([]Prop, error)
+	// PropsUnder returns the dead properties of dir and its children (or its
+	// whole subtree when recursive), keyed by node id, in one query.
+	PropsUnder(ctx context.Context, uid int64, dir string, recursive bool) (map[int64][]Prop, error)
+	// PatchProps sets and removes dead properties in one transaction.
+	PatchProps(ctx context.Context, nodeID int64, set []Prop, remove []Prop) error
+}
+
+// Checksums are the whole-content checksums the background pass fills in.
+type Checksums interface {
 	// PendingChecksums lists up to limit files (any user) whose content
 	// checksums are not known yet, by id after afterID.
 	PendingChecksums(ctx context.Context, afterID int64, limit int) ([]Node, error)
@@ -133,28 +175,82 @@ type Store interface {
 	// holds the version they were computed from (same file hash and size,
 	// checksums still unknown), and reports whether it did.
 	SetChecksums(ctx context.Context, nodeID int64, fileHash string, size int64, md5, sha1 string) (bool, error)
+}
 
-	Props(ctx context.Context, nodeID int64) ([]Prop, error)
-	// ListDir returns the node at dir and, if it is a directory, its children.
-	ListDir(ctx context.Context, uid int64, dir string) (Node, []Node, error)
-	// Tree returns the nodes below dir in path order, at most limit+1.
-	Tree(ctx context.Context, uid int64, dir string, limit int) ([]Node, error)
-	// PropsUnder returns the dead properties of dir and its children (or its
-	// whole subtree when recursive), keyed by node id, in one query.
-	PropsUnder(ctx context.Context, uid int64, dir string, recursive bool) (map[int64][]Prop, error)
-	// PatchProps sets and removes dead properties in one transaction.
-	PatchProps(ctx context.Context, nodeID int64, set []Prop, remove []Prop) error
-
+// Chunks are the chunk records, for deduplication, GC and fsck.
+type Chunks interface {
+	// ChunksByMD5 returns every chunk with that MD5 (usually zero or one).
 	ChunksByMD5(ctx context.Context, md5 string) ([]Chunk, error)
 	ChunkBySHA256(ctx context.Context, sha string) (Chunk, error)
-	// UnreferencedChunks lists chunks no file references (candidates for GC).
+	// UnreferencedChunks lists chunks no file and no session references
+	// (candidates for GC).
 	UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error)
 	// DeleteChunkIfUnreferenced removes the chunk record if still unreferenced
 	// and reports whether it did.
 	DeleteChunkIfUnreferenced(ctx context.Context, sha string) (bool, error)
 	// EachChunk calls fn for every chunk record.
 	EachChunk(ctx context.Context, fn func(Chunk) error) error
+	// Stats sums the store.
 	Stats(ctx context.Context) (Stats, error)
+}
+
+// Sessions are the upload sessions of the chunked upload API (sessions.go
+// documents each method's contract).
+type Sessions interface {
+	ResumeSession(ctx context.Context, uid int64, path string, size int64, fileHash string, notBefore, now time.Time) (string, error)
+	CreateSession(ctx context.Context, ss Session, notBefore, now time.Time) (string, error)
+	Session(ctx context.Context, uid int64, id string) (Session, error)
+	SessionChunks(ctx context.Context, id string) ([]SessionChunk, error)
+	SessionChunkAt(ctx context.Context, id string, idx int64) (Chunk, bool, error)
+	AddSessionChunk(ctx context.Context, id string, idx int64, c Chunk, now time.Time) error
+	MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, error)
+	DropSession(ctx context.Context, id string, now time.Time) (Session, bool, error)
+	IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error)
+	DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (Session, bool, error)
+	OpenSessions(ctx context.Context) ([]OpenSession, error)
+	PutChallenge(ctx context.Context, id string, ch Challenge) error
+	TakeChallenge(ctx context.Context, id string, idx int64) (Challenge, bool, error)
+	DeleteExpiredChallenges(ctx context.Context, t time.Time) (int64, error)
+	// UserHoldsChunk and FileWithContent answer instant upload's questions.
+	UserHoldsChunk(ctx context.Context, uid, chunkID int64) (bool, error)
+	FileWithContent(ctx context.Context, uid int64, fileHash string, size int64) (n Node, own, found bool, err error)
+}
+
+// QuotaRecords are the quota ledger's flush records (quota.go).
+type QuotaRecords interface {
+	ApplyQuotaFlushes(ctx context.Context, fs []QuotaFlush) (int64, error)
+	RepairQuotaFlushes(ctx context.Context, open map[string]bool, now time.Time) (map[string]QuotaRecord, error)
+	PruneQuotaFlushes(ctx context.Context, t time.Time) (int64, error)
+}
+
+// TreeTx are tree changes inside a write transaction of the store, for the
+// drive's quota wiring (txops.go): each reports how it moved the user's
+// finished bytes so the ledger can be told exactly that, and refuses growth
+// beyond maxGrowth (NoGrowthLimit: none) with errs.Quota inside the
+// transaction. Errors are those of the plain Tree methods; Tx classifies a
+// failed commit like every method.
+type TreeTx interface {
+	// Tx runs fn in one write transaction: all of fn's changes or none.
+	Tx(ctx context.Context, fn func(*sql.Tx) error) error
+	CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error)
+	CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
+	MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
+	RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error)
+	// SubtreeSize returns the sum of the sizes of the files at or below path.
+	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
+}
+
+// Store is the whole metadata contract: what the drive composes.
+type Store interface {
+	Close() error
+	Users
+	Tree
+	TreeTx
+	Props
+	Checksums
+	Chunks
+	Sessions
+	QuotaRecords
 }
 
 func baseName(p string) string {

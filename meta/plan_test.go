@@ -19,7 +19,7 @@ func TestListingPlans(t *testing.T) {
 	defer s.Close()
 	plan := func(q string, args ...any) string {
 		t.Helper()
-		rows, err := s.ReadDB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+		rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
 			t.Fatal(err)
 		}

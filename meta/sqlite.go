@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"netdisk/errs"
 )
 
@@ -66,16 +64,17 @@ func (s *SQLite) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-// DB exposes the writer pool to sibling stores of this package's migrations
-// (e.g. upload sessions) that share the file and its single writer.
-func (s *SQLite) DB() *sql.DB { return s.w }
-
-// ReadDB exposes the reader pool, as DB does the writer.
-func (s *SQLite) ReadDB() *sql.DB { return s.r }
-
 func (s *SQLite) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("meta: migrate: %w", err)
+	}
+	for old, name := range renamedMigrations {
+		// A database migrated before the rename recorded the old name: the
+		// migration is applied, under its new name.
+		if _, err := s.w.ExecContext(ctx, `UPDATE schema_migrations SET name = ? WHERE name = ?
+			AND NOT EXISTS (SELECT 1 FROM schema_migrations WHERE name = ?)`, name, old, name); err != nil {
+			return fmt.Errorf("meta: migrate: %w", err)
+		}
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -111,6 +110,13 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// renamedMigrations maps the names migrations were recorded under to their
+// names now. Migrations are recorded by file name; the upload sessions were
+// the second 002 (after 002_quota, in name order) until they became 003.
+var renamedMigrations = map[string]string{
+	"migrations/002_upload_sessions.sql": "migrations/003_upload_sessions.sql",
 }
 
 // preMigration holds checks that run before a migration to explain, in the
@@ -172,13 +178,12 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// Tx runs fn in a write transaction of the shared writer; sibling stores use it
-// to combine their writes with the tree's in one commit.
-func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error { return s.tx(ctx, fn) }
-
-func isUnique(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+// Tx runs fn in a write transaction of the shared writer, for the drive's
+// quota wiring: it combines the *Tx tree changes (txops.go) with its own
+// bookkeeping in one commit. An error fn returns with a kind keeps it; a
+// database error is classified as every method's (errors.go).
+func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return wrap("meta.Tx", "", s.tx(ctx, fn))
 }
 
 // ---- users
@@ -283,22 +288,4 @@ func (s *SQLite) execOne(ctx context.Context, op, q string, args ...any) error {
 		return errs.E(op, errs.NotFound, "", errors.New("no such user"))
 	}
 	return nil
-}
-
-// wrap gives a plain error an op; errors that already have a kind keep it.
-func wrap(op, path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errs.E(op, errs.Other, path, err)
-	}
-	if strings.Contains(err.Error(), "database is locked") {
-		return errs.E(op, errs.Unavailable, path, err)
-	}
-	return errs.E(op, errs.Other, path, err)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"netdisk/errs"
 )
@@ -49,7 +50,7 @@ func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 		`DROP INDEX users_name_nocase`,
 		`DELETE FROM schema_migrations WHERE name = 'migrations/005_users_name_nocase.sql'`,
 	} {
-		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,5 +85,54 @@ func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 	defer s2.Close()
 	if _, err := s2.CreateUser(ctx, "BOB", "h", false, 0); !errs.Is(err, errs.Exists) {
 		t.Fatalf("BOB after migration: %v, want Exists", err)
+	}
+}
+
+// A database migrated when the upload sessions were the second 002 (as every
+// database made before the rename to 003 was) opens without applying them
+// again, and records them under the new name.
+func TestRenamedMigrationNotReapplied(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := OpenSQLite(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSession(ctx, Session{ID: "s1", UserID: u.ID, Path: "/f", Size: 1, ChunkSize: 1}, time.Unix(0, 0), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// What the previous file list recorded.
+	if _, err := s.w.ExecContext(ctx, `UPDATE schema_migrations SET name = 'migrations/002_upload_sessions.sql' WHERE name = 'migrations/003_upload_sessions.sql'`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = OpenSQLite(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("reopening a database of the old file list: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Session(ctx, u.ID, "s1"); err != nil {
+		t.Fatalf("the session made before the rename: %v", err)
+	}
+	var names []string
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM schema_migrations ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		names = append(names, n)
+	}
+	want := []string{"migrations/001_init.sql", "migrations/002_quota.sql", "migrations/003_upload_sessions.sql",
+		"migrations/004_nodes_cover.sql", "migrations/005_users_name_nocase.sql", "migrations/006_checksums.sql"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("recorded %v, want %v", names, want)
 	}
 }

@@ -66,10 +66,6 @@ func (g *Guard) SetTruth(t Truth) {
 // Ledger returns the wrapped ledger (call its session methods inside a Step).
 func (g *Guard) Ledger() Ledger { return g.l }
 
-// Sink returns the SQLite sink (Settle goes in the transaction that closes an
-// upload session).
-func (g *Guard) Sink() *SQLiteSink { return g.sink }
-
 // Step starts a SQLite change and its ledger update; call the returned
 // function when both are done. Steps do not nest.
 func (g *Guard) Step() (done func()) {

@@ -2,13 +2,9 @@ package quota_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,9 +56,10 @@ func (s *hookSink) hooks(before, after func([]quota.Flush) error) {
 	s.mu.Unlock()
 }
 
-// env is one ledger over a real SQLite database, with a session table that
-// plays the upload package's part (the truth), used the way the package doc
-// says the upload service must use the ledger.
+// env is one ledger over a real SQLite database whose upload sessions
+// (meta.Sessions) play the upload package's part (the truth), used the way
+// the package doc says the upload service must use the ledger. A session
+// uploads to "/<id>"; its chunk at index i is a record of its own.
 type env struct {
 	t     *testing.T
 	ctx   context.Context
@@ -81,6 +78,9 @@ type env struct {
 	// lose loses the ledger's state: FLUSHALL for Redis, a restarted
 	// process for the embedded ledger.
 	lose func()
+	// hidden sessions are left out of the truth, as if their rows were gone
+	// without a settlement (a crash of an old binary).
+	hidden sync.Map
 }
 
 type impl struct {
@@ -116,10 +116,6 @@ func newEnv(t *testing.T, im impl) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.DB().ExecContext(ctx, `CREATE TABLE test_sessions (upload TEXT PRIMARY KEY, user_id INTEGER NOT NULL,
-		declared INTEGER NOT NULL, received INTEGER NOT NULL, have TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
 	e := &env{t: t, ctx: ctx, db: db, clock: clock, kind: im.name,
 		sink: &hookSink{SQLiteSink: quota.NewSQLiteSink(db, clock.Now)}}
 	im.setup(e)
@@ -142,35 +138,24 @@ func (e *env) user(name string, total int64) int64 {
 	return u.ID
 }
 
-// OpenSessions implements quota.Truth from the session table.
+// OpenSessions implements quota.Truth from the store's open sessions.
 func (e *env) OpenSessions(ctx context.Context) ([]quota.Session, error) {
-	rows, err := e.db.ReadDB().QueryContext(ctx, `SELECT upload, user_id, declared, received, have FROM test_sessions`)
+	open, err := e.db.OpenSessions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []quota.Session
-	for rows.Next() {
-		var s quota.Session
-		var have string
-		if err := rows.Scan(&s.Upload, &s.User, &s.Declared, &s.Received, &have); err != nil {
-			return nil, err
+	for _, o := range open {
+		if _, hidden := e.hidden.Load(o.ID); hidden {
+			continue
 		}
-		s.Have = parseHave(have)
+		s := quota.Session{User: o.UserID, Upload: o.ID, Declared: o.Size, Received: o.Received}
+		for _, i := range o.Held {
+			s.Have = append(s.Have, int(i))
+		}
 		out = append(out, s)
 	}
-	return out, rows.Err()
-}
-
-func parseHave(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		if f != "" {
-			n, _ := strconv.Atoi(f)
-			out = append(out, n)
-		}
-	}
-	return out
+	return out, nil
 }
 
 // ---- the upload service's side, as the package doc prescribes
@@ -179,7 +164,9 @@ func (e *env) initSession(user int64, upload string, declared int64) error {
 	if _, err := e.l.Reserve(e.ctx, user, upload, declared); err != nil {
 		return err
 	}
-	_, err := e.db.DB().ExecContext(e.ctx, `INSERT OR IGNORE INTO test_sessions VALUES (?, ?, ?, 0, '')`, upload, user, declared)
+	// Reserving the same upload again resumes its session.
+	_, err := e.db.CreateSession(e.ctx, meta.Session{ID: upload, UserID: user, Path: "/" + upload, Size: declared, ChunkSize: 1},
+		time.Unix(0, 0), e.clock.Now())
 	return err
 }
 
@@ -187,36 +174,29 @@ func (e *env) chunk(user int64, upload string, idx int, n int64) error {
 	if err := e.l.Chunk(e.ctx, user, upload, idx, n); err != nil {
 		return err
 	}
-	return e.db.Tx(e.ctx, func(tx *sql.Tx) error {
-		var have string
-		if err := tx.QueryRowContext(e.ctx, `SELECT have FROM test_sessions WHERE upload = ?`, upload).Scan(&have); err != nil {
-			return err
-		}
-		if slices.Contains(parseHave(have), idx) {
-			return nil
-		}
-		_, err := tx.ExecContext(e.ctx, `UPDATE test_sessions SET received = received + ?, have = have || ? || ',' WHERE upload = ?`, n, idx, upload)
-		return err
-	})
+	c := meta.Chunk{SHA256: fmt.Sprintf("%s/%d", upload, idx), MD5: "-", Size: n}
+	return e.db.AddSessionChunk(e.ctx, upload, int64(idx), c, e.clock.Now())
 }
 
-// finish ends a session: merge when size >= 0, else abort/expire. It returns
-// what Settle subtracted and what the ledger released.
+// finish ends a session: merge of a file of size bytes when size >= 0, else
+// abort/expire; the store settles in the same transaction. It returns what
+// the settlement subtracted (the drop of the user's unfinished bytes: only
+// meaningful while nothing else of the user changes) and what the ledger
+// released.
 func (e *env) finish(user int64, upload string, size int64) (int64, quota.Released, error) {
-	var settled int64
-	err := e.db.Tx(e.ctx, func(tx *sql.Tx) error {
-		var err error
-		if size >= 0 {
-			if _, err = tx.ExecContext(e.ctx, `UPDATE users SET use_space_finished = use_space_finished + ? WHERE id = ?`, size, user); err != nil {
-				return err
-			}
-		}
-		if settled, err = e.sink.Settle(e.ctx, tx, user, upload); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(e.ctx, `DELETE FROM test_sessions WHERE upload = ?`, upload)
-		return err
-	})
+	before, err := e.db.UserByID(e.ctx, user)
+	if err != nil {
+		return 0, quota.Released{}, err
+	}
+	if size >= 0 {
+		_, _, err = e.db.MergeSession(e.ctx, upload, meta.NewFile{Size: size, ModTime: e.clock.Now()}, "", e.clock.Now())
+	} else {
+		_, _, err = e.db.DropSession(e.ctx, upload, e.clock.Now())
+	}
+	if err != nil {
+		return 0, quota.Released{}, err
+	}
+	after, err := e.db.UserByID(e.ctx, user)
 	if err != nil {
 		return 0, quota.Released{}, err
 	}
@@ -226,12 +206,29 @@ func (e *env) finish(user int64, upload string, size int64) (int64, quota.Releas
 	} else {
 		rel, err = e.l.Release(e.ctx, user, upload)
 	}
-	return settled, rel, err
+	return before.Unfinished - after.Unfinished, rel, err
 }
 
+// deleteFile takes n bytes away from the user's files (shrinking them, in
+// path order), then tells the ledger.
 func (e *env) deleteFile(user int64, n int64) error {
-	if _, err := e.db.DB().ExecContext(e.ctx, `UPDATE users SET use_space_finished = use_space_finished - ? WHERE id = ?`, n, user); err != nil {
+	files, err := e.db.List(e.ctx, user, "/")
+	if err != nil {
 		return err
+	}
+	left := n
+	for _, f := range files {
+		if left == 0 {
+			break
+		}
+		take := min(f.Size, left)
+		if _, err := e.db.CommitFile(e.ctx, user, f.Path, meta.NewFile{Size: f.Size - take, ModTime: e.clock.Now()}); err != nil {
+			return err
+		}
+		left -= take
+	}
+	if left != 0 {
+		return fmt.Errorf("deleteFile: the user's files hold %d bytes less than %d", left, n)
 	}
 	return e.l.AddFinished(e.ctx, user, -n)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"netdisk/errs"
+	"netdisk/meta"
 	"netdisk/quota"
 )
 
@@ -156,7 +157,7 @@ var conformance = []struct {
 	}},
 	{"UserCreatedAfterReconcile", func(t *testing.T, e *env) {
 		u := e.user("late", 10)
-		_, err := e.db.DB().ExecContext(e.ctx, `UPDATE users SET use_space_finished = 4 WHERE id = ?`, u)
+		_, err := e.db.CommitFile(e.ctx, u, "/four", meta.NewFile{Size: 4})
 		e.must(err)
 		if got := e.usage(u); got.Total != 10 || got.Finished != 4 {
 			t.Fatalf("usage %+v, want it loaded from SQLite", got)
@@ -337,8 +338,7 @@ var conformance = []struct {
 		e.must(e.initSession(u, up(1), 100))
 		e.must(e.chunk(u, up(1), 0, 30))
 		e.drain()
-		_, err := e.db.DB().ExecContext(e.ctx, `DELETE FROM test_sessions WHERE upload = ?`, up(1))
-		e.must(err)
+		e.hidden.Store(up(1), true)
 		e.must(e.l.Reconcile(e.ctx, e))
 		if su, g := e.sqlUser(u), e.usage(u); su.Unfinished != 0 || g.Uploading != 0 || g.Unfinished != 0 {
 			t.Fatalf("sqlite %+v ledger %+v", su, g)

@@ -61,9 +61,9 @@
 //
 //	init:   Reserve(user, upload, declared)          then create the session row
 //	chunk:  Chunk(user, upload, index, n)            then mark the chunk held
-//	merge:  SQLite tx { add file (finished += size); Sink.Settle(tx, user, upload); close session }
+//	merge:  SQLite tx { add file (finished += size); settle(user, upload); close session }
 //	        then Commit(user, upload, size)
-//	abort/expire: SQLite tx { Sink.Settle(tx, user, upload); close session }
+//	abort/expire: SQLite tx { settle(user, upload); close session }
 //	        then Release(user, upload)
 //	delete file / non-session write: SQLite tx, then AddFinished(user, ±n)
 //	        (a non-session write of n bytes is better a Reserve + Commit)
@@ -71,23 +71,26 @@
 //
 // Chunk is idempotent per (upload, index): a retried or duplicated chunk is
 // counted once. Commit and Release of an upload the ledger no longer knows are
-// no-ops, so a retried merge is safe. Sink.Settle subtracts from SQLite exactly
-// what earlier flushes added for the upload (read from SQLite itself, in the
-// caller's transaction) and fences later flushes of that upload out.
+// no-ops, so a retried merge is safe. The settlement subtracts from SQLite
+// exactly what earlier flushes added for the upload (read from SQLite itself,
+// in the transaction that closes the session: the metadata store does it in
+// meta.MergeSession, DropSession and DropIdleSession) and fences later
+// flushes of that upload out.
 //
-// With the ledger, nothing but the Sink writes users.use_space_unfinished.
+// With the ledger, only the flush records (the Sink's flushes and the
+// settlements, meta/quota.go) write users.use_space_unfinished.
 // For package upload (upload.Accountant, upload/account.go): Reserve(uid,
 // sessionID, size) with the session id chosen before the row is inserted.
 // The reservation is the whole declared size, also when the session replaces
 // a file: its chunks sit beside that file until the merge, and the replaced
 // file's bytes come back only when the merge commits. Chunk(uid, session,
 // idx, n) runs before the transaction that records the chunk commits (the
-// chunk index is needed); Settle(tx) inside the transaction that merges or
-// closes the session; after it, Merged(growth) is Commit(uid, session,
-// max(growth, 0)) plus AddFinished(min(growth, 0)) for a smaller replaced
-// file, and Released is Release. Truth.OpenSessions is upload_sessions WHERE
-// state = 'open' (id, user_id, size), with the idx and size of its
-// session_chunks rows as Have and Received.
+// chunk index is needed); the settlement runs inside the transaction that
+// merges or closes the session; after it, Merged(growth) is Commit(uid,
+// session, max(growth, 0)) plus AddFinished(min(growth, 0)) for a smaller
+// replaced file, and Released is Release. Truth.OpenSessions is
+// upload_sessions WHERE state = 'open' (id, user_id, size, received) with the
+// idx of its session_chunks rows as Have.
 package quota
 
 import (
@@ -147,7 +150,7 @@ func (u Usage) Free() int64 {
 }
 
 // Released says what the ledger dropped when a session ended. SQLite's own
-// record (Sink.Settle) is authoritative for the unfinished bytes to subtract;
+// record (the settlement) is authoritative for the unfinished bytes to subtract;
 // Flushed equals it whenever no flush of the session was in flight.
 type Released struct {
 	Found    bool  // false: the ledger did not know the upload (already released)

@@ -203,7 +203,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 }
 
 // ensureAdmin creates the user "admin" when there are no users at all.
-func ensureAdmin(ctx context.Context, d *drive.Drive, m meta.Store, o Options) error {
+func ensureAdmin(ctx context.Context, d *drive.Drive, m meta.Users, o Options) error {
 	users, err := m.ListUsers(ctx)
 	if err != nil || len(users) > 0 {
 		return err

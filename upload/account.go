@@ -2,7 +2,6 @@ package upload
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"netdisk/quota"
@@ -14,8 +13,11 @@ import (
 //
 //	init:   Step { Reserve(id, size); insert the row }
 //	chunk:  Step { Chunk(id, idx, n); record the chunk }
-//	merge:  Step { tx{ commit the file; Settle(tx); mark merged }; Merged(growth) }
-//	abort, expiry: Step { tx{ Settle(tx); delete the row }; Released }
+//	merge:  Step { tx{ commit the file; settle; mark merged }; Merged(growth) }
+//	abort, expiry: Step { tx{ settle; delete the row }; Released }
+//
+// The settlement of the upload's flushed bytes is the metadata store's, in
+// the transaction that closes the session (meta.MergeSession, DropSession).
 //
 // A session reserves its whole declared size (its chunks sit beside the
 // file it replaces until the merge); the replaced file's bytes come back when
@@ -29,10 +31,8 @@ type Accountant interface {
 	// Chunk counts chunk idx of n bytes, before the record commits; a
 	// repeated index counts once.
 	Chunk(ctx context.Context, uid int64, session string, idx, n int64) error
-	// Settle runs inside the transaction that closes the session.
-	Settle(ctx context.Context, tx *sql.Tx, uid int64, session string) error
-	// Merged and Released run after that transaction committed: the merge
-	// moved the user's finished bytes by growth.
+	// Merged and Released run after the transaction that closed the session
+	// committed: the merge moved the user's finished bytes by growth.
 	Merged(ctx context.Context, uid int64, session string, growth int64)
 	Released(ctx context.Context, uid int64, session string)
 }
@@ -53,11 +53,6 @@ func (a LedgerAccountant) Chunk(ctx context.Context, uid int64, session string, 
 	return a.G.Ledger().Chunk(ctx, uid, session, int(idx), n)
 }
 
-func (a LedgerAccountant) Settle(ctx context.Context, tx *sql.Tx, uid int64, session string) error {
-	_, err := a.G.Sink().Settle(ctx, tx, uid, session)
-	return err
-}
-
 func (a LedgerAccountant) Merged(ctx context.Context, uid int64, session string, growth int64) {
 	r, err := a.G.Ledger().Commit(ctx, uid, session, max(growth, 0))
 	if err == nil && !r.Found {
@@ -75,29 +70,16 @@ func (a LedgerAccountant) Released(ctx context.Context, uid int64, session strin
 // OpenSessions is the ledger's truth (quota.Truth): every open session with
 // its declared size and the chunks it holds.
 func (s *Service) OpenSessions(ctx context.Context) ([]quota.Session, error) {
-	rows, err := s.db.ReadDB().QueryContext(ctx, `SELECT us.id, us.user_id, us.size, sc.idx, c.size
-		FROM upload_sessions us LEFT JOIN session_chunks sc ON sc.session_id = us.id LEFT JOIN chunks c ON c.id = sc.chunk_id
-		WHERE us.state = 'open' ORDER BY us.id`)
+	open, err := s.db.OpenSessions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []quota.Session
-	for rows.Next() {
-		var id string
-		var uid, size int64
-		var idx, n sql.NullInt64
-		if err := rows.Scan(&id, &uid, &size, &idx, &n); err != nil {
-			return nil, err
-		}
-		if len(out) == 0 || out[len(out)-1].Upload != id {
-			out = append(out, quota.Session{User: uid, Upload: id, Declared: size})
-		}
-		if idx.Valid {
-			last := &out[len(out)-1]
-			last.Have = append(last.Have, int(idx.Int64))
-			last.Received += n.Int64
+	out := make([]quota.Session, len(open))
+	for i, o := range open {
+		out[i] = quota.Session{User: o.UserID, Upload: o.ID, Declared: o.Size, Received: o.Received}
+		for _, idx := range o.Held {
+			out[i].Have = append(out[i].Have, int(idx))
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }

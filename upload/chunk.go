@@ -1,15 +1,12 @@
 package upload
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 
 	"netdisk/chunker"
-	"netdisk/dedup"
-	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
 )
@@ -24,7 +21,7 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 	if !validHash(hash) {
 		return errs.Errorf(op, errs.Invalid, "hash must be 32 lowercase hex digits")
 	}
-	ss, err := s.load(ctx, s.db.ReadDB(), op, uid, id)
+	ss, err := s.load(ctx, op, uid, id)
 	if err != nil {
 		return err
 	}
@@ -55,16 +52,16 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 	if sum.MD5 != hash {
 		return errs.Errorf(op, errs.Invalid, "chunk %d hashes to %s, not %s", index, sum.MD5, hash)
 	}
-	if ss.State == stateMerged {
+	if !ss.open() {
 		// A late retry after the merge: fine if it is what the file holds.
-		if c, ok, err := s.heldAt(ctx, ss.ID, index); err == nil && ok && c.SHA256 == sum.SHA256 {
+		if c, ok, err := s.db.SessionChunkAt(ctx, ss.ID, index); err == nil && ok && c.SHA256 == sum.SHA256 {
 			return nil
 		}
-		return errs.Errorf(op, errs.Conflict, "the session is already merged")
+		return errMerged(op)
 	}
-	c, ok, err := s.heldAt(ctx, ss.ID, index)
+	c, ok, err := s.db.SessionChunkAt(ctx, ss.ID, index)
 	if err != nil {
-		return wrap(op, ss.Path, err)
+		return err
 	}
 	if ok {
 		if c.SHA256 == sum.SHA256 {
@@ -74,22 +71,35 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 		// change nothing, whatever their hash.
 		return errAlreadyReceived(op, index)
 	}
-	key := dedup.Key(sum.SHA256)
-	s.d.Pins().Pin(key)
-	defer s.d.Pins().Unpin(key)
-	// Durable first, recorded second: a crash in between leaves an orphan blob
-	// for GC, never a record without bytes.
-	if err := s.d.StoreBlob(ctx, key, b); err != nil {
-		return wrap(op, ss.Path, err)
-	}
-	err = s.record(ctx, ss, index, meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size})
-	return wrap(op, ss.Path, drive.DiskFull(op, err))
+	mc := meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size}
+	return s.d.StoreChunk(ctx, mc, b, func() error { return s.record(ctx, ss, index, mc) })
 }
 
-// errAlreadyReceived refuses other content for a chunk index the session
-// already holds.
-func errAlreadyReceived(op string, index int64) error {
-	return errs.Errorf(op, errs.Conflict, "chunk %d was already received with other bytes", index)
+// record makes c the chunk at idx of an open session, counting its bytes when
+// the index was not held yet. With c.ID set, c must still exist (the caller
+// pins it; gone otherwise); else the chunk record is found or inserted by
+// SHA-256 (the caller has stored and pinned the blob).
+func (s *Service) record(ctx context.Context, ss session, idx int64, c meta.Chunk) error {
+	const op = "upload.Chunk"
+	// The ledger counts the chunk first (idempotent per index; it refuses
+	// a session it no longer knows), then the store records it, in one Step.
+	defer s.acct.Step()()
+	if err := s.acct.Chunk(ctx, ss.UserID, ss.ID, idx, c.Size); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			return errUnknown(op)
+		}
+		return err
+	}
+	err := s.db.AddSessionChunk(ctx, ss.ID, idx, c, s.now())
+	switch {
+	case errors.Is(err, meta.ErrNoSession):
+		return errUnknown(op)
+	case errors.Is(err, meta.ErrSessionClosed):
+		return errMerged(op)
+	case errors.Is(err, meta.ErrIndexTaken):
+		return errAlreadyReceived(op, idx)
+	}
+	return err
 }
 
 func checkIndex(op string, ss session, index int64) error {
@@ -117,25 +127,25 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 	if !validHash(hash) {
 		return HashResult{}, errs.Errorf(op, errs.Invalid, "hash must be 32 lowercase hex digits")
 	}
-	ss, err := s.load(ctx, s.db.ReadDB(), op, uid, id)
+	ss, err := s.load(ctx, op, uid, id)
 	if err != nil {
 		return HashResult{}, err
 	}
 	if err := checkIndex(op, ss, index); err != nil {
 		return HashResult{}, err
 	}
-	if c, ok, err := s.heldAt(ctx, ss.ID, index); err != nil {
-		return HashResult{}, wrap(op, "", err)
+	if c, ok, err := s.db.SessionChunkAt(ctx, ss.ID, index); err != nil {
+		return HashResult{}, err
 	} else if ok && c.MD5 == hash {
 		return HashResult{Exists: true}, nil
 	} else if ok {
 		return HashResult{}, errAlreadyReceived(op, index)
 	}
-	if ss.State != stateOpen {
-		return HashResult{}, errs.Errorf(op, errs.Conflict, "the session is already merged")
+	if !ss.open() {
+		return HashResult{}, errMerged(op)
 	}
 	want := chunker.ChunkLen(ss.Size, ss.ChunkSize, index)
-	cands, err := s.d.Meta().ChunksByMD5(ctx, hash)
+	cands, err := s.d.ChunksByMD5(ctx, hash)
 	if err != nil {
 		return HashResult{}, err
 	}
@@ -149,51 +159,31 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 		return HashResult{}, nil
 	}
 	c := match[0]
-	owned, err := s.userHolds(ctx, uid, c.ID)
+	owned, err := s.d.UserHoldsChunk(ctx, uid, c.ID)
 	if err != nil {
-		return HashResult{}, wrap(op, "", err)
+		return HashResult{}, err
 	}
 	if owned {
 		ok, err := s.claim(ctx, ss, index, c)
 		return HashResult{Exists: ok}, err
 	}
 	ch, err := s.challenge(ctx, ss, index, []meta.Chunk{c}, "")
-	if errors.Is(err, errGone) {
+	if gone(err) {
 		return HashResult{}, nil
 	}
 	if err != nil {
-		return HashResult{}, wrap(op, "", err)
+		return HashResult{}, err
 	}
 	return HashResult{Exists: true, Challenge: ch}, nil
 }
 
 // claim records an already stored chunk at index; false when it vanished.
 func (s *Service) claim(ctx context.Context, ss session, index int64, c meta.Chunk) (bool, error) {
-	key := dedup.Key(c.SHA256)
-	s.d.Pins().Pin(key)
-	defer s.d.Pins().Unpin(key)
-	if ok, err := s.d.Blobs().Has(ctx, key); err != nil || !ok {
-		return false, err
-	}
-	err := s.record(ctx, ss, index, c)
-	if errors.Is(err, errGone) {
+	ok, err := s.d.ReuseChunk(ctx, c, func() error { return s.record(ctx, ss, index, c) })
+	if gone(err) {
 		return false, nil
 	}
-	return err == nil, wrap("upload.PatchHash", ss.Path, err)
-}
-
-// userHolds reports whether one of the user's files or open sessions
-// references the chunk.
-func (s *Service) userHolds(ctx context.Context, uid, chunkID int64) (bool, error) {
-	var one int
-	err := s.db.ReadDB().QueryRowContext(ctx, `SELECT 1 WHERE
-		EXISTS (SELECT 1 FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = ? AND n.user_id = ?)
-		OR EXISTS (SELECT 1 FROM session_chunks sc JOIN upload_sessions us ON us.id = sc.session_id WHERE sc.chunk_id = ? AND us.user_id = ?)`,
-		chunkID, uid, chunkID, uid).Scan(&one)
-	if err != nil && !isNoRows(err) {
-		return false, err
-	}
-	return one == 1, nil
+	return ok && err == nil, err
 }
 
 // PatchFile asks whether the server holds a whole file with this hash and the
@@ -207,15 +197,15 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 	mu := s.stripe(id)
 	mu.Lock()
 	defer mu.Unlock()
-	ss, err := s.load(ctx, s.db.ReadDB(), op, uid, id)
+	ss, err := s.load(ctx, op, uid, id)
 	if err != nil {
 		return HashResult{}, err
 	}
-	if ss.State == stateMerged {
+	if !ss.open() {
 		if ss.ResultHash == fileHash {
 			return HashResult{Exists: true, Completed: true, Path: ss.Path}, nil
 		}
-		return HashResult{}, errs.Errorf(op, errs.Conflict, "the session is already merged")
+		return HashResult{}, errMerged(op)
 	}
 	if ss.FileHash != "" && ss.FileHash != fileHash {
 		return HashResult{}, errs.Errorf(op, errs.Invalid, "fileHash differs from the one given at init")
@@ -223,24 +213,12 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 	if ss.Size == 0 {
 		return HashResult{}, nil // nothing to send: merge commits the empty file
 	}
-	db := s.db.ReadDB()
-	var nodeID int64
-	err = db.QueryRowContext(ctx, `SELECT id FROM nodes WHERE file_hash = ? AND is_dir = 0 AND size = ? AND user_id = ? LIMIT 1`,
-		fileHash, ss.Size, uid).Scan(&nodeID)
-	own := err == nil
-	if isNoRows(err) {
-		err = db.QueryRowContext(ctx, `SELECT id FROM nodes WHERE file_hash = ? AND is_dir = 0 AND size = ? LIMIT 1`,
-			fileHash, ss.Size).Scan(&nodeID)
-	}
-	if isNoRows(err) {
-		return HashResult{}, nil
-	}
-	if err != nil {
-		return HashResult{}, wrap(op, "", err)
-	}
-	fcs, err := s.d.Meta().FileChunks(ctx, nodeID)
+	fcs, own, found, err := s.d.FileWithContent(ctx, uid, fileHash, ss.Size)
 	if err != nil {
 		return HashResult{}, err
+	}
+	if !found {
+		return HashResult{}, nil
 	}
 	chunks, ok := sameCut(fcs, ss)
 	if !ok {
@@ -248,7 +226,7 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 	}
 	if own {
 		res, err := s.commit(ctx, ss, chunks, fileHash)
-		if errors.Is(err, errGone) {
+		if gone(err) {
 			return HashResult{}, nil
 		}
 		if err != nil {
@@ -257,11 +235,11 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 		return HashResult{Exists: true, Completed: true, Path: res.Path}, nil
 	}
 	ch, err := s.challenge(ctx, ss, -1, chunks, fileHash)
-	if errors.Is(err, errGone) {
+	if gone(err) {
 		return HashResult{}, nil
 	}
 	if err != nil {
-		return HashResult{}, wrap(op, "", err)
+		return HashResult{}, err
 	}
 	return HashResult{Exists: true, Challenge: ch}, nil
 }
@@ -281,47 +259,4 @@ func sameCut(fcs []meta.FileChunk, ss session) ([]meta.Chunk, bool) {
 		out[i] = fc.Chunk
 	}
 	return out, true
-}
-
-func isNoRows(err error) bool { return err != nil && errors.Is(err, errNoRows) }
-
-// readRange reads n bytes at off of the content made of chunks in order.
-func (s *Service) readRange(ctx context.Context, chunks []meta.Chunk, off, n int64) ([]byte, error) {
-	out := make([]byte, 0, n)
-	var base int64
-	for _, c := range chunks {
-		if n == 0 {
-			break
-		}
-		if off >= base+c.Size {
-			base += c.Size
-			continue
-		}
-		in := off - base
-		l := min(c.Size-in, n)
-		f, err := s.d.Blobs().Open(ctx, dedup.Key(c.SHA256))
-		if errors.Is(err, dedup.ErrNotFound) {
-			return nil, errGone
-		}
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, l)
-		_, err = f.Seek(in, io.SeekStart)
-		if err == nil {
-			_, err = io.ReadFull(f, buf)
-		}
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read chunk %s: %w", c.SHA256, err)
-		}
-		out = append(out, buf...)
-		off += l
-		n -= l
-		base += c.Size
-	}
-	if n != 0 {
-		return nil, errGone
-	}
-	return bytes.Clone(out), nil
 }

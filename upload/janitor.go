@@ -2,8 +2,9 @@ package upload
 
 import (
 	"context"
-	"database/sql"
 	"time"
+
+	"netdisk/meta"
 )
 
 // Expire removes sessions idle past the TTL (releasing what they held; their
@@ -12,53 +13,39 @@ import (
 // removed.
 func (s *Service) Expire(ctx context.Context) (int, error) {
 	now := s.now()
-	openCut, mergedCut := now.Add(-s.ttl).UnixNano(), now.Add(-s.keep).UnixNano()
-	const cond = `(state = 'open' AND touched_ns < ?) OR (state = 'merged' AND touched_ns < ?)`
+	openCut, mergedCut := now.Add(-s.ttl), now.Add(-s.keep)
+	const batch = 500
 	removed := 0
 	for {
-		rows, err := s.db.ReadDB().QueryContext(ctx, `SELECT id FROM upload_sessions WHERE `+cond+` LIMIT 500`, openCut, mergedCut)
+		ids, err := s.db.IdleSessions(ctx, openCut, mergedCut, batch)
 		if err != nil {
-			return removed, wrap("upload.Expire", "", err)
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return removed, wrap("upload.Expire", "", err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if len(ids) == 0 {
-			break
+			return removed, err
 		}
 		for _, id := range ids {
 			mu := s.stripe(id)
 			mu.Lock()
-			err := s.dropStep(ctx, id, func(tx *sql.Tx) (bool, error) {
-				// Re-check inside the transaction: a chunk may have touched it.
-				var n int
-				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM upload_sessions WHERE id = ? AND (`+cond+`)`, id, openCut, mergedCut).Scan(&n); err != nil || n == 0 {
-					return false, err
-				}
-				removed++
-				return true, nil
+			// Dropped only if still idle when the store looks: a chunk may
+			// have touched it meanwhile.
+			dropped, err := s.dropStep(ctx, func() (meta.Session, bool, error) {
+				return s.db.DropIdleSession(ctx, id, openCut, mergedCut, s.now())
 			})
 			mu.Unlock()
 			if err != nil {
-				return removed, wrap("upload.Expire", "", err)
+				return removed, err
+			}
+			if dropped {
+				removed++
 			}
 		}
-		if len(ids) < 500 {
+		if len(ids) < batch {
 			break
 		}
 	}
-	_, err := s.db.DB().ExecContext(ctx, `DELETE FROM upload_challenges WHERE expires_ns < ?`, now.UnixNano())
+	_, err := s.db.DeleteExpiredChallenges(ctx, now)
 	if removed > 0 {
 		s.log.Info("expired upload sessions", "sessions", removed)
 	}
-	return removed, wrap("upload.Expire", "", err)
+	return removed, err
 }
 
 // Run expires sessions every interval until ctx ends.

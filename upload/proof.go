@@ -5,17 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 
 	"netdisk/errs"
 	"netdisk/meta"
 )
-
-var errNoRows = sql.ErrNoRows
 
 // Proof-of-ownership parameters: a few short random ranges are enough to make
 // a hash-only claim fail, and cheap for an honest client to answer.
@@ -72,7 +68,7 @@ func (s *Service) challenge(ctx context.Context, ss session, index int64, chunks
 	for range challengeRanges {
 		l := min(int64(rangeLen), size)
 		off := randN(size - l + 1)
-		b, err := s.readRange(ctx, chunks, off, l)
+		b, err := s.d.ReadContent(ctx, chunks, off, l)
 		if err != nil {
 			return nil, err
 		}
@@ -83,12 +79,8 @@ func (s *Service) challenge(ctx context.Context, ss session, index int64, chunks
 	if err != nil {
 		return nil, err
 	}
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO upload_challenges(session_id, idx, nonce, proof, target, expires_ns) VALUES (?,?,?,?,?,?)
-			ON CONFLICT(session_id, idx) DO UPDATE SET nonce = excluded.nonce, proof = excluded.proof, target = excluded.target, expires_ns = excluded.expires_ns`,
-			ss.ID, index, ch.Nonce, Proof(ch.Nonce, parts), string(tb), s.now().Add(s.chTTL).UnixNano())
-		return err
-	})
+	err = s.db.PutChallenge(ctx, ss.ID, meta.Challenge{Index: index, Nonce: ch.Nonce, Proof: Proof(ch.Nonce, parts),
+		Target: string(tb), Expires: s.now().Add(s.chTTL)})
 	return ch, err
 }
 
@@ -108,7 +100,7 @@ func (s *Service) Prove(ctx context.Context, uid int64, id string, index *int64,
 	mu := s.stripe(id)
 	mu.Lock()
 	defer mu.Unlock()
-	ss, err := s.load(ctx, s.db.ReadDB(), op, uid, id)
+	ss, err := s.load(ctx, op, uid, id)
 	if err != nil {
 		return ProveResult{}, err
 	}
@@ -119,38 +111,24 @@ func (s *Service) Prove(ctx context.Context, uid int64, id string, index *int64,
 		}
 		idx = *index
 	}
-	if ss.State != stateOpen {
+	if !ss.open() {
 		if idx == -1 && ss.ResultHash != "" {
 			return ProveResult{OK: true, Completed: true, Path: ss.Path}, nil // a retried right proof
 		}
-		return ProveResult{}, errs.Errorf(op, errs.Conflict, "the session is already merged")
+		return ProveResult{}, errMerged(op)
 	}
-	var want, tjson string
-	var expires int64
-	found := false
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var storedNonce string
-		err := tx.QueryRowContext(ctx, `SELECT nonce, proof, target, expires_ns FROM upload_challenges WHERE session_id = ? AND idx = ?`,
-			ss.ID, idx).Scan(&storedNonce, &want, &tjson, &expires)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = storedNonce == nonce
-		_, err = tx.ExecContext(ctx, `DELETE FROM upload_challenges WHERE session_id = ? AND idx = ?`, ss.ID, idx)
-		return err
-	})
+	// Single use: the challenge is gone whether the proof is right or not.
+	stored, found, err := s.db.TakeChallenge(ctx, ss.ID, idx)
 	if err != nil {
-		return ProveResult{}, wrap(op, "", err)
+		return ProveResult{}, err
 	}
-	if !found || expires < s.now().UnixNano() || subtle.ConstantTimeCompare([]byte(want), []byte(proof)) != 1 {
+	if !found || stored.Nonce != nonce || stored.Expires.Before(s.now()) ||
+		subtle.ConstantTimeCompare([]byte(stored.Proof), []byte(proof)) != 1 {
 		return ProveResult{}, nil
 	}
 	var t target
-	if err := json.Unmarshal([]byte(tjson), &t); err != nil {
-		return ProveResult{}, wrap(op, "", err)
+	if err := json.Unmarshal([]byte(stored.Target), &t); err != nil {
+		return ProveResult{}, errs.E(op, errs.Other, "", err)
 	}
 	if idx >= 0 {
 		if len(t.Chunks) != 1 {
@@ -160,7 +138,7 @@ func (s *Service) Prove(ctx context.Context, uid int64, id string, index *int64,
 		return ProveResult{OK: ok}, err
 	}
 	res, err := s.commit(ctx, ss, t.Chunks, t.FileHash)
-	if errors.Is(err, errGone) {
+	if gone(err) {
 		return ProveResult{}, nil
 	}
 	if err != nil {

@@ -29,17 +29,25 @@ func ledgers(t *testing.T, fn func(t *testing.T, e *env)) {
 func (e *env) truth(uid int64) (files, finished int64) {
 	e.t.Helper()
 	ctx := context.Background()
-	var sum *int64
-	if err := e.m.ReadDB().QueryRowContext(ctx, `SELECT sum(size) FROM nodes WHERE user_id = ? AND is_dir = 0`, uid).Scan(&sum); err != nil {
+	files, err := e.m.SubtreeSize(ctx, uid, "/")
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	if sum != nil {
-		files = *sum
-	}
-	if err := e.m.ReadDB().QueryRowContext(ctx, `SELECT use_space_finished FROM users WHERE id = ?`, uid).Scan(&finished); err != nil {
+	u, err := e.m.UserByID(ctx, uid)
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	return files, finished
+	return files, u.Finished
+}
+
+// sqlUnfinished is the user's unfinished bytes as the database records them.
+func (e *env) sqlUnfinished(uid int64) int64 {
+	e.t.Helper()
+	u, err := e.m.UserByID(context.Background(), uid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return u.Unfinished
 }
 
 // The seed's attack: sessions opened and never finished are refused once
@@ -81,8 +89,7 @@ func TestAbandonedSessionsRefusedThenExpire(t *testing.T) {
 		// The delayed flush reaches SQLite once per session.
 		e.clock.Advance(10 * time.Second)
 		e.g.Tick(ctx, e.clock.Now())
-		var flushed int64
-		e.m.ReadDB().QueryRow(`SELECT use_space_unfinished FROM users WHERE id = ?`, uid).Scan(&flushed)
+		flushed := e.sqlUnfinished(uid)
 		if flushed != 5*testChunk {
 			t.Fatalf("SQLite unfinished after the flush = %d, want %d", flushed, 5*testChunk)
 		}
@@ -94,8 +101,7 @@ func TestAbandonedSessionsRefusedThenExpire(t *testing.T) {
 		if err != nil || q.Uploading != 0 || q.Unfinished != 0 || q.Free() != 10*testChunk {
 			t.Fatalf("usage after expiry = %+v, %v", q, err)
 		}
-		e.m.ReadDB().QueryRow(`SELECT use_space_unfinished FROM users WHERE id = ?`, uid).Scan(&flushed)
-		if flushed != 0 {
+		if flushed = e.sqlUnfinished(uid); flushed != 0 {
 			t.Fatalf("SQLite unfinished after expiry = %d", flushed)
 		}
 		if _, err := e.upload(uid, "/real", randBytes(10*testChunk)); err != nil {

@@ -31,6 +31,7 @@ type env struct {
 	t     *testing.T
 	clock *testutil.Clock
 	m     *meta.SQLite
+	blobs dedup.BlobStore
 	d     *drive.Drive
 	s     *Service
 	g     *quota.Guard
@@ -69,7 +70,7 @@ func newEnvWith(t *testing.T, rdb *redis.Client) *env {
 	if err := g.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, clock: clock, m: m, d: d, s: s, g: g}
+	return &env{t: t, clock: clock, m: m, blobs: blobs, d: d, s: s, g: g}
 }
 
 func (e *env) user(name string, quota int64) int64 {
@@ -230,12 +231,12 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	alice, mallory, carol := e.user("alice", 0), e.user("mallory", 0), e.user("carol", 0)
 	x, y := randBytes(testChunk), randBytes(testChunk)
 	ySum := chunker.HashChunk(y)
-	if err := e.d.Blobs().Put(ctx, dedup.Key(ySum.SHA256), y); err != nil {
+	if err := e.blobs.Put(ctx, dedup.Key(ySum.SHA256), y); err != nil {
 		t.Fatal(err)
 	}
 	// Mallory's file references the crafted record {sha256(y), md5(x)}.
 	crafted := meta.Chunk{SHA256: ySum.SHA256, MD5: md5hex(x), Size: testChunk}
-	if _, err := e.d.CommitChunks(ctx, mallory, "/evil", meta.NewFile{Size: testChunk, FileHash: chunker.FileHash([]string{md5hex(x)}), Chunks: []meta.Chunk{crafted}}); err != nil {
+	if _, err := e.m.CommitFile(ctx, mallory, "/evil", meta.NewFile{Size: testChunk, FileHash: chunker.FileHash([]string{md5hex(x)}), Chunks: []meta.Chunk{crafted}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,10 +1,10 @@
 // Command quota measures the quota ledger (seed 001's claim: N chunks → 1
 // database write):
 //
-//  1. writes to the SQLite users table per uploaded chunk: updating
-//     use_space_unfinished on every chunk vs through the ledger's delayed
-//     flush (chunks arrive every -interval of simulated time, the scanner
-//     runs every simulated second);
+//  1. writes to the SQLite users table per uploaded chunk: flushing
+//     use_space_unfinished on every chunk (the sink without the ledger's
+//     delay) vs through the ledger's delayed flush (chunks arrive every
+//     -interval of simulated time, the scanner runs every simulated second);
 //  2. chunk-accounting operations per second through the embedded ledger and
 //     the Redis ledger (a redis-server started on a free loopback port, or
 //     -redis URL).
@@ -61,19 +61,21 @@ func main() {
 
 	fmt.Printf("quota ledger benchmark: %d uploads x %d chunks, a chunk every %v per upload, delay %v\n\n", *uploads, *chunks, *interval, *delay)
 
-	// 1a. Every chunk updates SQLite.
+	// 1a. Every chunk updates SQLite: each is flushed through the sink at
+	// once, as a ledger without the delay would.
 	db, uid := openDB(ctx, filepath.Join(dir, "direct.db"))
+	directSink := quota.NewSQLiteSink(db, nil)
 	start := time.Now()
-	n := 0
 	for c := 0; c < *chunks; c++ {
 		for u := 0; u < *uploads; u++ {
-			if _, err := db.DB().ExecContext(ctx, `UPDATE users SET use_space_unfinished = use_space_unfinished + ? WHERE id = ?`, 4<<20, uid); err != nil {
+			f := quota.Flush{User: uid, Upload: "w" + strconv.Itoa(u), Seq: int64(c + 1), Target: int64(c+1) << 22}
+			if err := directSink.Flush(ctx, []quota.Flush{f}); err != nil {
 				fatal(err)
 			}
-			n++
 		}
 	}
 	direct := time.Since(start)
+	n := directSink.Writes()
 	db.Close()
 	total := *uploads * *chunks
 	fmt.Printf("per-chunk SQLite update : %6d chunks -> %6d users writes (%.3f writes/chunk), %v, %.0f chunks/s\n",

@@ -1,0 +1,175 @@
+package drive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"netdisk/dedup"
+	"netdisk/errs"
+	"netdisk/meta"
+	"netdisk/vpath"
+)
+
+// The operations package upload composes its sessions from. upload keeps the
+// protocol (session rows through meta.Sessions, proofs, expiry) and the quota
+// ledger calls; every step that touches chunk bytes, pins or the tree is
+// here, so the rules that protect chunks from GC live in one package.
+//
+// A chunk that vanished (GC took it before it was pinned) is an error of kind
+// NotFound wrapping meta.ErrChunkGone: instant upload then answers "send the
+// bytes".
+
+func chunkGone(op string) error { return errs.E(op, errs.NotFound, "", meta.ErrChunkGone) }
+
+// StoreChunk stores the bytes b of chunk c durably (fsynced), then runs
+// record while c is still pinned, so GC cannot remove the blob between the
+// store and the record. Durable first, recorded second: a crash in between
+// leaves an orphan blob for GC, never a record without bytes.
+func (d *Drive) StoreChunk(ctx context.Context, c meta.Chunk, b []byte, record func() error) error {
+	key := dedup.Key(c.SHA256)
+	d.pins.Pin(key)
+	defer d.pins.Unpin(key)
+	if err := d.StoreBlob(ctx, key, b); err != nil {
+		return err
+	}
+	return record()
+}
+
+// ReuseChunk runs record while the stored chunk c is pinned, if its blob is
+// still there; false (and no record) when it is gone.
+func (d *Drive) ReuseChunk(ctx context.Context, c meta.Chunk, record func() error) (bool, error) {
+	key := dedup.Key(c.SHA256)
+	d.pins.Pin(key)
+	defer d.pins.Unpin(key)
+	if ok, err := d.blobs.Has(ctx, key); err != nil || !ok {
+		return false, err
+	}
+	return true, record()
+}
+
+// ChunksByMD5 returns every stored chunk with that MD5 (usually zero or one).
+func (d *Drive) ChunksByMD5(ctx context.Context, md5 string) ([]meta.Chunk, error) {
+	return d.meta.ChunksByMD5(ctx, md5)
+}
+
+// UserHoldsChunk reports whether one of uid's files or open sessions
+// references the chunk.
+func (d *Drive) UserHoldsChunk(ctx context.Context, uid, chunkID int64) (bool, error) {
+	return d.meta.UserHoldsChunk(ctx, uid, chunkID)
+}
+
+// FileWithContent finds a file of that hash and size, uid's own when there
+// is one (own true), else another user's, and returns its chunks; found is
+// false when no file has it.
+func (d *Drive) FileWithContent(ctx context.Context, uid int64, fileHash string, size int64) (chunks []meta.FileChunk, own, found bool, err error) {
+	n, own, found, err := d.meta.FileWithContent(ctx, uid, fileHash, size)
+	if err != nil || !found {
+		return nil, false, false, err
+	}
+	cs, err := d.meta.FileChunks(ctx, n.ID)
+	return cs, own, err == nil, err
+}
+
+// FileChunks returns the chunks of file version n (from Stat) in order.
+func (d *Drive) FileChunks(ctx context.Context, n meta.Node) ([]meta.FileChunk, error) {
+	return d.meta.FileChunks(ctx, n.ID)
+}
+
+// NodeProps returns the dead properties of node n (from Stat).
+func (d *Drive) NodeProps(ctx context.Context, n meta.Node) ([]meta.Prop, error) {
+	return d.meta.Props(ctx, n.ID)
+}
+
+// ReadContent reads n bytes at off of the content made of chunks in order
+// (a proof of ownership is computed over it).
+func (d *Drive) ReadContent(ctx context.Context, chunks []meta.Chunk, off, n int64) ([]byte, error) {
+	const op = "drive.ReadContent"
+	out := make([]byte, 0, n)
+	var base int64
+	for _, c := range chunks {
+		if n == 0 {
+			break
+		}
+		if off >= base+c.Size {
+			base += c.Size
+			continue
+		}
+		in := off - base
+		l := min(c.Size-in, n)
+		f, err := d.blobs.Open(ctx, dedup.Key(c.SHA256))
+		if errors.Is(err, dedup.ErrNotFound) {
+			return nil, chunkGone(op)
+		}
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, l)
+		_, err = f.Seek(in, io.SeekStart)
+		if err == nil {
+			_, err = io.ReadFull(f, buf)
+		}
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read chunk %s: %w", c.SHA256, err)
+		}
+		out = append(out, buf...)
+		off += l
+		n -= l
+		base += c.Size
+	}
+	if n != 0 {
+		return nil, chunkGone(op)
+	}
+	return bytes.Clone(out), nil
+}
+
+// CommitSession makes f (whose chunks are stored) the file at path and
+// closes upload session id as merged with f.FileHash, in one transaction
+// that also settles the session's quota flushes (meta.MergeSession); now
+// stamps the session. It returns the node and how much the commit grew the
+// user's finished bytes (at most the session's declared size: errs.Quota
+// beyond). The chunks are pinned and their records re-checked first, so GC
+// cannot take one between the check and the commit (gone: meta.ErrChunkGone).
+// Missing parents are created; the WebDAV locks on path bind the commit as
+// any write. Once here the commit is not cut short by ctx: every byte has
+// arrived. A session no longer open is meta.ErrNoSession. Call it inside the
+// quota Step of the session's merge.
+func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f meta.NewFile, now time.Time) (meta.Node, int64, error) {
+	const op = "drive.CommitSession"
+	for _, c := range f.Chunks {
+		d.pins.Pin(dedup.Key(c.SHA256))
+	}
+	defer func() {
+		for _, c := range f.Chunks {
+			d.pins.Unpin(dedup.Key(c.SHA256))
+		}
+	}()
+	for _, c := range f.Chunks {
+		got, err := d.meta.ChunkBySHA256(ctx, c.SHA256)
+		if errs.Is(err, errs.NotFound) || err == nil && got.ID != c.ID {
+			return meta.Node{}, 0, chunkGone(op)
+		}
+		if err != nil {
+			return meta.Node{}, 0, err
+		}
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := d.CheckWrite(ctx, uid, path); err != nil {
+		return meta.Node{}, 0, err
+	}
+	if parent := vpath.Parent(path); parent != "/" {
+		if err := d.MkdirAll(ctx, uid, parent); err != nil {
+			return meta.Node{}, 0, err
+		}
+	}
+	n, growth, err := d.meta.MergeSession(ctx, id, f, f.FileHash, now)
+	if err != nil {
+		return meta.Node{}, 0, err
+	}
+	d.KickChecksums() // a merged file's content checksums come from the background pass
+	return n, growth, nil
+}

@@ -1,0 +1,92 @@
+package upload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"netdisk/chunker"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// Merge commits a session whose chunks are all present and whose recomputed
+// file hash equals fileHash. A retried merge of a merged session answers the
+// same result.
+func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash string) (Result, error) {
+	const op = "upload.Merge"
+	if !validHash(fileHash) {
+		return Result{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
+	}
+	mu := s.stripe(id)
+	mu.Lock()
+	defer mu.Unlock()
+	ss, err := s.load(ctx, op, uid, id)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ss.open() {
+		if ss.ResultHash != fileHash {
+			return Result{}, errs.Errorf(op, errs.Mismatch, "the session was merged with file hash %s", ss.ResultHash)
+		}
+		return ss.result(), nil
+	}
+	if ss.FileHash != "" && ss.FileHash != fileHash {
+		// init promised this content: a merge of other content is refused
+		// rather than silently committing something else.
+		return Result{}, errs.E(op, errs.Mismatch, ss.Path, fmt.Errorf("fileHash %s differs from %s given at init", fileHash, ss.FileHash))
+	}
+	held, err := s.db.SessionChunks(ctx, ss.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	at := make(map[int64]meta.Chunk, len(held))
+	for _, c := range held {
+		at[c.Index] = c.Chunk
+	}
+	total := ss.total()
+	missing := []int64{}
+	chunks := make([]meta.Chunk, 0, total)
+	for i := int64(0); i < total; i++ {
+		c, ok := at[i]
+		if !ok {
+			missing = append(missing, i)
+			continue
+		}
+		chunks = append(chunks, c)
+	}
+	if len(missing) > 0 {
+		return Result{}, errs.E(op, errs.Conflict, ss.Path, &MissingError{Missing: missing})
+	}
+	md5s := make([]string, len(chunks))
+	for i, c := range chunks {
+		md5s[i] = c.MD5
+	}
+	if got := chunker.FileHash(md5s); got != fileHash {
+		return Result{}, errs.E(op, errs.Mismatch, ss.Path, fmt.Errorf("file hash %s does not match the chunks (%s)", fileHash, got))
+	}
+	return s.commit(ctx, ss, chunks, fileHash)
+}
+
+// commit makes chunks the file at the session's path and marks the session
+// merged (drive.CommitSession: one transaction with the quota settlement);
+// the ledger turns the reservation into finished bytes after, in the same
+// Step. The growth is bounded by the declared size the session reserved. If
+// the process dies before the session is marked merged, a retried merge
+// commits the same content again and settles then.
+func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, fileHash string) (Result, error) {
+	const op = "upload.Merge"
+	f := meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks, ModTime: s.d.Now()}
+	done := s.acct.Step()
+	defer done()
+	_, growth, err := s.d.CommitSession(ctx, ss.UserID, ss.Path, ss.ID, f, s.now())
+	if errors.Is(err, meta.ErrNoSession) {
+		return Result{}, errUnknown(op) // expired or aborted meanwhile: its reservation is gone
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	s.acct.Merged(context.WithoutCancel(ctx), ss.UserID, ss.ID, growth)
+	ss.ResultHash = fileHash
+	return ss.result(), nil
+}
