@@ -87,7 +87,7 @@
 // idx, n) runs before the transaction that records the chunk commits (the
 // chunk index is needed); the settlement runs inside the transaction that
 // merges or closes the session; after it, Merged(growth) is Commit(uid,
-// session, max(growth, 0)) plus AddFinished(min(growth, 0)) for a smaller
+// session, max(growth, 0)) plus the guard's Changed(min(growth, 0)) for a smaller
 // replaced file, and Released is Release. Truth.OpenSessions is
 // upload_sessions WHERE state = 'open' (id, user_id, size, received) with the
 // idx of its session_chunks rows as Have.
