@@ -9,7 +9,7 @@ import (
 	"netdisk/quota"
 )
 
-// With Config.Quota set, every change of a user's files goes through the
+// Every change of a user's files goes through the
 // quota ledger (issue 5): bytes that enter (Writer: WebDAV PUT and the
 // one-request upload; Copy) are reserved before any is stored and refused
 // with errs.Quota (507) when they do not fit; deletes, moves over a file and
@@ -29,11 +29,10 @@ type txTree interface {
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
 }
 
-// QuotaGuard returns the ledger guard, nil without one.
+// QuotaGuard returns the ledger guard.
 func (d *Drive) QuotaGuard() *quota.Guard { return d.quota }
 
-// tree returns the transactional store; only called with d.quota set (New
-// checked the store has it).
+// tree returns the transactional store (New checked the store has it).
 func (d *Drive) tree() txTree { return d.meta.(txTree) }
 
 // measuredChange runs change in a transaction inside a Step and reports its
@@ -105,9 +104,6 @@ func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 
 // deleteUser removes the user in SQLite, then from the ledger.
 func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
-	if d.quota == nil {
-		return d.meta.DeleteUser(ctx, uid)
-	}
 	defer d.quota.Step()()
 	if err := d.meta.DeleteUser(ctx, uid); err != nil {
 		return err
