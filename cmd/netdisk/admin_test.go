@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -412,24 +411,6 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestAdminPromptsOnTerminal runs `user add` without --password on a real
 // pseudo-terminal (script(1) from util-linux provides one): it asks twice,
 // does not echo, and the user can then sign in with what was typed.
@@ -445,7 +426,7 @@ func TestAdminPromptsOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := &syncBuffer{}
+		out := &testutil.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

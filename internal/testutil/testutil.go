@@ -101,11 +101,10 @@ type Daemon struct {
 	DataDir   string
 	AdminPass string
 	Args      []string
-	Log       *bytes.Buffer
+	log       *SyncBuffer // what the current process printed
 	cfg       DaemonConfig
 	cmd       *exec.Cmd
 	exited    chan struct{}
-	mu        sync.Mutex
 }
 
 // LaunchDaemon starts `netdisk serve` as c says and waits until it listens
@@ -148,10 +147,8 @@ func (d *Daemon) start(ctx context.Context, listen string) error {
 		"--log-level", d.cfg.LogLevel}, d.cfg.Args...)
 	cmd := exec.Command(d.cfg.Bin, args...)
 	cmd.Env = append(os.Environ(), "NETDISK_ADMIN_PASSWORD="+d.AdminPass)
-	d.mu.Lock()
-	d.Log = &bytes.Buffer{}
-	d.mu.Unlock()
-	var w io.Writer = &lockedWriter{mu: &d.mu, b: d.Log}
+	d.log = &SyncBuffer{}
+	var w io.Writer = d.log
 	if d.cfg.Output != nil {
 		w = io.MultiWriter(w, d.cfg.Output)
 	}
@@ -185,23 +182,28 @@ func (d *Daemon) start(ctx context.Context, listen string) error {
 	}
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
+// SyncBuffer collects what a process (or a logger) writes while the test
+// reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
 }
 
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
 }
 
-// Logs returns what the daemon printed.
-func (d *Daemon) Logs() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Log.String()
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
+
+// Logs returns what the daemon printed since it last started.
+func (d *Daemon) Logs() string { return d.log.String() }
 
 // Pid is the daemon's process id.
 func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
