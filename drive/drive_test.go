@@ -6,7 +6,6 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"io"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/internal/testenv"
+	"netdisk/internal/testutil"
 	"netdisk/meta"
 )
 
@@ -71,11 +71,7 @@ func (f *fixture) get(t *testing.T, uid int64, p string) []byte {
 	return b
 }
 
-func random(seed int64, n int) []byte {
-	b := make([]byte, n)
-	rand.New(rand.NewSource(seed)).Read(b)
-	return b
-}
+func random(seed int64, n int) []byte { return testutil.RandomBytes(seed, n) }
 
 // expectedHash computes the file hash independently of the chunker package.
 func expectedHash(data []byte) string {

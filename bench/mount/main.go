@@ -22,6 +22,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/bench/internal/benchflag"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 )
@@ -39,16 +40,13 @@ type target struct {
 }
 
 func run() error {
-	sizeFlag := flag.String("size", "1GiB", "sequential file size")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "sequential file size")
 	entries := flag.Int("entries", 10000, "files in the folder listed with ls -l")
 	randReads := flag.Int("randreads", 2000, "4 KiB random reads")
 	srcTree := flag.String("src", "./mount", "source tree copied with cp -r (all of it)")
 	work := flag.String("work", "", "scratch directory (default a temp dir, removed)")
 	flag.Parse()
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		return err
-	}
+	size := *sizeFlag
 	for _, tool := range []string{"fusermount3", "rclone", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is required: %w", tool, err)
@@ -56,6 +54,7 @@ func run() error {
 	}
 	dir := *work
 	if dir == "" {
+		var err error
 		if dir, err = os.MkdirTemp("", "netdisk-bench-"); err != nil {
 			return err
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"golang.org/x/sync/errgroup"
 
+	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/client"
@@ -46,29 +47,14 @@ func main() {
 }
 
 func run() error {
-	sizeFlag := flag.String("size", "1GiB", "big file size")
-	csFlag := flag.String("chunk-size", "4MiB", "server chunk size")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "big file size")
+	csFlag := benchflag.Bytes("chunk-size", 4<<20, "server chunk size")
 	files := flag.Int("files", 10000, "number of small files")
-	smallFlag := flag.String("small-size", "4KiB", "size of each small file")
+	smallFlag := benchflag.Bytes("small-size", 4<<10, "size of each small file")
 	conc := flag.Int("concurrency", 3, "chunk uploads (and small files) at once")
-	bwFlag := flag.String("bandwidth", "0", "limit upload bandwidth (e.g. 100MiB), like a real link; 0 = loopback speed")
+	bwFlag := benchflag.Bytes("bandwidth", 0, "limit upload bandwidth (e.g. 100MiB), like a real link; 0 = loopback speed")
 	flag.Parse()
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		return err
-	}
-	cs, err := humanize.ParseBytes(*csFlag)
-	if err != nil {
-		return err
-	}
-	small, err := humanize.ParseBytes(*smallFlag)
-	if err != nil {
-		return err
-	}
-	bw, err := humanize.ParseBytes(*bwFlag)
-	if err != nil {
-		return err
-	}
+	size, cs, small, bw := *sizeFlag, *csFlag, *smallFlag, *bwFlag
 	dir, err := os.MkdirTemp("", "netdisk-bench-push-")
 	if err != nil {
 		return err

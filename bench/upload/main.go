@@ -30,6 +30,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/meta"
@@ -68,18 +69,11 @@ func seedOf(a, b uint64) [32]byte {
 }
 
 func run() error {
-	sizeFlag := flag.String("size", "1GiB", "file size")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "file size")
 	parallel := flag.Int("parallel", 3, "parallel chunk uploads (seed 004: 3)")
-	csFlag := flag.String("chunk-size", "4MiB", "server chunk size")
+	csFlag := benchflag.Bytes("chunk-size", 4<<20, "server chunk size")
 	flag.Parse()
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		return err
-	}
-	cs, err := humanize.ParseBytes(*csFlag)
-	if err != nil {
-		return err
-	}
+	size, cs := *sizeFlag, *csFlag
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d, err := inproc.Start(ctx, int64(cs))

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math/rand"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,12 +135,6 @@ func stats(t *testing.T, d *testutil.Daemon) client.Stats {
 	return s
 }
 
-func randomBytes(seed int64, n int) []byte {
-	b := make([]byte, n)
-	rand.New(rand.NewSource(seed)).Read(b)
-	return b
-}
-
 // blobPath is where the disk store keeps a chunk: DATA/chunks/ab/cd/<sha256>.
 func blobPath(d *testutil.Daemon, chunk []byte) string {
 	s := sha256.Sum256(chunk)
@@ -261,7 +254,7 @@ func TestAdminStatsShowDedup(t *testing.T) {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	mustCLI(t, d, "admin", "user", "add", "ann", "--password", "ann-pass")
 	mustCLI(t, d, "admin", "user", "add", "ben", "--password", "ben-pass")
-	data := randomBytes(1, 5*testChunkSize+1234) // six chunks, the last one short
+	data := testutil.RandomBytes(1, 5*testChunkSize+1234) // six chunks, the last one short
 	put(t, d, "/same.bin", "ann", "ann-pass", data)
 	put(t, d, "/other-name.bin", "ben", "ben-pass", data)
 
@@ -288,7 +281,7 @@ func TestAdminGCFreesOnlyUnreferencedChunks(t *testing.T) {
 	mustCLI(t, d, "admin", "user", "add", "ben", "--password", "ben-pass")
 	// shared = A|B|C, keep = A|D: deleting every copy of shared must free B
 	// and C but keep A, which keep still references.
-	a, b, c, dd := randomBytes(10, testChunkSize), randomBytes(11, testChunkSize), randomBytes(12, testChunkSize), randomBytes(13, 1000)
+	a, b, c, dd := testutil.RandomBytes(10, testChunkSize), testutil.RandomBytes(11, testChunkSize), testutil.RandomBytes(12, testChunkSize), testutil.RandomBytes(13, 1000)
 	shared := bytes.Join([][]byte{a, b, c}, nil)
 	keep := bytes.Join([][]byte{a, dd}, nil)
 	put(t, d, "/shared.bin", "ann", "ann-pass", shared)
@@ -340,7 +333,7 @@ func TestAdminGCFreesOnlyUnreferencedChunks(t *testing.T) {
 
 func TestAdminFsckFindsMissingAndCorruptChunks(t *testing.T) {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
-	chunks := [][]byte{randomBytes(20, testChunkSize), randomBytes(21, testChunkSize), randomBytes(22, testChunkSize), randomBytes(23, 10)}
+	chunks := [][]byte{testutil.RandomBytes(20, testChunkSize), testutil.RandomBytes(21, testChunkSize), testutil.RandomBytes(22, testChunkSize), testutil.RandomBytes(23, 10)}
 	put(t, d, "/f.bin", "admin", d.AdminPass, bytes.Join(chunks, nil))
 
 	out := mustCLI(t, d, "admin", "fsck")

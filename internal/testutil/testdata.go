@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/json"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -122,4 +123,11 @@ func OddNames(t testing.TB) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RandomBytes returns n pseudo-random bytes, the same for the same seed.
+func RandomBytes(seed int64, n int) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
 }
