@@ -38,6 +38,13 @@ func (d *Drive) tree() txTree { return d.meta.(txTree) }
 // measuredChange runs change in a transaction inside a Step and reports its
 // effect on finished bytes to the ledger.
 func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *sql.Tx) (int64, error)) error {
+	return d.stepTx(ctx, change, func(delta int64) { d.quota.Changed(context.WithoutCancel(ctx), uid, delta) })
+}
+
+// stepTx runs change in a transaction inside a Step and, once it committed,
+// hands how it moved the user's finished bytes to ledger, still inside the
+// Step.
+func (d *Drive) stepTx(ctx context.Context, change func(tx *sql.Tx) (int64, error), ledger func(delta int64)) error {
 	defer d.quota.Step()()
 	var delta int64
 	err := d.tree().Tx(ctx, func(tx *sql.Tx) (err error) {
@@ -47,7 +54,7 @@ func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *s
 	if err != nil {
 		return err
 	}
-	d.quota.Changed(context.WithoutCancel(ctx), uid, delta)
+	ledger(delta)
 	return nil
 }
 
@@ -79,17 +86,8 @@ func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, ov
 // holdCommit runs change (bounded by the hold) in a transaction inside a Step
 // and turns the hold into finished bytes when it commits.
 func (d *Drive) holdCommit(ctx context.Context, h *quota.Hold, change func(tx *sql.Tx) (int64, error)) error {
-	defer d.quota.Step()()
-	var delta int64
-	err := d.tree().Tx(ctx, func(tx *sql.Tx) (err error) {
-		delta, err = change(tx)
-		return err
-	})
-	if err != nil {
-		return DiskFull("drive.Commit", err)
-	}
-	h.CommitInStep(context.WithoutCancel(ctx), delta)
-	return nil
+	err := d.stepTx(ctx, change, func(delta int64) { h.CommitInStep(context.WithoutCancel(ctx), delta) })
+	return DiskFull("drive.Commit", err)
 }
 
 // setQuotaGuarded changes the total in SQLite, then in the ledger.
