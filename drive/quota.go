@@ -9,13 +9,13 @@ import (
 	"netdisk/quota"
 )
 
-// Every change of a user's files goes through the
-// quota ledger (issue 5): bytes that enter (Writer: WebDAV PUT and the
-// one-request upload; Copy) are reserved before any is stored and refused
-// with errs.Quota (507) when they do not fit; deletes, moves over a file and
-// overwrites tell the ledger after their commit. Each SQLite change and its
-// ledger update form one quota.Guard Step. The upload sessions of the chunked
-// API account through the same Guard (package upload).
+// Every change of a user's files goes through the quota ledger (issue 5):
+// bytes that enter (Writer: WebDAV PUT and the one-request upload; Copy) are
+// reserved before any is stored and refused with errs.Quota (507) when they
+// do not fit; deletes, moves over a file and overwrites tell the ledger after
+// their commit. Each SQLite change and its ledger update form one
+// quota.Guard Step. The upload sessions of the chunked API account through
+// the same Guard (package upload).
 
 // txTree is what the quota wiring needs from the metadata store beyond
 // meta.Store: tree changes inside a transaction that report how they moved
