@@ -1,38 +1,73 @@
 package chunker
 
-import "testing"
+import (
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
 
-// Pins the content identity: these values are part of the wire contract, and
-// any client in any language must compute the same. Expected values were
-// produced with coreutils md5sum, independently of this code.
+	"netdisk/internal/testutil"
+)
+
+// TestContentIdentityGolden pins the content identity to the shared vectors
+// of testdata/identity: these values are part of the wire contract, and any
+// client in any language must compute the same. The vectors were produced
+// with coreutils md5sum; the chunker must agree with them, cutting with
+// ChunkCount/ChunkLen and hashing with HashChunk, FileHash and FileHasher.
 func TestContentIdentityGolden(t *testing.T) {
-	cases := []struct {
-		name      string
-		data      string
-		chunkSize int
-		chunks    []string
-		file      string
-	}{
-		{"empty", "", 4, nil, "d41d8cd98f00b204e9800998ecf8427e"},
-		{"one chunk", "abc", 4, []string{"900150983cd24fb0d6963f7d28e17f72"}, "ec0405c5aef93e771cd80e0db180b88b"},
-		{"two chunks", "abcdefgh", 4, []string{"e2fc714c4727ee9395f324cd2e7f331f", "1f7690ebdd9b4caf8fab49ca1757bf27"}, "3c461f589cb433d96525f21b13081eae"},
-	}
-	for _, c := range cases {
+	for _, v := range testutil.IdentityVectors(t) {
+		data := v.Data()
+		n := ChunkCount(int64(len(data)), v.ChunkSize)
+		if n != int64(len(v.Chunks)) {
+			t.Fatalf("%s: ChunkCount %d, want %d", v.Name, n, len(v.Chunks))
+		}
 		var got []string
-		for off := 0; off < len(c.data); off += c.chunkSize {
-			end := min(off+c.chunkSize, len(c.data))
-			got = append(got, HashChunk([]byte(c.data[off:end])).MD5)
-		}
-		if len(got) != len(c.chunks) {
-			t.Fatalf("%s: %d chunks, want %d", c.name, len(got), len(c.chunks))
-		}
-		for i := range got {
-			if got[i] != c.chunks[i] {
-				t.Errorf("%s: chunk %d = %s, want %s", c.name, i, got[i], c.chunks[i])
+		fh := NewFileHasher()
+		for i := range n {
+			off := i * v.ChunkSize
+			c := data[off : off+ChunkLen(int64(len(data)), v.ChunkSize, i)]
+			s := HashChunk(c)
+			if s.MD5 != ChunkMD5(c) || s.Size != int64(len(c)) {
+				t.Errorf("%s: chunk %d: HashChunk %+v, ChunkMD5 %s", v.Name, i, s, ChunkMD5(c))
 			}
+			got = append(got, s.MD5)
+			fh.Add(s.MD5)
 		}
-		if f := FileHash(got); f != c.file {
-			t.Errorf("%s: file hash %s, want %s", c.name, f, c.file)
+		if !slices.Equal(got, v.Chunks) {
+			t.Errorf("%s: chunks %v, want %v", v.Name, got, v.Chunks)
+		}
+		if f, g := FileHash(got), fh.Sum(); f != v.FileHash || g != v.FileHash {
+			t.Errorf("%s: FileHash %s, FileHasher %s, want %s", v.Name, f, g, v.FileHash)
+		}
+	}
+}
+
+// TestIdentityVectorsAgreeWithMD5sum recomputes every vector with coreutils
+// md5sum, so the golden values cannot drift with the code they check.
+func TestIdentityVectorsAgreeWithMD5sum(t *testing.T) {
+	md5sum := testutil.RequireTool(t, "md5sum")
+	run := func(b []byte) string {
+		t.Helper()
+		cmd := exec.Command(md5sum)
+		cmd.Stdin = bytes.NewReader(b)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("md5sum: %v", err)
+		}
+		return strings.Fields(string(out))[0]
+	}
+	for _, v := range testutil.IdentityVectors(t) {
+		data := v.Data()
+		var hexes []string
+		for off := 0; off < len(data); off += int(v.ChunkSize) {
+			hexes = append(hexes, run(data[off:min(off+int(v.ChunkSize), len(data))]))
+		}
+		if !slices.Equal(hexes, v.Chunks) {
+			t.Errorf("%s: md5sum of the chunks %v, vectors.json says %v", v.Name, hexes, v.Chunks)
+		}
+		if f := run([]byte(strings.Join(hexes, ""))); f != v.FileHash {
+			t.Errorf("%s: md5sum of the concatenated hex MD5s %s, vectors.json says %s", v.Name, f, v.FileHash)
 		}
 	}
 }

@@ -1,26 +1,25 @@
 package dav
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"netdisk/davlock"
-	"netdisk/dedup"
-	"netdisk/drive"
+	"netdisk/internal/testenv"
 	"netdisk/internal/testutil"
 	"netdisk/meta"
 )
 
-// lockEnv is the Handler over a real drive (SQLite, chunk store on disk) in
-// this process, so the lock manager's clock can be faked. Requests pick their
-// user by the Basic auth name (authentication is the server's job).
+// lockEnv is the Handler over the in-process test drive (testenv: SQLite,
+// chunk store on disk, quota guard) with one fake clock for the metadata
+// store, the drive and the lock manager, so lock timeouts and folder times
+// can be driven. Requests pick their user by the Basic auth name
+// (authentication is the server's job).
 type lockEnv struct {
 	t     *testing.T
 	h     *Handler
@@ -30,28 +29,13 @@ type lockEnv struct {
 
 func startLockEnv(t *testing.T) *lockEnv {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Locks: davlock.NewManager(clock.Now)})
+	env := testenv.New(t, testenv.Options{Clock: clock})
 	users := map[string]meta.User{}
 	for _, name := range []string{"alice", "bob"} {
-		u, err := d.AddUser(ctx, name, "pw-"+name, false, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		users[name] = u
+		users[name] = env.AddUser(t, name, 0)
 	}
-	h := NewHandler(d, "/dav", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := NewHandler(env.Drive, "/dav", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, _, _ := r.BasicAuth()
 		u, ok := users[name]

@@ -219,16 +219,10 @@ func (p *propWriter) appendLive(b []byte, n meta.Node, l string) ([]byte, bool) 
 		}
 		return close(b), true
 	case "quota-used-bytes":
-		if p.quota == nil {
-			return b, false
-		}
 		b = open(b)
 		b = strconv.AppendInt(b, p.quota.Finished+p.quota.Unfinished, 10)
 		return close(b), true
 	case "quota-available-bytes":
-		if p.quota == nil {
-			return b, false
-		}
 		b = open(b)
 		b = strconv.AppendInt(b, p.quota.Free(), 10)
 		return close(b), true

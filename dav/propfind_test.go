@@ -186,23 +186,11 @@ func TestPropfindBadInput(t *testing.T) {
 	e := startPropEnv(t)
 	e.must(201, "MKCOL", "/dav/a", nil, nil)
 	d0 := map[string]string{"Depth": "0"}
-	bad := map[string]string{
-		"malformed":         `<D:propfind xmlns:D="DAV:"><D:prop></D:propfind>`,
-		"undeclared prefix": `<D:propfind xmlns:D="DAV:"><D:prop><bar:foo/></D:prop></D:propfind>`,
-		// litmus propfind_invalid2: a prefix may not be bound to the empty namespace.
-		"empty prefix ns": `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><bar:foo xmlns:bar=""/></D:prop></D:propfind>`,
-		"wrong root":      `<D:propfindx xmlns:D="DAV:"><D:allprop/></D:propfindx>`,
-		"root not DAV:":   `<propfind><allprop/></propfind>`,
-		"two modes":       `<D:propfind xmlns:D="DAV:"><D:allprop/><D:propname/></D:propfind>`,
-		"no mode":         `<D:propfind xmlns:D="DAV:"></D:propfind>`,
-		"two roots":       `<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`,
-		"mismatched end":  `<D:propfind xmlns:D="DAV:"><D:allprop></D:prop></D:propfind>`,
-	}
-	for name, body := range bad {
-		if st, b := e.req("PROPFIND", "/dav/a", []byte(body), d0); st != http.StatusBadRequest {
+	for name, body := range testutil.InvalidXML(t) {
+		if st, b := e.req("PROPFIND", "/dav/a", body, d0); st != http.StatusBadRequest {
 			t.Errorf("%s: %d %.200s, want 400", name, st, b)
 		}
-		if st, b := e.req("PROPPATCH", "/dav/a", []byte(body), nil); st != http.StatusBadRequest {
+		if st, b := e.req("PROPPATCH", "/dav/a", body, nil); st != http.StatusBadRequest {
 			t.Errorf("PROPPATCH %s: %d %.200s, want 400", name, st, b)
 		}
 	}
@@ -311,35 +299,43 @@ func TestDeadPropsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestXMLNestingRefusedOverHTTP: every XML body the daemon reads (PROPFIND,
-// PROPPATCH, which x/net/webdav parses after our check, and LOCK) refuses
-// nesting past dav.MaxXMLDepth with 400, quickly, and normal bodies pass.
-func TestXMLNestingRefusedOverHTTP(t *testing.T) {
+// TestHostileXMLOverHTTP: every XML body the daemon reads (PROPFIND,
+// PROPPATCH, which x/net/webdav parses after our check, and LOCK) is
+// answered quickly and without a server error, whatever testdata/xml holds:
+// nesting past dav.MaxXMLDepth is refused with 400 naming it, entities are
+// never expanded nor external ones read, and huge attribute or namespace
+// counts cost one pass. Normal nested bodies still pass.
+func TestHostileXMLOverHTTP(t *testing.T) {
 	e := startPropEnv(t)
 	e.must(201, "MKCOL", "/dav/a", nil, nil)
-	nested := func(root string, size int) []byte {
-		var b bytes.Buffer
-		b.WriteString(root)
-		for i := 0; b.Len() < size-100; i++ {
-			fmt.Fprintf(&b, `<a xmlns:p="urn:%d" xmlns="urn:d">`, i)
-		}
-		return b.Bytes()
+	// The method each body is written for, and the refusal it must get.
+	refused := map[string]struct{ method, says string }{
+		"deep-propfind.xml":  {"PROPFIND", "nested deeper"},
+		"deep-proppatch.xml": {"PROPPATCH", "nested deeper"},
+		"deep-lockinfo.xml":  {"LOCK", "nested deeper"},
+		"xxe-propfind.xml":   {"PROPFIND", "entity"},
+		"xxe-proppatch.xml":  {"PROPPATCH", "entity"},
+		"billion-laughs.xml": {"PROPPATCH", "entity"},
 	}
-	for _, c := range []struct {
-		method string
-		body   []byte
-	}{
-		{"PROPFIND", nested(`<D:propfind xmlns:D="DAV:"><D:prop>`, 1<<20)},
-		{"PROPPATCH", nested(`<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><x:p xmlns:x="urn:x">`, 1<<20)},
-		{"LOCK", nested(`<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>`, 60<<10)},
-	} {
-		start := time.Now()
-		st, b := e.req(c.method, "/dav/a", c.body, map[string]string{"Depth": "0"})
-		if st != http.StatusBadRequest || !strings.Contains(b, "nested deeper") {
-			t.Errorf("%s nested: %d %.200s, want 400 naming the nesting", c.method, st, b)
+	bodies := testutil.HostileXML(t)
+	for name := range refused {
+		if bodies[name] == nil {
+			t.Errorf("testdata/xml/%s is missing", name)
 		}
-		if d := time.Since(start); d > 2*time.Second { // generous: it took minutes
-			t.Errorf("%s nested: %v", c.method, d)
+	}
+	for name, body := range bodies {
+		for _, method := range []string{"PROPFIND", "PROPPATCH", "LOCK"} {
+			start := time.Now()
+			st, b := e.req(method, "/dav/a", body, map[string]string{"Depth": "0"})
+			if d := time.Since(start); d > 2*time.Second { // generous: nesting took minutes
+				t.Errorf("%s %s: %v", method, name, d)
+			}
+			if st >= 500 || strings.Contains(b, "root:") || strings.Contains(b, "lollol") {
+				t.Errorf("%s %s: %d %.200s", method, name, st, b)
+			}
+			if r, ok := refused[name]; ok && r.method == method && (st != http.StatusBadRequest || !strings.Contains(b, r.says)) {
+				t.Errorf("%s %s: %d %.200s, want 400 naming %q", method, name, st, b, r.says)
+			}
 		}
 	}
 	// A nested but legal dead property still round-trips.

@@ -1,49 +1,11 @@
 package dav
 
 import (
-	"context"
 	"encoding/xml"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"netdisk/davlock"
-	"netdisk/dedup"
-	"netdisk/drive"
-	"netdisk/internal/testutil"
-	"netdisk/meta"
 )
-
-// startClockEnv is startLockEnv with one fake clock for the metadata store,
-// the drive and the lock manager: folder times come from the drive's clock.
-func startClockEnv(t *testing.T) *lockEnv {
-	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Now: clock.Now, Locks: davlock.NewManager(clock.Now)})
-	u, err := d.AddUser(ctx, "alice", "pw-alice", false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := NewHandler(d, "/dav", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Serve(w, r, u) }))
-	t.Cleanup(hs.Close)
-	return &lockEnv{t: t, h: h, clock: clock, url: hs.URL}
-}
 
 type folderState struct{ lastMod, etag string }
 
@@ -67,7 +29,7 @@ func (e *lockEnv) folder(path string) folderState {
 // A folder's time (and so its ETag) changes when an entry is added, removed
 // or renamed into or out of it, at the drive's clock; its ancestors' do not.
 func TestFolderTimesFollowEntries(t *testing.T) {
-	e := startClockEnv(t)
+	e := startLockEnv(t)
 	e.want(http.StatusCreated, "alice", "MKCOL", "/dav/top", "")
 	e.want(http.StatusCreated, "alice", "MKCOL", "/dav/top/a", "")
 	e.want(http.StatusCreated, "alice", "MKCOL", "/dav/top/b", "")
@@ -123,7 +85,7 @@ func TestFolderTimesFollowEntries(t *testing.T) {
 // "accepted"), OC-Checksum is checked before the commit, and the content's
 // checksums come back in OC-Checksum and oc:checksums.
 func TestOwncloudPutHeaders(t *testing.T) {
-	e := startClockEnv(t)
+	e := startLockEnv(t)
 	const body = "hello"
 	const sha = "aaf4c61ddcc5e8a2dabede0f3b482cd9aea9434d"
 	const md5 = "5d41402abc4b2a76b9719d911017c592"

@@ -2,30 +2,15 @@ package drive_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 
-	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
-	"netdisk/meta"
+	"netdisk/internal/testenv"
 )
 
-func newAdminDrive(t *testing.T) *drive.Drive {
-	t.Helper()
-	dir := t.TempDir()
-	m, err := meta.OpenSQLite(context.Background(), filepath.Join(dir, "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return drive.New(drive.Config{Meta: m, Blobs: blobs})
-}
+func newAdminDrive(t *testing.T) *drive.Drive { return testenv.New(t, testenv.Options{}).Drive }
 
 func TestDeleteUserAsKeepsAnAdmin(t *testing.T) {
 	ctx := context.Background()

@@ -16,6 +16,21 @@ func sums(data []byte) (string, string) {
 	return hex.EncodeToString(m[:]), hex.EncodeToString(s[:])
 }
 
+// asMerge is n's content as the upload API's merge commits it: its stored
+// chunks, without the content checksums.
+func (f *fixture) asMerge(t *testing.T, n meta.Node) meta.NewFile {
+	t.Helper()
+	chunks, err := f.m.FileChunks(context.Background(), n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf := meta.NewFile{Size: n.Size, FileHash: n.FileHash}
+	for _, c := range chunks {
+		nf.Chunks = append(nf.Chunks, c.Chunk)
+	}
+	return nf
+}
+
 // A streamed write knows its content checksums at commit (not the protocol's
 // file hash), and a copy or move of the same content keeps them.
 func TestWriteRecordsContentChecksums(t *testing.T) {
@@ -55,14 +70,7 @@ func TestChecksumPassFillsCommittedChunks(t *testing.T) {
 	f := newFixture(t)
 	data := random(11, 3*testChunk+7)
 	src := f.put(t, f.a.ID, "/src", data)
-	chunks, err := f.m.FileChunks(ctx, src.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nf := meta.NewFile{Size: src.Size, FileHash: src.FileHash}
-	for _, c := range chunks {
-		nf.Chunks = append(nf.Chunks, c.Chunk)
-	}
+	nf := f.asMerge(t, src)
 	if _, err := f.m.CommitFile(ctx, f.b.ID, "/merged", nf); err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +96,7 @@ func TestChecksumPassFillsCommittedChunks(t *testing.T) {
 	f.d.KickChecksums() // as drive.CommitSession does
 	m2, _ := f.d.Stat(ctx, f.b.ID, "/merged2")
 	other := f.put(t, f.a.ID, "/other", random(12, testChunk+3))
-	ochunks, _ := f.m.FileChunks(ctx, other.ID)
-	of := meta.NewFile{Size: other.Size, FileHash: other.FileHash}
-	for _, c := range ochunks {
-		of.Chunks = append(of.Chunks, c.Chunk)
-	}
+	of := f.asMerge(t, other)
 	if _, err := f.m.CommitFile(ctx, f.b.ID, "/merged2", of); err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +121,7 @@ func TestRunChecksumsAtStartAndOnKick(t *testing.T) {
 	f := newFixture(t)
 	data := random(21, 2*testChunk)
 	src := f.put(t, f.a.ID, "/src", data)
-	chunks, _ := f.m.FileChunks(ctx, src.ID)
-	nf := meta.NewFile{Size: src.Size, FileHash: src.FileHash}
-	for _, c := range chunks {
-		nf.Chunks = append(nf.Chunks, c.Chunk)
-	}
+	nf := f.asMerge(t, src)
 	if _, err := f.m.CommitFile(ctx, f.a.ID, "/before-start", nf); err != nil {
 		t.Fatal(err)
 	}

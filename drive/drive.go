@@ -39,8 +39,8 @@ type Config struct {
 	// HashWorkers bounds how many chunks are hashed at once across all
 	// uploads; 0 means GOMAXPROCS (at least 2).
 	HashWorkers int
-	// Quota is the quota ledger guard (drive/quota.go); nil keeps only the
-	// check SQLite makes in every commit. It needs Meta to be *meta.SQLite.
+	// Quota is the quota ledger guard (drive/quota.go); required, and it
+	// needs Meta to be *meta.SQLite. OpenLocal builds both.
 	Quota *quota.Guard
 	// Locks is the WebDAV lock table every mutating operation consults
 	// (drive/locks.go); nil means a new in-process one.
@@ -93,8 +93,11 @@ func New(c Config) *Drive {
 	d := &Drive{meta: c.Meta, blobs: c.Blobs, pins: dedup.NewPins(), chunkSize: c.ChunkSize,
 		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota, locks: c.Locks,
 		sumKick: make(chan struct{}, 1)}
-	if _, ok := c.Meta.(txTree); c.Quota != nil && !ok {
-		panic("drive: a quota guard needs a transactional metadata store (*meta.SQLite)")
+	if c.Quota == nil {
+		panic("drive: Config.Quota is required (OpenLocal wires one)")
+	}
+	if _, ok := c.Meta.(txTree); !ok {
+		panic("drive: the quota guard needs a transactional metadata store (*meta.SQLite)")
 	}
 	if d.chunkSize <= 0 {
 		d.chunkSize = chunker.DefaultChunkSize
@@ -235,10 +238,7 @@ func (d *Drive) SetQuota(ctx context.Context, name string, total int64) error {
 	if err != nil {
 		return err
 	}
-	if d.quota != nil {
-		return d.setQuotaGuarded(ctx, u.ID, total)
-	}
-	return d.meta.SetQuota(ctx, u.ID, total)
+	return d.setQuotaGuarded(ctx, u.ID, total)
 }
 
 // DeleteUser removes a user and their tree; their chunks are left to GC.
@@ -340,11 +340,7 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	if d.quota != nil {
-		err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) })
-	} else {
-		err = d.meta.Remove(ctx, uid, p)
-	}
+	err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) })
 	if err == nil {
 		// The locks of what is gone go with it (RFC 4918 §9.6.1).
 		d.locks.Release(uid, p)
@@ -365,11 +361,7 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 		davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	if d.quota != nil {
-		err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) })
-	} else {
-		err = d.meta.Move(ctx, uid, src, dst, overwrite)
-	}
+	err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) })
 	if err == nil {
 		// The source's locks do not move with it; a lock on the destination
 		// itself takes the moved resource into its scope, while locks on
@@ -393,11 +385,7 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	if d.quota != nil {
-		err = d.copyWithHold(ctx, uid, src, dst, overwrite, recursive)
-	} else {
-		err = d.meta.Copy(ctx, uid, src, dst, overwrite, recursive)
-	}
+	err = d.copyWithHold(ctx, uid, src, dst, overwrite, recursive)
 	if err == nil {
 		// Locks are never copied; members of an overwritten destination are gone.
 		d.locks.ReleaseBelow(uid, dst)
@@ -456,36 +444,11 @@ func (q Quota) Free() int64 {
 	return max(q.Total-q.Finished-max(q.Uploading, q.Unfinished), 0)
 }
 
-// QuotaOf returns the user's quota figures: the ledger's with a quota guard,
-// else SQLite's.
+// QuotaOf returns the user's quota figures as the ledger counts them.
 func (d *Drive) QuotaOf(ctx context.Context, uid int64) (Quota, error) {
-	if d.quota != nil {
-		u, err := d.quota.Usage(ctx, uid)
-		if err != nil {
-			return Quota{}, err
-		}
-		return Quota{Total: u.Total, Finished: u.Finished, Unfinished: u.Unfinished, Uploading: u.Uploading}, nil
-	}
-	u, err := d.meta.UserByID(ctx, uid)
+	u, err := d.quota.Usage(ctx, uid)
 	if err != nil {
 		return Quota{}, err
 	}
-	return Quota{Total: u.QuotaTotal, Finished: u.Finished, Unfinished: u.Unfinished}, nil
-}
-
-// checkFits refuses early an upload whose declared size cannot fit, so a client
-// learns before sending gigabytes; the commit checks again exactly.
-// old is the size of the version being replaced (0 when none).
-func (d *Drive) checkFits(ctx context.Context, uid int64, p string, size, old int64) error {
-	if size <= 0 {
-		return nil
-	}
-	q, err := d.QuotaOf(ctx, uid)
-	if err != nil {
-		return err
-	}
-	if free := q.Free(); free >= 0 && size-old > free {
-		return errs.E("drive.Create", errs.Quota, p, fmt.Errorf("quota exceeded: %d bytes free, %d needed", free, size-old))
-	}
-	return nil
+	return Quota{Total: u.Total, Finished: u.Finished, Unfinished: u.Unfinished, Uploading: u.Uploading}, nil
 }

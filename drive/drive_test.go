@@ -6,7 +6,6 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"io"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +14,8 @@ import (
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/testenv"
+	"netdisk/internal/testutil"
 	"netdisk/meta"
 )
 
@@ -27,31 +28,14 @@ type fixture struct {
 	a, b meta.User
 }
 
-func newFixture(t *testing.T) *fixture { return newFixtureChunk(t, testChunk) }
+func newFixture(t testing.TB) *fixture { return newFixtureChunk(t, testChunk) }
 
-func newFixtureChunk(t *testing.T, chunkSize int64) *fixture {
+// newFixtureChunk is the daemon's drive (testenv) cut at chunkSize, with the
+// users alice and bob.
+func newFixtureChunk(t testing.TB, chunkSize int64) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: chunkSize})
-	a, err := d.AddUser(ctx, "alice", "pw-a", false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := d.AddUser(ctx, "bob", "pw-b", false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{d: d, m: m, dir: dir, a: a, b: b}
+	e := testenv.New(t, testenv.Options{ChunkSize: chunkSize})
+	return &fixture{d: e.Drive, m: e.Meta, dir: e.Dir, a: e.AddUser(t, "alice", 0), b: e.AddUser(t, "bob", 0)}
 }
 
 func (f *fixture) put(t *testing.T, uid int64, p string, data []byte) meta.Node {
@@ -87,11 +71,7 @@ func (f *fixture) get(t *testing.T, uid int64, p string) []byte {
 	return b
 }
 
-func random(seed int64, n int) []byte {
-	b := make([]byte, n)
-	rand.New(rand.NewSource(seed)).Read(b)
-	return b
-}
+func random(seed int64, n int) []byte { return testutil.RandomBytes(seed, n) }
 
 // expectedHash computes the file hash independently of the chunker package.
 func expectedHash(data []byte) string {
@@ -338,10 +318,10 @@ func TestTreeOpsAndIsolation(t *testing.T) {
 func TestAuthenticate(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.d.Authenticate(ctx, "alice", "pw-a"); err != nil {
+	if _, err := f.d.Authenticate(ctx, "alice", testenv.Password("alice")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.d.Authenticate(ctx, "alice", "pw-a"); err != nil {
+	if _, err := f.d.Authenticate(ctx, "alice", testenv.Password("alice")); err != nil {
 		t.Fatal("cached check failed")
 	}
 	_, e1 := f.d.Authenticate(ctx, "alice", "wrong")
@@ -352,7 +332,7 @@ func TestAuthenticate(t *testing.T) {
 	if err := f.d.SetPassword(ctx, "alice", "new"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.d.Authenticate(ctx, "alice", "pw-a"); err == nil {
+	if _, err := f.d.Authenticate(ctx, "alice", testenv.Password("alice")); err == nil {
 		t.Fatal("old password still accepted after change (stale auth cache)")
 	}
 }

@@ -9,13 +9,13 @@ import (
 	"netdisk/quota"
 )
 
-// With Config.Quota set, every change of a user's files goes through the
-// quota ledger (issue 5): bytes that enter (Writer: WebDAV PUT and the
-// one-request upload; Copy) are reserved before any is stored and refused
-// with errs.Quota (507) when they do not fit; deletes, moves over a file and
-// overwrites tell the ledger after their commit. Each SQLite change and its
-// ledger update form one quota.Guard Step. The upload sessions of the chunked
-// API account through the same Guard (package upload).
+// Every change of a user's files goes through the quota ledger (issue 5):
+// bytes that enter (Writer: WebDAV PUT and the one-request upload; Copy) are
+// reserved before any is stored and refused with errs.Quota (507) when they
+// do not fit; deletes, moves over a file and overwrites tell the ledger after
+// their commit. Each SQLite change and its ledger update form one
+// quota.Guard Step. The upload sessions of the chunked API account through
+// the same Guard (package upload).
 
 // txTree is what the quota wiring needs from the metadata store beyond
 // meta.Store: tree changes inside a transaction that report how they moved
@@ -29,16 +29,22 @@ type txTree interface {
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
 }
 
-// QuotaGuard returns the ledger guard, nil without one.
+// QuotaGuard returns the ledger guard.
 func (d *Drive) QuotaGuard() *quota.Guard { return d.quota }
 
-// tree returns the transactional store; only called with d.quota set (New
-// checked the store has it).
+// tree returns the transactional store (New checked the store has it).
 func (d *Drive) tree() txTree { return d.meta.(txTree) }
 
 // measuredChange runs change in a transaction inside a Step and reports its
 // effect on finished bytes to the ledger.
 func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *sql.Tx) (int64, error)) error {
+	return d.stepTx(ctx, change, func(delta int64) { d.quota.Changed(context.WithoutCancel(ctx), uid, delta) })
+}
+
+// stepTx runs change in a transaction inside a Step and, once it committed,
+// hands how it moved the user's finished bytes to ledger, still inside the
+// Step.
+func (d *Drive) stepTx(ctx context.Context, change func(tx *sql.Tx) (int64, error), ledger func(delta int64)) error {
 	defer d.quota.Step()()
 	var delta int64
 	err := d.tree().Tx(ctx, func(tx *sql.Tx) (err error) {
@@ -48,7 +54,7 @@ func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *s
 	if err != nil {
 		return err
 	}
-	d.quota.Changed(context.WithoutCancel(ctx), uid, delta)
+	ledger(delta)
 	return nil
 }
 
@@ -80,17 +86,8 @@ func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, ov
 // holdCommit runs change (bounded by the hold) in a transaction inside a Step
 // and turns the hold into finished bytes when it commits.
 func (d *Drive) holdCommit(ctx context.Context, h *quota.Hold, change func(tx *sql.Tx) (int64, error)) error {
-	defer d.quota.Step()()
-	var delta int64
-	err := d.tree().Tx(ctx, func(tx *sql.Tx) (err error) {
-		delta, err = change(tx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	h.CommitInStep(context.WithoutCancel(ctx), delta)
-	return nil
+	err := d.stepTx(ctx, change, func(delta int64) { h.CommitInStep(context.WithoutCancel(ctx), delta) })
+	return err
 }
 
 // setQuotaGuarded changes the total in SQLite, then in the ledger.
@@ -105,9 +102,6 @@ func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 
 // deleteUser removes the user in SQLite, then from the ledger.
 func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
-	if d.quota == nil {
-		return d.meta.DeleteUser(ctx, uid)
-	}
 	defer d.quota.Step()()
 	if err := d.meta.DeleteUser(ctx, uid); err != nil {
 		return err

@@ -43,7 +43,7 @@ type Writer struct {
 	hashSem  chan struct{} // chunks being hashed: bounds CPU to the drive's workers
 	wg       sync.WaitGroup
 
-	hold *quota.Hold // with a quota guard: the bytes reserved for this write
+	hold *quota.Hold // the bytes reserved for this write
 
 	wantMD5, wantSHA1 string // claimed content checksums (WriteOptions)
 
@@ -145,16 +145,11 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if err := d.CheckFileSize(op, p, o.ExpectedSize); err != nil {
 		return nil, err
 	}
-	var hold *quota.Hold
-	if d.quota != nil {
-		// The declared size is reserved whole before any byte is read (the
-		// new chunks sit beside the old version until the commit); a body of
-		// unknown length reserves as it arrives (reserveMore).
-		hold = d.quota.NewHold(uid)
-		if err := hold.Grow(ctx, o.ExpectedSize); err != nil {
-			return nil, err
-		}
-	} else if err := d.checkFits(ctx, uid, p, o.ExpectedSize, old.Size); err != nil {
+	// The declared size is reserved whole before any byte is read (the new
+	// chunks sit beside the old version until the commit); a body of unknown
+	// length reserves as it arrives (reserveMore).
+	hold := d.quota.NewHold(uid)
+	if err := hold.Grow(ctx, o.ExpectedSize); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -303,9 +298,7 @@ func (w *Writer) finish() {
 		w.d.pins.Unpin(k)
 	}
 	w.cancel()
-	if w.hold != nil {
-		w.hold.Release(context.WithoutCancel(w.ctx)) // no-op once committed
-	}
+	w.hold.Release(context.WithoutCancel(w.ctx)) // no-op once committed
 }
 
 // reserve makes sure the file stays within the maximum size and the hold
@@ -316,7 +309,7 @@ func (w *Writer) reserve() error {
 		w.fail(err) // a body of unknown length is bounded as it streams
 		return w.failed()
 	}
-	if w.hold == nil || w.size <= w.hold.Reserved() {
+	if w.size <= w.hold.Reserved() {
 		return nil
 	}
 	if err := w.reserveMore(); err != nil {
@@ -366,15 +359,12 @@ func (w *Writer) Commit() (meta.Node, error) {
 	if err := w.d.checkLocks(ctx, w.uid, writeTarget(w.path, w.existed)); err != nil {
 		return meta.Node{}, err // locked while the body arrived
 	}
-	if w.hold != nil {
-		var n meta.Node
-		err := w.d.holdCommit(ctx, w.hold, func(tx *sql.Tx) (delta int64, err error) {
-			n, delta, err = w.d.tree().CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
-			return delta, err
-		})
-		return n, err
-	}
-	return w.d.meta.CommitFile(ctx, w.uid, w.path, f)
+	var n meta.Node
+	err := w.d.holdCommit(ctx, w.hold, func(tx *sql.Tx) (delta int64, err error) {
+		n, delta, err = w.d.tree().CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
+		return delta, err
+	})
+	return n, err
 }
 
 // Abort discards what was written; the old version stays.

@@ -78,15 +78,9 @@ func (e *env) do(method, path, user, pass string, body io.Reader, hdr map[string
 }
 
 func (e *env) try(method, path, user, pass string, body io.Reader, hdr map[string]string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctxFor(e.t), method, e.d.URL+path, body)
+	req, err := e.d.Request(ctxFor(e.t), method, path, user, pass, body, hdr)
 	if err != nil {
 		return nil, err
-	}
-	if user != "" {
-		req.SetBasicAuth(user, pass)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
 	}
 	return e.c.Do(req)
 }

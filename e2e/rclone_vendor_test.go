@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/md5"
 	"crypto/sha1"
 	"encoding/hex"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -39,37 +37,12 @@ func (e *env) davGets() int {
 // times (X-OC-Mtime) and compares content checksums (oc:checksums) without
 // downloading, so a same-size edit is not missed by sync.
 func TestRcloneOwncloudVendors(t *testing.T) {
-	rclone := testutil.RequireTool(t, "rclone")
+	testutil.RequireTool(t, "rclone")
 	e := start(t)
 	e.addUser("alice", "alice-pw")
-	obscured, err := exec.Command(rclone, "obscure", "alice-pw").Output()
-	if err != nil {
-		t.Fatalf("rclone obscure: %v", err)
-	}
 	for _, vendor := range []string{"owncloud", "nextcloud"} {
 		t.Run(vendor, func(t *testing.T) {
-			cfg := filepath.Join(t.TempDir(), "rclone.conf")
-			os.WriteFile(cfg, nil, 0o600)
-			env := append(os.Environ(),
-				"RCLONE_CONFIG="+cfg,
-				"RCLONE_CONFIG_ND_TYPE=webdav",
-				"RCLONE_CONFIG_ND_URL="+e.d.URL+"/dav/",
-				"RCLONE_CONFIG_ND_VENDOR="+vendor,
-				"RCLONE_CONFIG_ND_USER=alice",
-				"RCLONE_CONFIG_ND_PASS="+strings.TrimSpace(string(obscured)),
-			)
-			run := func(args ...string) string {
-				t.Helper()
-				cmd := exec.Command(rclone, append(args, "--retries", "1", "--low-level-retries", "1")...)
-				cmd.Env = env
-				var out, stderr bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &stderr
-				if err := cmd.Run(); err != nil {
-					t.Fatalf("rclone %s: %v\n%s%s\n--- daemon log tail:\n%s", strings.Join(args, " "), err, out.String(), stderr.String(), tail(e.d.Logs(), 3000))
-				}
-				return out.String()
-			}
-
+			run := e.rclone(t, vendor, "alice", "alice-pw")
 			src := t.TempDir()
 			files := map[string][]byte{
 				"a.txt":          []byte("hello"),

@@ -3,7 +3,6 @@ package mount_test
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -47,26 +46,12 @@ func (e *env) put(name string, data []byte) {
 	resp.Body.Close()
 }
 
-func md5Pair(t *testing.T) (a, b []byte) {
-	t.Helper()
-	dir := filepath.Join(testutil.RepoRoot(), "testdata", "md5collision")
-	a, errA := os.ReadFile(filepath.Join(dir, "a.bin"))
-	b, errB := os.ReadFile(filepath.Join(dir, "b.bin"))
-	if errA != nil || errB != nil {
-		t.Fatal(errA, errB)
-	}
-	if bytes.Equal(a, b) || len(a) != len(b) || md5.Sum(a) != md5.Sum(b) {
-		t.Fatal("testdata/md5collision is not an MD5 collision pair")
-	}
-	return a, b
-}
-
 // Two files forming an MD5 collision are two chunks on the server and
 // each reads back as its own bytes through one mount, also from a second
 // mount sharing the cache folder, and a cached file that does not hash to
 // its key is discarded, not served.
 func TestMD5CollisionThroughOneMount(t *testing.T) {
-	a, b := md5Pair(t)
+	a, b := testutil.MD5Collision(t)
 	dir := filepath.Join(t.TempDir(), "chunks")
 	e := setupCache(t, "64KiB", dir, 64<<20)
 	e.put("a.bin", a)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -167,15 +168,7 @@ func TestSendAheadWhileWriting(t *testing.T) {
 		t.Fatalf("writing %d bytes sent %v bytes", len(data), sent)
 	}
 	// Read back through the server, not the mount.
-	resp, err := e.d.Do(ctx, "GET", "/dav/seq.bin", "alice", "alice-pass", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !bytes.Equal(got, data) {
-		t.Fatalf("the server holds %d other bytes", len(got))
-	}
+	serverHolds(t, e, "/seq.bin", "alice", "alice-pass", data)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		q, err := e.c.Quota(ctx)
@@ -250,19 +243,26 @@ func TestSendAheadNearFullQuota(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.mnt, "big.bin"), data, 0o644); err != nil {
 		t.Fatalf("writing 2/3 of the quota through the mount: %v", err)
 	}
-	resp, err := e.d.Do(ctx, "GET", "/dav/big.bin", "carol", "carol-pass", nil, nil)
+	serverHolds(t, e, "/big.bin", "carol", "carol-pass", data)
+	// And a file that really does not fit is refused with EDQUOT (the
+	// user's quota; a full server disk is ENOSPC).
+	err := os.WriteFile(filepath.Join(e.mnt, "too-big.bin"), randBytes(20*testChunk), 0o644)
+	if !errors.Is(err, syscall.EDQUOT) {
+		t.Fatalf("over quota through the mount: %v, want EDQUOT", err)
+	}
+}
+
+// serverHolds reads p over WebDAV as user (the server, not the mount) and
+// requires it to be data.
+func serverHolds(t *testing.T, e *env, p, user, pass string, data []byte) {
+	t.Helper()
+	resp, err := e.d.Do(context.Background(), "GET", "/dav"+p, user, pass, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !bytes.Equal(got, data) {
-		t.Fatalf("the server holds %d other bytes", len(got))
-	}
-	// And a file that really does not fit is refused with EDQUOT (the
-	// user's quota; a full server disk is ENOSPC).
-	err = os.WriteFile(filepath.Join(e.mnt, "too-big.bin"), randBytes(20*testChunk), 0o644)
-	if !errors.Is(err, syscall.EDQUOT) {
-		t.Fatalf("over quota through the mount: %v, want EDQUOT", err)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, data) {
+		t.Fatalf("the server holds %d other bytes at %s (%d)", len(got), p, resp.StatusCode)
 	}
 }

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/internal/testutil"
 	"netdisk/mount"
 )
 
 // TestNameErrors: names the drive cannot hold fail with the errno a local
 // filesystem gives (real syscalls through the mount), not EINVAL or EIO.
 func TestNameErrors(t *testing.T) {
-	logs := &syncBuf{}
+	logs := &testutil.SyncBuffer{}
 	e := setup(t, func(o *mount.Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	p := func(name string) string { return filepath.Join(e.mnt, name) }
 	create := func(name string) error {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -293,7 +292,7 @@ func TestTailFollow(t *testing.T) {
 	p := filepath.Join(e.mnt, "log.txt")
 	os.WriteFile(p, []byte("line 0\n"), 0o644)
 	tail := exec.Command("tail", "-n", "+1", "-f", "-s", "0.1", p)
-	out := &syncBuf{}
+	out := &testutil.SyncBuffer{}
 	tail.Stdout = out
 	if err := tail.Start(); err != nil {
 		t.Fatal(err)
@@ -342,21 +341,3 @@ func mkTestDir(mnt, name string) (string, error) {
 type optsT = mount.Options
 
 func errorsIs(err error, target error) bool { return errors.Is(err, target) }
-
-// syncBuf is a buffer a child process writes while the test reads it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}

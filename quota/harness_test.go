@@ -138,6 +138,17 @@ func (e *env) user(name string, total int64) int64 {
 	return u.ID
 }
 
+// annReceived20 is the start of the flush scenarios: the user ann (quota
+// 1000) with the session up(1) of 50 bytes, which received chunk 0 (20
+// bytes) not yet flushed. It returns ann's id.
+func (e *env) annReceived20() int64 {
+	e.t.Helper()
+	u := e.user("ann", 1000)
+	e.must(e.initSession(u, up(1), 50))
+	e.must(e.chunk(u, up(1), 0, 20))
+	return u
+}
+
 // OpenSessions implements quota.Truth from the store's open sessions.
 func (e *env) OpenSessions(ctx context.Context) ([]quota.Session, error) {
 	open, err := e.db.OpenSessions(ctx)

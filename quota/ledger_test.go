@@ -192,9 +192,7 @@ var conformance = []struct {
 		// A scanner has claimed the task and is about to write SQLite when
 		// the session is aborted: the flush must land fenced out, or before
 		// Settle and be subtracted by it — never leave bytes behind.
-		u := e.user("ann", 1000)
-		e.must(e.initSession(u, up(1), 50))
-		e.must(e.chunk(u, up(1), 0, 20))
+		u := e.annReceived20()
 		var rel quota.Released
 		e.sink.hooks(func([]quota.Flush) error {
 			e.sink.hooks(nil, nil)
@@ -214,9 +212,7 @@ var conformance = []struct {
 		}
 	}},
 	{"ScannerDiesBeforeCommit", func(t *testing.T, e *env) {
-		u := e.user("ann", 1000)
-		e.must(e.initSession(u, up(1), 50))
-		e.must(e.chunk(u, up(1), 0, 20))
+		u := e.annReceived20()
 		e.sink.hooks(func([]quota.Flush) error { return errors.New("daemon died") }, nil)
 		e.clock.Advance(delay)
 		if _, err := e.l.ScanDue(e.ctx, e.clock.Now()); err == nil {
@@ -239,9 +235,7 @@ var conformance = []struct {
 	{"ScannerDiesAfterCommit", func(t *testing.T, e *env) {
 		// SQLite committed but the acknowledgement never came: the re-sent
 		// flush (same sequence number) must not count twice.
-		u := e.user("ann", 1000)
-		e.must(e.initSession(u, up(1), 50))
-		e.must(e.chunk(u, up(1), 0, 20))
+		u := e.annReceived20()
 		e.sink.hooks(nil, func([]quota.Flush) error { return errors.New("daemon died") })
 		e.clock.Advance(delay)
 		if _, err := e.l.ScanDue(e.ctx, e.clock.Now()); err == nil {
@@ -258,9 +252,7 @@ var conformance = []struct {
 	{"StaleFlushLandsLate", func(t *testing.T, e *env) {
 		// Scanner A stalls past its lease; B re-sends A's flush, then a newer
 		// one; A's stale flush must not pull SQLite back.
-		u := e.user("ann", 1000)
-		e.must(e.initSession(u, up(1), 50))
-		e.must(e.chunk(u, up(1), 0, 20))
+		u := e.annReceived20()
 		e.sink.hooks(func([]quota.Flush) error {
 			e.sink.hooks(nil, nil)
 			e.clock.Advance(lease + delay)

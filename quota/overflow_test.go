@@ -52,6 +52,14 @@ func runExtreme(t *testing.T, e *env, seed int64, steps int) {
 	}
 	sessions := map[string]*mSess{}
 	var ids []string
+	// openSession picks one of the sessions still open, if any.
+	openSession := func() (string, *mSess) {
+		if len(ids) == 0 {
+			return "", nil
+		}
+		id := ids[rng.Intn(len(ids))]
+		return id, sessions[id]
+	}
 	pickVal := func() int64 {
 		if rng.Intn(4) == 0 {
 			return rng.Int63n(1000)
@@ -96,11 +104,7 @@ func runExtreme(t *testing.T, e *env, seed int64, steps int) {
 				want(step, what, err, false, errs.Quota)
 			}
 		case r < 7:
-			if len(ids) == 0 {
-				continue
-			}
-			id := ids[rng.Intn(len(ids))]
-			s := sessions[id]
+			id, s := openSession()
 			if s == nil {
 				continue
 			}
@@ -121,11 +125,7 @@ func runExtreme(t *testing.T, e *env, seed int64, steps int) {
 				s.next++
 			}
 		case r < 8:
-			if len(ids) == 0 {
-				continue
-			}
-			id := ids[rng.Intn(len(ids))]
-			s := sessions[id]
+			id, s := openSession()
 			if s == nil {
 				continue
 			}

@@ -5,35 +5,29 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"netdisk/dedup"
-	"netdisk/drive"
+	"netdisk/internal/testenv"
 	"netdisk/internal/testutil"
-	"netdisk/meta"
 )
 
+// newServer is the server over the in-process test drive (testenv) on clock,
+// with the named users (password testenv.Password(name)).
+func newServer(t *testing.T, clock *testutil.Clock, users ...string) *Server {
+	t.Helper()
+	env := testenv.New(t, testenv.Options{Clock: clock})
+	for _, name := range users {
+		env.AddUser(t, name, 0)
+	}
+	return New(Config{Drive: env.Drive, Now: clock.Now})
+}
+
+// newTestServer is newServer with the user alice, listening on loopback.
 func newTestServer(t *testing.T, clock *testutil.Clock) (*Server, *httptest.Server) {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Now: clock.Now})
-	if _, err := d.AddUser(ctx, "alice", "secret", false, 0); err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Drive: d, Now: clock.Now})
+	s := newServer(t, clock, "alice")
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	return s, hs
@@ -81,11 +75,11 @@ func TestHealthAndMetrics(t *testing.T) {
 	if code, body, _ := get(t, hs.URL+"/healthz", "", ""); code != 200 || body != "ok\n" {
 		t.Fatalf("healthz: %d %q", code, body)
 	}
-	get(t, hs.URL+"/dav/", "alice", "secret")
+	get(t, hs.URL+"/dav/", "alice", "pw-alice")
 	if code, _, h := get(t, hs.URL+"/metrics", "", ""); code != 401 || h.Get("WWW-Authenticate") == "" {
 		t.Fatalf("anonymous /metrics: %d", code)
 	}
-	if code, _, _ := get(t, hs.URL+"/metrics", "alice", "secret"); code != 403 {
+	if code, _, _ := get(t, hs.URL+"/metrics", "alice", "pw-alice"); code != 403 {
 		t.Fatalf("non-admin /metrics: %d, want 403", code)
 	}
 	req, _ := http.NewRequest("GET", hs.URL+"/metrics", nil)

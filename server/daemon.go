@@ -11,13 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -131,25 +129,22 @@ type clockFunc func() time.Time
 
 func (f clockFunc) Now() time.Time { return f() }
 
-// openLedger builds the quota ledger: Redis with short timeouts (a Redis that
-// does not answer makes uploads fail with 503 within a second or two), or
-// the embedded one.
-func openLedger(o Options, sink *quota.SQLiteSink) (quota.Ledger, *redis.Client, error) {
-	cfg := quota.Config{Sink: sink, Log: o.Logger}
-	if o.Now != nil {
-		cfg.Clock = clockFunc(o.Now)
+// redisLedger connects to the Redis at url with short timeouts (a Redis that
+// does not answer makes uploads fail with 503 within a second or two) and
+// returns the ledger constructor for drive.OpenLocal. An empty url means the
+// embedded ledger (nil, nil, nil).
+func redisLedger(url string) (func(quota.Config) quota.Ledger, *redis.Client, error) {
+	if url == "" {
+		return nil, nil, nil
 	}
-	if o.Redis == "" {
-		return quota.NewMemory(cfg), nil, nil
-	}
-	ro, err := redis.ParseURL(o.Redis)
+	ro, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--redis: %w", err)
 	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = time.Second, time.Second, time.Second
 	ro.MaxRetries = 1
 	rdb := redis.NewClient(ro)
-	return quota.NewRedis(rdb, "", cfg), rdb, nil
+	return func(cfg quota.Config) quota.Ledger { return quota.NewRedis(rdb, "", cfg) }, rdb, nil
 }
 
 // Open opens (creating on first start) the data directory and wires the layers.
@@ -160,46 +155,44 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	m, err := meta.OpenSQLite(ctx, filepath.Join(o.DataDir, "meta.db"), o.Now)
+	ledger, rdb, err := redisLedger(o.Redis)
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := dedup.NewDiskStore(filepath.Join(o.DataDir, "chunks"))
+	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger,
+		Config: drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}})
 	if err != nil {
-		m.Close()
+		closeRedis(rdb)
 		return nil, err
 	}
-	sink := quota.NewSQLiteSink(m, o.Now)
-	ledger, rdb, err := openLedger(o, sink)
-	if err != nil {
-		m.Close()
+	fail := func(err error) (*Daemon, error) {
+		l.Close()
+		closeRedis(rdb)
 		return nil, err
 	}
-	g := quota.NewGuard(ledger, sink, o.Logger)
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, Quota: g,
-		MaxFileSize: o.MaxFileSize})
+	d, m, g := l.Drive, l.Meta, l.Quota
 	if err := ensureAdmin(ctx, d, m, o); err != nil {
-		m.Close()
-		return nil, err
+		return fail(err)
 	}
 	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g}})
-	g.SetTruth(up)
 	// SQLite is the truth: the ledger is rebuilt from it at every start, so a
 	// kill -9 (a reservation of a write that died with the process, a
 	// session ended in SQLite but not in the ledger) leaves nothing behind.
-	if err := g.Reconcile(ctx); err != nil {
+	if err := l.Reconcile(ctx, up); err != nil {
 		if rdb == nil {
-			m.Close()
-			return nil, fmt.Errorf("quota: %w", err)
+			return fail(fmt.Errorf("quota: %w", err))
 		}
 		// Redis not reachable yet: uploads answer 503 until Run reconciles.
 		o.Logger.Warn("quota: cannot reconcile the Redis ledger now; uploads fail with 503 until it answers", "err", err)
 	}
 	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up})
 	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, rdb: rdb, opts: o}, nil
+}
+
+func closeRedis(rdb *redis.Client) {
+	if rdb != nil {
+		rdb.Close()
+	}
 }
 
 // ensureAdmin creates the user "admin" when there are no users at all.
@@ -238,16 +231,25 @@ func (d *Daemon) Close() error {
 	return d.Meta.Close()
 }
 
-// Serve listens and serves until ctx is cancelled, then shuts down gracefully:
-// in-flight requests get a grace period; staged uploads that do not finish are
-// abandoned, never half-committed.
+// Serve listens on Options.Listen and serves until ctx is cancelled (see
+// ServeListener).
 func (d *Daemon) Serve(ctx context.Context) error {
-	log := d.opts.Logger
 	ln, err := net.Listen("tcp", d.opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	hs := d.Server.HTTPServer(d.opts.Listen)
+	return d.ServeListener(ctx, ln)
+}
+
+// ServeListener serves on ln until ctx is cancelled, then shuts down
+// gracefully: in-flight requests get a grace period; staged uploads that do
+// not finish are abandoned, never half-committed. The background loops run
+// while it serves. In-process callers (benchmarks, tests) pass their own
+// loopback listener and know the address without a ready file. ln is closed
+// when it returns.
+func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
+	log := d.opts.Logger
+	hs := d.Server.HTTPServer(ln.Addr().String())
 	addr := ln.Addr().String()
 	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/")
 	if d.opts.MetricsListen != "" {
@@ -261,6 +263,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	if d.opts.ReadyFile != "" {
 		if err := os.WriteFile(d.opts.ReadyFile, []byte(addr), 0o600); err != nil {
+			ln.Close()
 			return err
 		}
 	}

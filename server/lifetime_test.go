@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -72,5 +74,43 @@ func TestCloseWaitsForBackgroundLoops(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeListener: an in-process caller's own listener is served (the
+// address is known without a ready file, and the admin signs in), and
+// cancelling ctx ends ServeListener cleanly with the listener closed.
+func TestServeListener(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := Open(ctx, Options{DataDir: t.TempDir(), AdminPass: "admin-pass", Out: io.Discard,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- d.ServeListener(ctx, ln) }()
+	req, _ := http.NewRequest("PROPFIND", "http://"+ln.Addr().String()+"/dav/", nil)
+	req.SetBasicAuth("admin", "admin-pass")
+	req.Header.Set("Depth", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMultiStatus {
+		t.Fatalf("PROPFIND /dav/ as admin: %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("ServeListener after cancel: %v", err)
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Fatal("the listener still accepts after ServeListener returned")
 	}
 }

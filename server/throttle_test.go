@@ -1,20 +1,13 @@
 package server
 
 import (
-	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
-	"netdisk/dedup"
-	"netdisk/drive"
 	"netdisk/internal/testutil"
-	"netdisk/meta"
 )
 
 // throttleEnv drives the real server handler from chosen client addresses
@@ -26,37 +19,12 @@ type throttleEnv struct {
 }
 
 func newThrottleEnv(t *testing.T) *throttleEnv {
-	ctx := context.Background()
 	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
-	dir := t.TempDir()
-	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Users hashed at bcrypt's minimum cost: every failed login is a real
-	// bcrypt comparison, and at the default cost under -race on a shared
-	// machine the tests took minutes. Unknown names (compared against a
-	// default-cost dummy hash) are avoided for the same reason.
-	for _, n := range []string{"alice", "mallory", "bob", "carol", "dave", "erin", "frank"} {
-		pass := n + "-pass"
-		if n == "alice" {
-			pass = "secret"
-		}
-		h, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := m.CreateUser(ctx, n, string(h), false, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, Now: clock.Now})
-	return &throttleEnv{t: t, s: New(Config{Drive: d, Now: clock.Now}), clock: clock}
+	// Unknown names (compared against a default-cost dummy hash) are avoided:
+	// at the default cost under -race on a shared machine the tests took
+	// minutes; testenv hashes its users at bcrypt's minimum cost.
+	s := newServer(t, clock, "alice", "mallory", "bob", "carol", "dave", "erin", "frank")
+	return &throttleEnv{t: t, s: s, clock: clock}
 }
 
 // login sends GET /dav/ as user from addr and returns the status and Retry-After.
@@ -85,29 +53,29 @@ func TestThrottleInterleavedSuccessNoBypass(t *testing.T) {
 	const x = "10.0.0.1"
 	for i := 0; i < PairLimit; i++ {
 		e.want(401, x, "alice", "guess"+strconv.Itoa(i))
-		e.want(200, x, "mallory", "mallory-pass")
+		e.want(200, x, "mallory", "pw-mallory")
 	}
 	// Locked: even the right password is not evaluated from x.
-	if ra := e.want(429, x, "alice", "secret"); ra != "30" {
+	if ra := e.want(429, x, "alice", "pw-alice"); ra != "30" {
 		t.Fatalf("Retry-After %q, want 30", ra)
 	}
-	e.want(200, x, "mallory", "mallory-pass")  // own account unaffected
-	e.want(200, x, "bob", "bob-pass")          // other account from the same address
-	e.want(200, "10.0.0.2", "alice", "secret") // the real user elsewhere
+	e.want(200, x, "mallory", "pw-mallory")      // own account unaffected
+	e.want(200, x, "bob", "pw-bob")              // other account from the same address
+	e.want(200, "10.0.0.2", "alice", "pw-alice") // the real user elsewhere
 	// Retry-After counts down with the clock; after it one attempt is evaluated
 	// and a wrong one doubles the lockout.
 	e.clock.Advance(10 * time.Second)
-	if ra := e.want(429, x, "ALICE", "secret"); ra != "20" { // case folds: one account
+	if ra := e.want(429, x, "ALICE", "pw-alice"); ra != "20" { // case folds: one account
 		t.Fatalf("Retry-After %q after 10s, want 20", ra)
 	}
 	e.clock.Advance(20 * time.Second)
 	e.want(401, x, "alice", "guess-again")
-	if ra := e.want(429, x, "alice", "secret"); ra != "60" {
+	if ra := e.want(429, x, "alice", "pw-alice"); ra != "60" {
 		t.Fatalf("Retry-After %q after another failure, want 60", ra)
 	}
 	// Forgotten after the window.
 	e.clock.Advance(FailureWindow + time.Second)
-	e.want(200, x, "alice", "secret")
+	e.want(200, x, "alice", "pw-alice")
 }
 
 // TestThrottleParallelBurst: 50 parallel wrong passwords get at most
@@ -135,9 +103,9 @@ func TestThrottleParallelBurst(t *testing.T) {
 	if codes[401] > PairLimit || codes[401]+codes[429] != 50 {
 		t.Fatalf("burst answers %v: want at most %d evaluated (401), the rest 429", codes, PairLimit)
 	}
-	e.want(429, z, "carol", "carol-pass")
-	e.want(200, "10.0.0.10", "carol", "carol-pass")
-	e.want(200, z, "bob", "bob-pass")
+	e.want(429, z, "carol", "pw-carol")
+	e.want(200, "10.0.0.10", "carol", "pw-carol")
+	e.want(200, z, "bob", "pw-bob")
 }
 
 // TestThrottleAccountAndAddress: failures from many addresses lock the
@@ -152,14 +120,14 @@ func TestThrottleAccountAndAddress(t *testing.T) {
 			n++
 		}
 	}
-	e.want(429, "10.1.0.1", "bob", "bob-pass") // an address that failed on bob
-	e.want(200, "10.2.0.1", "bob", "bob-pass") // bob himself, elsewhere
+	e.want(429, "10.1.0.1", "bob", "pw-bob") // an address that failed on bob
+	e.want(200, "10.2.0.1", "bob", "pw-bob") // bob himself, elsewhere
 
 	const v = "10.3.0.1"
 	users := []string{"alice", "mallory", "carol", "dave", "erin", "frank"}
 	for i := 0; i < AddrLimit; i++ {
 		e.want(401, v, users[i%len(users)], "x")
 	}
-	e.want(429, v, "bob", "bob-pass")
-	e.want(200, "10.3.0.2", "alice", "secret")
+	e.want(429, v, "bob", "pw-bob")
+	e.want(200, "10.3.0.2", "alice", "pw-alice")
 }

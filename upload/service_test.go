@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/testenv"
 	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/quota"
@@ -40,37 +40,19 @@ type env struct {
 // newEnv wires the service as the daemon does, on the embedded ledger.
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
-// newEnvWith wires it on rdb's Redis ledger (nil: embedded).
+// newEnvWith wires it on rdb's Redis ledger (nil: embedded): the test drive
+// (testenv, opened as the daemon opens its data directory) with the service
+// as the ledger's truth.
 func newEnvWith(t *testing.T, rdb *redis.Client) *env {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
 	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m, err := meta.OpenSQLite(ctx, filepath.Join(dir, "meta.db"), clock.Now)
-	if err != nil {
+	te := testenv.New(t, testenv.Options{ChunkSize: testChunk, Clock: clock, Redis: rdb})
+	s := New(Config{Drive: te.Drive, DB: te.Meta, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Accountant: LedgerAccountant{G: te.Quota}})
+	if err := te.Reconcile(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
-	blobs, err := dedup.NewDiskStore(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sink := quota.NewSQLiteSink(m, clock.Now)
-	cfg := quota.Config{Sink: sink, Clock: clock, Log: quiet}
-	var l quota.Ledger = quota.NewMemory(cfg)
-	if rdb != nil {
-		l = quota.NewRedis(rdb, "", cfg)
-	}
-	g := quota.NewGuard(l, sink, quiet)
-	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: testChunk, Now: clock.Now, Logger: quiet, Quota: g})
-	s := New(Config{Drive: d, DB: m, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now, Logger: quiet,
-		Accountant: LedgerAccountant{G: g}})
-	g.SetTruth(s)
-	if err := g.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, clock: clock, m: m, blobs: blobs, d: d, s: s, g: g}
+	return &env{t: t, clock: clock, m: te.Meta, blobs: te.Blobs, d: te.Drive, s: s, g: te.Quota}
 }
 
 func (e *env) user(name string, quota int64) int64 {

@@ -22,7 +22,9 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/bench/internal/benchflag"
 	"netdisk/client"
+	"netdisk/internal/testutil"
 )
 
 func main() {
@@ -38,16 +40,13 @@ type target struct {
 }
 
 func run() error {
-	sizeFlag := flag.String("size", "1GiB", "sequential file size")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "sequential file size")
 	entries := flag.Int("entries", 10000, "files in the folder listed with ls -l")
 	randReads := flag.Int("randreads", 2000, "4 KiB random reads")
 	srcTree := flag.String("src", "./mount", "source tree copied with cp -r (all of it)")
 	work := flag.String("work", "", "scratch directory (default a temp dir, removed)")
 	flag.Parse()
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		return err
-	}
+	size := *sizeFlag
 	for _, tool := range []string{"fusermount3", "rclone", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is required: %w", tool, err)
@@ -55,14 +54,15 @@ func run() error {
 	}
 	dir := *work
 	if dir == "" {
+		var err error
 		if dir, err = os.MkdirTemp("", "netdisk-bench-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
 	}
-	bin := filepath.Join(dir, "netdisk")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/netdisk").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
+	bin, err := testutil.BuildBinary(context.Background(), dir)
+	if err != nil {
+		return err
 	}
 	var cleanups []func()
 	defer func() {
@@ -71,23 +71,16 @@ func run() error {
 		}
 	}()
 
-	// Daemon.
-	ready := filepath.Join(dir, "ready")
-	adminPass := "bench-admin-pass"
-	serve := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warn")
-	serve.Env = append(os.Environ(), "NETDISK_ADMIN_PASSWORD="+adminPass)
-	serve.Stderr = os.Stderr
-	if err := serve.Start(); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, func() { serve.Process.Signal(os.Interrupt); serve.Wait() })
-	addr, err := waitFile(ready, 30*time.Second)
+	// Daemon, launched as the test suite launches it.
+	ctx := context.Background()
+	daemon, err := testutil.LaunchDaemon(ctx, testutil.DaemonConfig{Bin: bin, DataDir: filepath.Join(dir, "data"),
+		AdminPass: "bench-admin-pass", LogLevel: "warn", Output: os.Stderr})
 	if err != nil {
 		return err
 	}
-	url := "http://" + addr
-	ctx := context.Background()
-	if _, err := client.New(url, "admin", adminPass).AdminAddUser(ctx, client.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
+	cleanups = append(cleanups, daemon.Stop)
+	url := daemon.URL
+	if _, err := client.New(url, "admin", daemon.AdminPass).AdminAddUser(ctx, client.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
 		return err
 	}
 
@@ -239,17 +232,6 @@ func makeMany(dir string, n int) error {
 		}
 	}
 	return nil
-}
-
-func waitFile(p string, d time.Duration) (string, error) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-			return strings.TrimSpace(string(b)), nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "", fmt.Errorf("%s not written after %v", p, d)
 }
 
 func waitMounted(dir string, d time.Duration) error {

@@ -23,23 +23,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"golang.org/x/sync/errgroup"
 
+	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/client"
-	"netdisk/server"
 )
 
 func main() {
@@ -50,29 +49,14 @@ func main() {
 }
 
 func run() error {
-	sizeFlag := flag.String("size", "1GiB", "big file size")
-	csFlag := flag.String("chunk-size", "4MiB", "server chunk size")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "big file size")
+	csFlag := benchflag.Bytes("chunk-size", 4<<20, "server chunk size")
 	files := flag.Int("files", 10000, "number of small files")
-	smallFlag := flag.String("small-size", "4KiB", "size of each small file")
+	smallFlag := benchflag.Bytes("small-size", 4<<10, "size of each small file")
 	conc := flag.Int("concurrency", 3, "chunk uploads (and small files) at once")
-	bwFlag := flag.String("bandwidth", "0", "limit upload bandwidth (e.g. 100MiB), like a real link; 0 = loopback speed")
+	bwFlag := benchflag.Bytes("bandwidth", 0, "limit upload bandwidth (e.g. 100MiB), like a real link; 0 = loopback speed")
 	flag.Parse()
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		return err
-	}
-	cs, err := humanize.ParseBytes(*csFlag)
-	if err != nil {
-		return err
-	}
-	small, err := humanize.ParseBytes(*smallFlag)
-	if err != nil {
-		return err
-	}
-	bw, err := humanize.ParseBytes(*bwFlag)
-	if err != nil {
-		return err
-	}
+	size, cs, small, bw := *sizeFlag, *csFlag, *smallFlag, *bwFlag
 	dir, err := os.MkdirTemp("", "netdisk-bench-push-")
 	if err != nil {
 		return err
@@ -80,23 +64,13 @@ func run() error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := filepath.Join(dir, "ready")
-	d, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", ChunkSize: int64(cs),
-		ReadyFile: ready, AdminPass: "bench-admin", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+	d, err := inproc.Start(ctx, int64(cs))
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	go d.Serve(ctx)
-	var addr []byte
-	for deadline := time.Now().Add(10 * time.Second); len(addr) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon not ready")
-		}
-		addr, _ = os.ReadFile(ready)
-	}
-	url := "http://" + strings.TrimSpace(string(addr))
-	c := client.New(url, "admin", "bench-admin")
+	url := d.URL
+	c := client.New(url, "admin", inproc.AdminPass)
 	link := "loopback, unlimited"
 	if bw > 0 {
 		c.HTTP = &http.Client{Transport: &throttled{next: http.DefaultTransport, pace: &pacer{rate: float64(bw)}}}
@@ -160,7 +134,7 @@ func run() error {
 			return err
 		}
 		t0 = time.Now()
-		args := []string{"-sS", "-f", "-u", "admin:bench-admin", "-T", pC, url + "/dav/curl.bin"}
+		args := []string{"-sS", "-f", "-u", "admin:" + inproc.AdminPass, "-T", pC, url + "/dav/curl.bin"}
 		if bw > 0 {
 			args = append(args, "--limit-rate", fmt.Sprint(bw))
 		}

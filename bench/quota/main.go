@@ -17,25 +17,18 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/quota"
 )
-
-type fakeClock struct{ now atomic.Int64 }
-
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.now.Load()) }
-func (c *fakeClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
 
 type truth struct{}
 
@@ -87,8 +80,7 @@ func main() {
 	defer stop()
 	for _, kind := range []string{"embedded", "redis"} {
 		db, uid := openDB(ctx, filepath.Join(dir, kind+".db"))
-		clock := &fakeClock{}
-		clock.now.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+		clock := testutil.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 		sink := quota.NewSQLiteSink(db, clock.Now)
 		l := newLedger(ctx, kind, rdb, quota.Config{Sink: sink, Clock: clock, Delay: *delay})
 		for u := 0; u < *uploads; u++ {
@@ -192,7 +184,8 @@ func newLedger(ctx context.Context, kind string, rdb *redis.Client, cfg quota.Co
 	return l
 }
 
-// connectRedis connects to url, or starts a private redis-server.
+// connectRedis connects to url, or starts a private redis-server (the test
+// suite's starter).
 func connectRedis(url string) (*redis.Client, func()) {
 	if url != "" {
 		opt, err := redis.ParseURL(url)
@@ -201,27 +194,17 @@ func connectRedis(url string) (*redis.Client, func()) {
 		}
 		return redis.NewClient(opt), func() {}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	dir, err := os.MkdirTemp("", "bench-redis-")
 	if err != nil {
 		fatal(err)
 	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	dir, _ := os.MkdirTemp("", "bench-redis-")
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		fatalf("start redis-server (or pass -redis URL): %v", err)
+	r, err := testutil.LaunchRedis(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		fatalf("%v (or pass -redis URL)", err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, PoolSize: 32})
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			fatal("redis-server did not answer PING")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return c, func() { c.Close(); cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 32})
+	return c, func() { c.Close(); r.Kill(); os.RemoveAll(dir) }
 }
 
 // cleanup stops a private redis-server before a fatal exit.

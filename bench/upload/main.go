@@ -21,21 +21,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/meta"
-	"netdisk/server"
 )
 
 func main() {
@@ -71,46 +69,24 @@ func seedOf(a, b uint64) [32]byte {
 }
 
 func run() error {
-	sizeFlag := flag.String("size", "1GiB", "file size")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "file size")
 	parallel := flag.Int("parallel", 3, "parallel chunk uploads (seed 004: 3)")
-	csFlag := flag.String("chunk-size", "4MiB", "server chunk size")
+	csFlag := benchflag.Bytes("chunk-size", 4<<20, "server chunk size")
 	flag.Parse()
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		return err
-	}
-	cs, err := humanize.ParseBytes(*csFlag)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "netdisk-bench-upload-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+	size, cs := *sizeFlag, *csFlag
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := filepath.Join(dir, "ready")
-	d, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", ChunkSize: int64(cs),
-		ReadyFile: ready, AdminPass: "bench-admin", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+	d, err := inproc.Start(ctx, int64(cs))
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	go d.Serve(ctx)
-	var addr []byte
-	for deadline := time.Now().Add(10 * time.Second); len(addr) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon not ready")
-		}
-		addr, _ = os.ReadFile(ready)
-	}
 	for _, u := range []string{"alice", "bob", "carol"} {
 		if _, err := d.Drive.AddUser(ctx, u, "pw-"+u, false, 0); err != nil {
 			return err
 		}
 	}
-	b := &bench{url: "http://" + strings.TrimSpace(string(addr)), size: int64(size), chunkSize: int64(cs),
+	b := &bench{url: d.URL, size: int64(size), chunkSize: int64(cs),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *parallel + 1}}}
 	total := chunker.ChunkCount(b.size, b.chunkSize)
 	fmt.Printf("file %s, chunk %s (%d chunks), %d parallel chunk uploads\n",

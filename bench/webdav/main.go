@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"netdisk/internal/testutil"
 )
 
 type config struct {
@@ -95,7 +97,7 @@ func run(ctx context.Context, c config) (string, error) {
 	bin := c.netdiskBin
 	if bin == "" {
 		fmt.Fprintln(os.Stderr, "building ./cmd/netdisk …")
-		if bin, err = buildNetdisk(ctx, work); err != nil {
+		if bin, err = testutil.BuildBinary(ctx, work); err != nil {
 			return "", err
 		}
 	}

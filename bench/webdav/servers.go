@@ -12,22 +12,40 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"netdisk/internal/testutil"
 )
 
-// server is one WebDAV server under test, run as a child process.
+// server is one WebDAV server under test, run as a child process: netdisk
+// through the test suite's launcher (daemon), rclone as cmd.
 type server struct {
 	name       string
 	base       string // URL of the WebDAV root, no trailing slash
 	user, pass string
+	daemon     *testutil.Daemon
+	log        *os.File // the daemon's output
 	cmd        *exec.Cmd
 	exited     chan struct{}
 }
 
-func (s *server) pid() int { return s.cmd.Process.Pid }
+func (s *server) pid() int {
+	if s.daemon != nil {
+		return s.daemon.Pid()
+	}
+	return s.cmd.Process.Pid
+}
 
 // stop sends SIGTERM and waits (then SIGKILL after 20 s).
 func (s *server) stop() {
-	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+	if s == nil {
+		return
+	}
+	if s.daemon != nil {
+		s.daemon.Stop()
+		s.log.Close()
+		return
+	}
+	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
@@ -55,45 +73,20 @@ func startProcess(s *server, cmd *exec.Cmd, logPath string) error {
 	return nil
 }
 
-// buildNetdisk compiles ./cmd/netdisk (the benchmark runs from the module root).
-func buildNetdisk(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "netdisk")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/netdisk")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/netdisk (run from the repository root): %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
+// startNetdisk launches `netdisk serve` as the test suite does, its output in
+// work/netdisk.log.
 func startNetdisk(ctx context.Context, bin, work string) (*server, error) {
-	data := filepath.Join(work, "netdisk-data")
-	ready := filepath.Join(work, "netdisk.ready")
-	s := &server{name: "netdisk", user: "admin", pass: "bench-admin-pass"}
-	cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0",
-		"--ready-file", ready, "--log-level", "warn", "--gc-interval", "0")
-	cmd.Env = append(os.Environ(), "NETDISK_ADMIN_PASSWORD="+s.pass)
-	if err := startProcess(s, cmd, filepath.Join(work, "netdisk.log")); err != nil {
+	logf, err := os.Create(filepath.Join(work, "netdisk.log"))
+	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
-			s.base = "http://" + strings.TrimSpace(string(b)) + "/dav"
-			return s, nil
-		}
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("netdisk exited early; see %s", filepath.Join(work, "netdisk.log"))
-		case <-ctx.Done():
-			s.stop()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("netdisk not ready after 30 s")
-		}
+	d, err := testutil.LaunchDaemon(ctx, testutil.DaemonConfig{Bin: bin, DataDir: filepath.Join(work, "netdisk-data"),
+		AdminPass: "bench-admin-pass", LogLevel: "warn", Args: []string{"--gc-interval", "0"}, Output: logf})
+	if err != nil {
+		logf.Close()
+		return nil, err
 	}
+	return &server{name: "netdisk", base: d.URL + "/dav", user: "admin", pass: d.AdminPass, daemon: d, log: logf}, nil
 }
 
 func startRclone(ctx context.Context, c *http.Client, work string) (*server, error) {

@@ -8,13 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math/rand"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,12 +135,6 @@ func stats(t *testing.T, d *testutil.Daemon) client.Stats {
 	return s
 }
 
-func randomBytes(seed int64, n int) []byte {
-	b := make([]byte, n)
-	rand.New(rand.NewSource(seed)).Read(b)
-	return b
-}
-
 // blobPath is where the disk store keeps a chunk: DATA/chunks/ab/cd/<sha256>.
 func blobPath(d *testutil.Daemon, chunk []byte) string {
 	s := sha256.Sum256(chunk)
@@ -262,7 +254,7 @@ func TestAdminStatsShowDedup(t *testing.T) {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	mustCLI(t, d, "admin", "user", "add", "ann", "--password", "ann-pass")
 	mustCLI(t, d, "admin", "user", "add", "ben", "--password", "ben-pass")
-	data := randomBytes(1, 5*testChunkSize+1234) // six chunks, the last one short
+	data := testutil.RandomBytes(1, 5*testChunkSize+1234) // six chunks, the last one short
 	put(t, d, "/same.bin", "ann", "ann-pass", data)
 	put(t, d, "/other-name.bin", "ben", "ben-pass", data)
 
@@ -289,7 +281,7 @@ func TestAdminGCFreesOnlyUnreferencedChunks(t *testing.T) {
 	mustCLI(t, d, "admin", "user", "add", "ben", "--password", "ben-pass")
 	// shared = A|B|C, keep = A|D: deleting every copy of shared must free B
 	// and C but keep A, which keep still references.
-	a, b, c, dd := randomBytes(10, testChunkSize), randomBytes(11, testChunkSize), randomBytes(12, testChunkSize), randomBytes(13, 1000)
+	a, b, c, dd := testutil.RandomBytes(10, testChunkSize), testutil.RandomBytes(11, testChunkSize), testutil.RandomBytes(12, testChunkSize), testutil.RandomBytes(13, 1000)
 	shared := bytes.Join([][]byte{a, b, c}, nil)
 	keep := bytes.Join([][]byte{a, dd}, nil)
 	put(t, d, "/shared.bin", "ann", "ann-pass", shared)
@@ -341,7 +333,7 @@ func TestAdminGCFreesOnlyUnreferencedChunks(t *testing.T) {
 
 func TestAdminFsckFindsMissingAndCorruptChunks(t *testing.T) {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
-	chunks := [][]byte{randomBytes(20, testChunkSize), randomBytes(21, testChunkSize), randomBytes(22, testChunkSize), randomBytes(23, 10)}
+	chunks := [][]byte{testutil.RandomBytes(20, testChunkSize), testutil.RandomBytes(21, testChunkSize), testutil.RandomBytes(22, testChunkSize), testutil.RandomBytes(23, 10)}
 	put(t, d, "/f.bin", "admin", d.AdminPass, bytes.Join(chunks, nil))
 
 	out := mustCLI(t, d, "admin", "fsck")
@@ -412,24 +404,6 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestAdminPromptsOnTerminal runs `user add` without --password on a real
 // pseudo-terminal (script(1) from util-linux provides one): it asks twice,
 // does not echo, and the user can then sign in with what was typed.
@@ -445,7 +419,7 @@ func TestAdminPromptsOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := &syncBuffer{}
+		out := &testutil.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -76,7 +76,7 @@ func TestMountPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,12 +15,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a real redis-server for a test: loopback only, no persistence, so
-// a Restart comes back empty (a lost Redis).
+// Redis is a real redis-server: loopback only, no persistence, so a Restart
+// comes back empty (a lost Redis).
 type Redis struct {
-	t      testing.TB
-	Addr   string // 127.0.0.1:PORT
-	URL    string // redis://127.0.0.1:PORT/0
+	t      testing.TB // nil when launched by LaunchRedis
+	Addr   string     // 127.0.0.1:PORT
+	URL    string     // redis://127.0.0.1:PORT/0
 	dir    string
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -28,12 +28,11 @@ type Redis struct {
 	log    *bytes.Buffer
 }
 
-// StartRedis starts redis-server on a free loopback port; it is killed at
-// test cleanup. Missing redis-server skips the test locally, fails it in CI.
-func StartRedis(t testing.TB) *Redis {
-	t.Helper()
-	RequireTool(t, "redis-server")
-	r := &Redis{t: t, dir: t.TempDir()}
+// LaunchRedis starts redis-server on a free loopback port with its working
+// directory in dir. The caller kills it (Kill). For programs such as the
+// benchmarks; tests use StartRedis.
+func LaunchRedis(dir string) (*Redis, error) {
+	r := &Redis{dir: dir}
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		var port int
@@ -46,9 +45,22 @@ func StartRedis(t testing.TB) *Redis {
 		}
 	}
 	if err != nil {
-		t.Fatalf("start redis-server: %v", err)
+		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
 	r.URL = "redis://" + r.Addr + "/0"
+	return r, nil
+}
+
+// StartRedis starts redis-server on a free loopback port; it is killed at
+// test cleanup. Missing redis-server skips the test locally, fails it in CI.
+func StartRedis(t testing.TB) *Redis {
+	t.Helper()
+	RequireTool(t, "redis-server")
+	r, err := LaunchRedis(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.t = t
 	t.Cleanup(r.Kill)
 	return r
 }

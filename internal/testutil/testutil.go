@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,6 +50,17 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
+// BuildBinary compiles cmd/netdisk into dir and returns its path.
+func BuildBinary(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "netdisk")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/netdisk")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/netdisk: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
 // Binary builds cmd/netdisk once per test process and returns its path.
 // NETDISK_BIN overrides it with a prebuilt binary.
 func Binary(t testing.TB) string {
@@ -62,13 +74,7 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "netdisk")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/netdisk")
-		cmd.Dir = RepoRoot()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binPath, buildErr = BuildBinary(context.Background(), dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -76,41 +82,79 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
+// DaemonConfig describes a `netdisk serve` to launch.
+type DaemonConfig struct {
+	Bin       string    // the netdisk binary
+	DataDir   string    // created if missing
+	AdminPass string    // the first admin's password
+	Listen    string    // "" means 127.0.0.1:0 (a free loopback port)
+	LogLevel  string    // "" means debug
+	Args      []string  // more flags for serve
+	Output    io.Writer // also receives what the daemon prints (Logs keeps it too)
+}
+
 // Daemon is a running `netdisk serve`.
 type Daemon struct {
-	t         testing.TB
-	URL       string // http://127.0.0.1:PORT
+	t         testing.TB // nil when launched by LaunchDaemon
+	URL       string     // http://127.0.0.1:PORT
 	Addr      string
 	DataDir   string
 	AdminPass string
 	Args      []string
-	Log       *bytes.Buffer
+	log       *SyncBuffer // what the current process printed
+	cfg       DaemonConfig
 	cmd       *exec.Cmd
 	exited    chan struct{}
-	mu        sync.Mutex
+}
+
+// LaunchDaemon starts `netdisk serve` as c says and waits until it listens
+// (its ready file). The caller stops it (Stop or Kill). For programs such as
+// the benchmarks; tests use StartDaemon.
+func LaunchDaemon(ctx context.Context, c DaemonConfig) (*Daemon, error) {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "debug"
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	d := &Daemon{DataDir: c.DataDir, AdminPass: c.AdminPass, Args: c.Args, cfg: c}
+	if err := d.start(ctx, c.Listen); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // StartDaemon starts the real binary with a temp data dir on a free loopback
-// port; extra flags are appended. It is killed at test cleanup.
+// port; extra flags are appended. It is stopped at test cleanup.
 func StartDaemon(t testing.TB, extra ...string) *Daemon {
 	t.Helper()
-	d := &Daemon{t: t, DataDir: t.TempDir(), AdminPass: "admin-test-pass", Args: extra}
-	d.start("127.0.0.1:0")
+	d, err := LaunchDaemon(context.Background(), DaemonConfig{Bin: Binary(t), DataDir: t.TempDir(),
+		AdminPass: "admin-test-pass", Args: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(d.Stop)
+	d.t = t
 	return d
 }
 
-func (d *Daemon) start(listen string) {
-	d.t.Helper()
+func (d *Daemon) start(ctx context.Context, listen string) error {
 	ready := filepath.Join(d.DataDir, fmt.Sprintf("ready-%d", time.Now().UnixNano()))
-	args := append([]string{"serve", "--data", d.DataDir, "--listen", listen, "--ready-file", ready, "--log-level", "debug"}, d.Args...)
-	cmd := exec.Command(Binary(d.t), args...)
+	args := append([]string{"serve", "--data", d.DataDir, "--listen", listen, "--ready-file", ready,
+		"--log-level", d.cfg.LogLevel}, d.cfg.Args...)
+	cmd := exec.Command(d.cfg.Bin, args...)
 	cmd.Env = append(os.Environ(), "NETDISK_ADMIN_PASSWORD="+d.AdminPass)
-	d.Log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &d.mu, b: d.Log}
+	d.log = &SyncBuffer{}
+	var w io.Writer = d.log
+	if d.cfg.Output != nil {
+		w = io.MultiWriter(w, d.cfg.Output)
+	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
-		d.t.Fatal(err)
+		return fmt.Errorf("start netdisk serve: %w", err)
 	}
 	d.cmd = cmd
 	exited := make(chan struct{})
@@ -121,36 +165,48 @@ func (d *Daemon) start(listen string) {
 		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
 			d.Addr = strings.TrimSpace(string(b))
 			d.URL = "http://" + d.Addr
-			return
+			return nil
 		}
 		select {
 		case <-exited:
-			d.t.Fatalf("netdisk serve exited early:\n%s", d.Logs())
+			return fmt.Errorf("netdisk serve exited early:\n%s", d.Logs())
+		case <-ctx.Done():
+			d.Kill()
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("netdisk serve not ready after 30s:\n%s", d.Logs())
+			d.Kill()
+			return fmt.Errorf("netdisk serve not ready after 30s:\n%s", d.Logs())
 		}
 	}
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
+// SyncBuffer collects what a process (or a logger) writes while the test
+// reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
 }
 
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
 }
 
-// Logs returns what the daemon printed.
-func (d *Daemon) Logs() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Log.String()
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
+
+// Logs returns what the daemon printed since it last started.
+func (d *Daemon) Logs() string { return d.log.String() }
+
+// Pid is the daemon's process id.
+func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
 
 // Kill kills the daemon with SIGKILL (a crash) and waits for it.
 func (d *Daemon) Kill() {
@@ -179,27 +235,20 @@ func (d *Daemon) Stop() {
 	}
 }
 
-// Restart starts the daemon again on the same address and data dir (after
-// Kill or Stop).
+// Restart starts the daemon of a test again on the same address and data
+// dir (after Kill or Stop).
 func (d *Daemon) Restart() {
 	d.t.Helper()
 	d.Stop()
-	d.start(d.Addr)
+	if err := d.start(context.Background(), d.Addr); err != nil {
+		d.t.Fatal(err)
+	}
 }
 
-// Do sends a request as user:pass and returns the response (body unread).
-func (d *Daemon) Do(ctx context.Context, method, path, user, pass string, body []byte, hdr map[string]string) (*http.Response, error) {
-	var rd *bytes.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	var req *http.Request
-	var err error
-	if rd != nil {
-		req, err = http.NewRequestWithContext(ctx, method, d.URL+path, rd)
-	} else {
-		req, err = http.NewRequestWithContext(ctx, method, d.URL+path, nil)
-	}
+// Request builds a request to the daemon as user:pass (no credentials when
+// user is "").
+func (d *Daemon) Request(ctx context.Context, method, path, user, pass string, body io.Reader, hdr map[string]string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, d.URL+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +257,19 @@ func (d *Daemon) Do(ctx context.Context, method, path, user, pass string, body [
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
+	}
+	return req, nil
+}
+
+// Do sends a request as user:pass and returns the response (body unread).
+func (d *Daemon) Do(ctx context.Context, method, path, user, pass string, body []byte, hdr map[string]string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := d.Request(ctx, method, path, user, pass, rd, hdr)
+	if err != nil {
+		return nil, err
 	}
 	return http.DefaultClient.Do(req)
 }

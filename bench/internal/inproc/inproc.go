@@ -1,0 +1,71 @@
+// Package inproc runs netdisk's daemon inside a benchmark's own process, as
+// `netdisk serve` wires it (server.Open), served on a free loopback port
+// with Daemon.ServeListener. Benchmarks that measure the daemon as a
+// separate process (its peak memory, a FUSE mount of it) launch the binary
+// with testutil.LaunchDaemon instead.
+package inproc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"netdisk/server"
+)
+
+// AdminPass is the password of the daemon's user "admin".
+const AdminPass = "bench-admin"
+
+// Daemon is a daemon serving in this process.
+type Daemon struct {
+	*server.Daemon
+	URL    string // http://127.0.0.1:PORT
+	dir    string
+	cancel context.CancelFunc
+	served chan error
+}
+
+// Start opens a daemon over a new temp data directory with the given chunk
+// size (0: the default) and serves it until Close.
+func Start(ctx context.Context, chunkSize int64) (*Daemon, error) {
+	dir, err := os.MkdirTemp("", "netdisk-bench-data-")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	sd, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), ChunkSize: chunkSize,
+		AdminPass: AdminPass, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+	if err != nil {
+		cancel()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		sd.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	d := &Daemon{Daemon: sd, URL: "http://" + ln.Addr().String(), dir: dir, cancel: cancel, served: make(chan error, 1)}
+	go func() { d.served <- sd.ServeListener(ctx, ln) }()
+	return d, nil
+}
+
+// Close stops serving (in-flight requests finish), closes the daemon and
+// removes its data directory.
+func (d *Daemon) Close() error {
+	d.cancel()
+	err := <-d.served
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	err = errors.Join(err, d.Daemon.Close())
+	os.RemoveAll(d.dir)
+	return err
+}

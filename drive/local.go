@@ -1,0 +1,89 @@
+package drive
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"netdisk/dedup"
+	"netdisk/meta"
+	"netdisk/quota"
+)
+
+// Local is a Drive over the stores of one data directory — SQLite metadata
+// (meta.db), the chunk directory (chunks/) and the quota guard over them —
+// wired as `netdisk serve` runs it. The daemon (server.Open) and the
+// in-process test drive (internal/testenv) both open it here, so tests run
+// the path production runs.
+type Local struct {
+	Drive *Drive
+	Meta  *meta.SQLite
+	Blobs *dedup.DiskStore
+	Quota *quota.Guard
+}
+
+// LocalConfig configures OpenLocal: the Drive's Config (its Meta, Blobs and
+// Quota are built here and must be left unset), the data directory, and the
+// ledger.
+type LocalConfig struct {
+	Config
+	Dir string
+	// Ledger builds the quota ledger over the sink OpenLocal made (cfg has
+	// Sink, Clock and Log set); nil means the embedded ledger.
+	Ledger func(cfg quota.Config) quota.Ledger
+}
+
+// OpenLocal opens (creating on first use) the data directory and wires the
+// Drive. The ledger starts empty: call Reconcile before serving.
+func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
+	if c.Meta != nil || c.Blobs != nil || c.Quota != nil {
+		return nil, fmt.Errorf("drive.OpenLocal: Meta, Blobs and Quota are built from the data directory")
+	}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	m, err := meta.OpenSQLite(ctx, filepath.Join(c.Dir, "meta.db"), c.Now)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := dedup.NewDiskStore(filepath.Join(c.Dir, "chunks"))
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	sink := quota.NewSQLiteSink(m, c.Now)
+	cfg := quota.Config{Sink: sink, Log: c.Logger}
+	if c.Now != nil {
+		cfg.Clock = clockFunc(c.Now)
+	}
+	newLedger := c.Ledger
+	if newLedger == nil {
+		newLedger = func(cfg quota.Config) quota.Ledger { return quota.NewMemory(cfg) }
+	}
+	g := quota.NewGuard(newLedger(cfg), sink, c.Logger)
+	dc := c.Config
+	dc.Meta, dc.Blobs, dc.Quota = m, blobs, g
+	return &Local{Drive: New(dc), Meta: m, Blobs: blobs, Quota: g}, nil
+}
+
+// Reconcile rebuilds the quota ledger from SQLite: the users' totals and
+// finished bytes, and the open upload sessions truth lists (package upload;
+// nil when there is no upload service). Run it once the upload service
+// exists and before serving; a ledger that was never reconciled answers
+// errs.Unavailable.
+func (l *Local) Reconcile(ctx context.Context, truth quota.Truth) error {
+	if truth != nil {
+		l.Quota.SetTruth(truth)
+	}
+	return l.Quota.Reconcile(ctx)
+}
+
+// Close closes the metadata store. Stop everything using the Drive first.
+func (l *Local) Close() error { return l.Meta.Close() }
+
+// clockFunc adapts Config.Now to quota.Clock.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
