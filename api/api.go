@@ -157,6 +157,8 @@ func Status(err error) int {
 		return http.StatusPreconditionFailed
 	case errs.Canceled:
 		return errs.StatusClientClosed
+	case errs.TooMany:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
