@@ -15,6 +15,7 @@ import (
 	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/upload"
 )
@@ -42,6 +43,11 @@ type API struct {
 	Log *slog.Logger
 	// Upload runs the chunked upload sessions; nil answers those endpoints 503.
 	Upload *upload.Service
+	// Locks is the lock manager of /api/v1/lock/ (lockroutes.go); nil
+	// answers those endpoints 503.
+	Locks *lock.Manager
+	// StreamsDone, closed at shutdown, ends the long-lived event streams.
+	StreamsDone <-chan struct{}
 }
 
 // New returns the API over a drive.
@@ -59,6 +65,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.fileRoutes()...)
 	rs = append(rs, a.chunkRoutes()...)
 	rs = append(rs, a.quotaRoutes()...)
+	rs = append(rs, a.lockRoutes()...)
 	for i := range rs {
 		rs[i].Handler = a.withLockTokens(rs[i].Handler)
 	}

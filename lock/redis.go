@@ -270,10 +270,11 @@ func (r *Redis) Expire(ctx context.Context, lim Limits, now time.Time) error {
 // after it returns is missed.
 func (r *Redis) Watch(ctx context.Context, deliver func(Event)) (func(), error) {
 	ps := r.rdb.Subscribe(ctx, r.channel())
-	if _, err := ps.Receive(ctx); err != nil {
-		ps.Close()
-		return nil, redisErr("lock.Watch", err)
-	}
+	// Waiting for the confirmation makes "subscribed on return" true. A
+	// Redis down now is no reason to refuse to start: the subscription
+	// reconnects by itself, and nodes learn what they missed from their
+	// standing when their streams reconnect.
+	ps.Receive(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
