@@ -57,6 +57,10 @@ type Options struct {
 	// LockLease is how long a lock holder holds without a heartbeat (and a
 	// granted waiter has to claim); 0 means lock.DefaultLease.
 	LockLease time.Duration
+	// LockMaxQueue and LockMaxUserWait bound the waiters per lock and the
+	// queue slots of one user (429 beyond); 0 means the lock package's
+	// defaults.
+	LockMaxQueue, LockMaxUserWait int
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -209,7 +213,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	// With Redis the locks live there too, so daemons sharing it share
 	// the queues; without, in process.
-	lc := lock.Config{Lease: o.LockLease, SingleNode: o.SingleNodePull, Now: o.Now, Log: o.Logger}
+	lc := lock.Config{Lease: o.LockLease, SingleNode: o.SingleNodePull, Now: o.Now, Log: o.Logger,
+		MaxQueue: o.LockMaxQueue, MaxUserWait: o.LockMaxUserWait}
 	if rdb != nil {
 		lc.State = lock.NewRedis(rdb, "")
 	}

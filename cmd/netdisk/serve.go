@@ -93,6 +93,8 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
 	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger and the locks, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
+	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
+	f.IntVar(&o.LockMaxUserWait, "lock-max-user-wait", lock.DefaultMaxUserWait, "most lock waits of one user at once (429 beyond)")
 	f.DurationVar(&o.LockLease, "lock-lease", lock.DefaultLease, "a lock holder that sends no heartbeat for this long counts as failed; its lock passes to the next waiter")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
