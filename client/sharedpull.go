@@ -103,6 +103,9 @@ func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedP
 			pr, err := c.fetchIntoCache(ctx, remote, n, cached, resource, a, o)
 			res.PullResult = pr
 			c.unlockDetached(PullOp, resource, o.Node, err == nil)
+			if errors.Is(err, errLockLost) && ctx.Err() == nil {
+				continue // too slow to heart-beat: wait for whoever has it now
+			}
 			if err != nil {
 				return res, err
 			}
