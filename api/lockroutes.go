@@ -30,6 +30,7 @@ var (
 	lockOpRe   = regexp.MustCompile(`^[a-z]{1,32}$`)
 	lockNodeRe = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 	fileHashRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	sha256Re   = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // lockStreamKeepAlive is how often an idle event stream sends a comment, so
@@ -79,6 +80,11 @@ func parseLockTarget(u meta.User, op, resource, node string) (lockTarget, error)
 			return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, "resource: content:<32 lowercase hex digits>")
 		}
 		t.resource, t.wire = resource, resource
+	case "chunk":
+		if !sha256Re.MatchString(rest) {
+			return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, "resource: chunk:<64 lowercase hex digits of SHA-256>")
+		}
+		t.resource, t.wire = resource, resource
 	case "path":
 		p, err := vpath.Clean(rest)
 		if err != nil || !strings.HasPrefix(rest, "/") {
@@ -86,7 +92,7 @@ func parseLockTarget(u meta.User, op, resource, node string) (lockTarget, error)
 		}
 		t.resource, t.wire = "user:"+n.User+":"+p, "path:"+p
 	default:
-		return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, `resource: "content:<file hash>" or "path:/p"`)
+		return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, `resource: "content:<file hash>", "chunk:<sha-256>" or "path:/p"`)
 	}
 	return t, nil
 }
@@ -135,16 +141,9 @@ func (a *API) lockTry(w http.ResponseWriter, r *http.Request, u meta.User) {
 	if !ok {
 		return
 	}
-	if hash, isContent := strings.CutPrefix(t.wire, "content:"); isContent {
-		// Only content the caller can read: the same answer for a missing
-		// path and another content, so nothing is learnt about either.
-		n, err := a.D.Stat(r.Context(), u.ID, req.Path)
-		if err != nil && !errs.Is(err, errs.NotFound) && !errs.Is(err, errs.Invalid) && !errs.Is(err, errs.NotDir) {
+	if !strings.HasPrefix(t.wire, "path:") {
+		if err := a.canRead(r, u, t.wire, req.Path); err != nil {
 			a.WriteError(w, r, err)
-			return
-		}
-		if err != nil || n.IsDir || n.FileHash != hash {
-			a.WriteError(w, r, errs.Errorf("api.lock", errs.NotFound, "path: no file of yours at this path holds this content"))
 			return
 		}
 	}
@@ -154,6 +153,40 @@ func (a *API) lockTry(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+}
+
+// canRead checks that the caller's file at p holds the shared resource
+// (content:<file hash> or chunk:<sha-256>): only content the caller can read
+// can be locked. A missing path and one with other content get the same
+// answer, so nothing is learnt about either.
+func (a *API) canRead(r *http.Request, u meta.User, resource, p string) error {
+	notHeld := errs.Errorf("api.lock", errs.NotFound, "path: no file of yours at this path holds this content")
+	n, err := a.D.Stat(r.Context(), u.ID, p)
+	switch {
+	case errs.Is(err, errs.NotFound), errs.Is(err, errs.Invalid), errs.Is(err, errs.NotDir):
+		return notHeld
+	case err != nil:
+		return err
+	case n.IsDir:
+		return notHeld
+	}
+	if hash, ok := strings.CutPrefix(resource, "content:"); ok {
+		if n.FileHash != hash {
+			return notHeld
+		}
+		return nil
+	}
+	sha, _ := strings.CutPrefix(resource, "chunk:")
+	chunks, err := a.D.Meta().FileChunks(r.Context(), n.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		if c.SHA256 == sha {
+			return nil
+		}
+	}
+	return notHeld
 }
 
 func (a *API) lockHeartbeat(w http.ResponseWriter, r *http.Request, u meta.User) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"netdisk/lock"
 )
@@ -116,6 +117,56 @@ func (s *EventStream) Next() (lock.WireAnswer, error) {
 			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
 		}
 	}
+}
+
+// WaitWhileQueued reads events until the node's standing changes from
+// queued (a grant, a release, a loss, or a "state" other than queued),
+// passing each to onEvent (may be nil). An error means the stream ended:
+// reconnect and ask again.
+func (s *EventStream) WaitWhileQueued(onEvent func(lock.WireAnswer)) error {
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			return err
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		if ev.Event == "state" && ev.Status == lock.Queued {
+			continue
+		}
+		return nil
+	}
+}
+
+// KeepLock heart-beats a held lock every third of lease until stop is
+// called; lost is closed if the server says the lock is no longer the
+// node's (its lease ran out before a heartbeat got through).
+func (c *Client) KeepLock(op, resource, node string, lease time.Duration) (lost <-chan struct{}, stop func()) {
+	every := lease / 3
+	if every <= 0 {
+		every = time.Second
+	}
+	l := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := c.Heartbeat(ctx, op, resource, node); StatusOf(err) == http.StatusConflict {
+					close(l)
+					return
+				}
+			}
+		}
+	}()
+	return l, func() { cancel(); <-done }
 }
 
 // Close ends the stream.

@@ -97,12 +97,12 @@ func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedP
 		case lock.Acquired:
 			stream.Close()
 			if cachedOK(cached, n.Size) { // done by the holder before us
-				c.unlockDetached(PullOp, resource, o.Node, true)
+				c.UnlockDetached(PullOp, resource, o.Node, true)
 				continue
 			}
 			pr, err := c.fetchIntoCache(ctx, remote, n, cached, resource, a, o)
 			res.PullResult = pr
-			c.unlockDetached(PullOp, resource, o.Node, err == nil)
+			c.UnlockDetached(PullOp, resource, o.Node, err == nil)
 			if errors.Is(err, errLockLost) && ctx.Err() == nil {
 				continue // too slow to heart-beat: wait for whoever has it now
 			}
@@ -119,10 +119,10 @@ func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedP
 			if o.OnWait != nil {
 				o.OnWait(a)
 			}
-			err := waitTurn(stream, o.OnWait)
+			err := stream.WaitWhileQueued(o.OnWait)
 			stream.Close()
 			if ctx.Err() != nil {
-				c.unlockDetached(PullOp, resource, o.Node, false) // leave the queue
+				c.UnlockDetached(PullOp, resource, o.Node, false) // leave the queue
 				return res, ctx.Err()
 			}
 			_ = err // the stream ended: reconnecting tells the standing
@@ -130,26 +130,10 @@ func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedP
 	}
 }
 
-// waitTurn reads events until the node's standing changes from queued.
-func waitTurn(s *EventStream, onWait func(lock.WireAnswer)) error {
-	for {
-		ev, err := s.Next()
-		if err != nil {
-			return err
-		}
-		if onWait != nil {
-			onWait(ev)
-		}
-		if ev.Event == "state" && ev.Status == lock.Queued {
-			continue
-		}
-		return nil
-	}
-}
-
-// unlockDetached unlocks even when the pull's context is cancelled (an
-// interrupted holder hands over at once instead of after its lease).
-func (c *Client) unlockDetached(op, resource, node string, success bool) {
+// UnlockDetached unlocks even when the caller's context is cancelled (an
+// interrupted holder hands over at once instead of after its lease); a lock
+// already lost (409) is no news.
+func (c *Client) UnlockDetached(op, resource, node string, success bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Unlock(ctx, op, resource, node, success); err != nil && StatusOf(err) != http.StatusConflict {
@@ -160,30 +144,17 @@ func (c *Client) unlockDetached(op, resource, node string, success bool) {
 // fetchIntoCache downloads remote into the cache under its file hash while
 // heart-beating the lock; losing the lock cancels the transfer.
 func (c *Client) fetchIntoCache(ctx context.Context, remote string, n Node, cached, resource string, a lock.WireAnswer, o SharedPullOptions) (PullResult, error) {
+	lost, stop := c.KeepLock(PullOp, resource, o.Node, time.Duration(a.LeaseMs)*time.Millisecond)
+	defer stop()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	every := time.Duration(a.LeaseMs) * time.Millisecond / 3
-	if every <= 0 {
-		every = time.Second
-	}
-	hbDone := make(chan struct{})
 	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := c.Heartbeat(ctx, PullOp, resource, o.Node); StatusOf(err) == http.StatusConflict {
-					cancel(errLockLost)
-					return
-				}
-			}
+		select {
+		case <-lost:
+			cancel(errLockLost)
+		case <-ctx.Done():
 		}
 	}()
-	defer func() { cancel(nil); <-hbDone }()
 	info, err := c.Info(ctx)
 	if err != nil {
 		return PullResult{}, err
