@@ -167,6 +167,21 @@ func TestLockScoping(t *testing.T) {
 	a, err = bob.LockState(ctx, "pull", res, "n1")
 	wantStatus(t, "bob after alice failed", a, err, lock.Granted, 0)
 
+	// Chunk locks: only with a file of the caller holding the chunk.
+	cl, err := alice.Chunks(ctx, "/a.txt")
+	if err != nil || len(cl.Chunks) != 1 {
+		t.Fatalf("chunks of /a.txt: %+v %v", cl, err)
+	}
+	chunk := "chunk:" + cl.Chunks[0].SHA256
+	a, err = bob.TryLock(ctx, "pull", chunk, "n1", "/b.txt")
+	wantStatus(t, "bob chunk lock", a, err, lock.Acquired, 0)
+	a, err = alice.TryLock(ctx, "pull", chunk, "n1", "/a.txt")
+	wantStatus(t, "alice chunk lock", a, err, lock.Queued, 1)
+	_, err = carol.TryLock(ctx, "pull", chunk, "c1", "/c.txt")
+	wantErr(t, "carol chunk lock", err, 404, "not_found")
+	_, err = alice.TryLock(ctx, "pull", "chunk:abc", "n1", "/a.txt")
+	wantErr(t, "bad chunk", err, 400, "invalid")
+
 	anon := client.New(e.d.URL, "", "")
 	_, err = anon.LockState(ctx, "pull", res, "n1")
 	wantErr(t, "anonymous", err, 401, "")
