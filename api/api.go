@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"netdisk/chunker"
 	"netdisk/davlock"
@@ -48,6 +49,9 @@ type API struct {
 	Locks *lock.Manager
 	// StreamsDone, closed at shutdown, ends the long-lived event streams.
 	StreamsDone <-chan struct{}
+	// StreamRecheck is how often a lock event stream re-reads its keys'
+	// standing; 0 means DefaultLockStreamRecheck.
+	StreamRecheck time.Duration
 }
 
 // New returns the API over a drive.

@@ -33,9 +33,10 @@ var (
 	sha256Re   = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
-// lockStreamKeepAlive is how often an idle event stream sends a comment, so
-// proxies and clients tell a quiet stream from a dead one.
-const lockStreamKeepAlive = 15 * time.Second
+// DefaultLockStreamRecheck is how often an event stream re-reads the
+// standing of its keys (and otherwise sends a keep-alive comment, so proxies
+// and clients tell a quiet stream from a dead one).
+const DefaultLockStreamRecheck = 15 * time.Second
 
 // maxStreamKeys bounds the keys one event stream reports the state of.
 const maxStreamKeys = 64
@@ -300,16 +301,44 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 		writeEvent(w, s)
 	}
 	fl.Flush()
-	ka := time.NewTicker(lockStreamKeepAlive)
-	defer ka.Stop()
+	// last is the standing the client was last told per key: a re-check
+	// that finds another one tells it, so an event lost on the way (a
+	// Redis restart, a dropped pub/sub message) cannot leave a waiter
+	// waiting forever.
+	last := map[string]lock.Status{}
+	for i, t := range targets {
+		last[lock.Key(t.op, t.resource)] = states[i].Status
+	}
+	every := a.StreamRecheck
+	if every <= 0 {
+		every = DefaultLockStreamRecheck
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-a.StreamsDone:
 			return
-		case <-ka.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
+		case <-tick.C:
+			changed := false
+			for _, t := range targets {
+				res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
+				if err != nil {
+					continue // the store is away: try at the next tick
+				}
+				if k := lock.Key(t.op, t.resource); res.Status != last[k] {
+					last[k] = res.Status
+					s := a.lockAnswer(t, res)
+					s.Event = "state"
+					writeEvent(w, s)
+					changed = true
+				}
+			}
+			if !changed {
+				fmt.Fprint(w, ": keep-alive\n\n")
+			}
 		case ev, ok := <-sub.C:
 			if !ok {
 				return // cut off or shutting down: the client reconnects
@@ -320,6 +349,7 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 			if ev.Type == lock.EventGranted {
 				wa.Status = lock.Granted
 			}
+			last[ev.Key] = wa.Status
 			writeEvent(w, wa)
 		}
 		fl.Flush()

@@ -61,6 +61,10 @@ type Options struct {
 	// queue slots of one user (429 beyond); 0 means the lock package's
 	// defaults.
 	LockMaxQueue, LockMaxUserWait int
+	// LockStreamRecheck is how often lock event streams re-read their
+	// keys' standing (catching events lost with a Redis restart); 0 means
+	// api.DefaultLockStreamRecheck.
+	LockStreamRecheck time.Duration
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -223,7 +227,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks})
+	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck})
 	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, rdb: rdb, opts: o}, nil
 }
 

@@ -343,3 +343,27 @@ func TestLockTwoDaemonsOneRedis(t *testing.T) {
 	}
 	wantEvent(t, sc, "released", lock.None, 0)
 }
+
+// TestLockStreamRecheck: events lost with a Redis that lost its state
+// (flushed, restarted empty) do not leave a waiter waiting forever: the
+// stream re-reads its keys' standing and tells the change.
+func TestLockStreamRecheck(t *testing.T) {
+	r := testutil.StartRedis(t)
+	e := newLockEnv(t, testutil.StartDaemon(t, "--redis", r.URL, "--lock-stream-recheck", "200ms"))
+	ctx := context.Background()
+	res := client.PathResource("/job")
+	a, err := e.admin.TryLock(ctx, "update", res, "holder", "")
+	wantStatus(t, "holder", a, err, lock.Acquired, 0)
+	a, err = e.admin.TryLock(ctx, "update", res, "waiter", "")
+	wantStatus(t, "waiter", a, err, lock.Queued, 1)
+	s, err := e.admin.LockEvents(ctx, "waiter", lock.Key("update", res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	wantEvent(t, s, "state", lock.Queued, 1)
+	r.FlushAll() // the lock and its queue are gone, and no event says so
+	wantEvent(t, s, "state", lock.None, 0)
+	_, err = e.admin.Heartbeat(ctx, "update", res, "holder")
+	wantErr(t, "the holder's heartbeat", err, 409, "conflict")
+}

@@ -33,6 +33,9 @@ type Config struct {
 	Now    func() time.Time
 	Upload *upload.Service // the chunked upload API; nil answers it 503
 	Locks  *lock.Manager   // the lock API (/api/v1/lock/); nil answers it 503
+	// LockStreamRecheck is how often lock event streams re-read their
+	// keys' standing; 0 means api.DefaultLockStreamRecheck.
+	LockStreamRecheck time.Duration
 }
 
 // Server is the HTTP side of the daemon.
@@ -66,7 +69,7 @@ func New(c Config) *Server {
 	s.api = api.New(c.Drive, s.log)
 	s.api.Upload = c.Upload
 	s.streamsDone = make(chan struct{})
-	s.api.Locks, s.api.StreamsDone = c.Locks, s.streamsDone
+	s.api.Locks, s.api.StreamsDone, s.api.StreamRecheck = c.Locks, s.streamsDone, c.LockStreamRecheck
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -95,6 +95,8 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
 	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
 	f.IntVar(&o.LockMaxUserWait, "lock-max-user-wait", lock.DefaultMaxUserWait, "most lock waits of one user at once (429 beyond)")
+	f.DurationVar(&o.LockStreamRecheck, "lock-stream-recheck", 15*time.Second, "how often lock event streams re-read their keys' standing (and send a keep-alive)")
+	_ = f.MarkHidden("lock-stream-recheck")
 	f.DurationVar(&o.LockLease, "lock-lease", lock.DefaultLease, "a lock holder that sends no heartbeat for this long counts as failed; its lock passes to the next waiter")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
