@@ -30,7 +30,7 @@
 // clock.
 //
 // The package knows nothing of users' paths or permissions: the HTTP edge
-// (server/locks.go) scopes resources per user or per content and decides who
+// (api/lockroutes.go) scopes resources per user or per content and decides who
 // may lock what.
 package lock
 
