@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"netdisk/chunker"
 	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/upload"
 )
@@ -42,6 +44,14 @@ type API struct {
 	Log *slog.Logger
 	// Upload runs the chunked upload sessions; nil answers those endpoints 503.
 	Upload *upload.Service
+	// Locks is the lock manager of /api/v1/lock/ (lockroutes.go); nil
+	// answers those endpoints 503.
+	Locks *lock.Manager
+	// StreamsDone, closed at shutdown, ends the long-lived event streams.
+	StreamsDone <-chan struct{}
+	// StreamRecheck is how often a lock event stream re-reads its keys'
+	// standing; 0 means DefaultLockStreamRecheck.
+	StreamRecheck time.Duration
 }
 
 // New returns the API over a drive.
@@ -59,6 +69,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.fileRoutes()...)
 	rs = append(rs, a.chunkRoutes()...)
 	rs = append(rs, a.quotaRoutes()...)
+	rs = append(rs, a.lockRoutes()...)
 	for i := range rs {
 		rs[i].Handler = a.withLockTokens(rs[i].Handler)
 	}
@@ -157,6 +168,8 @@ func Status(err error) int {
 		return http.StatusPreconditionFailed
 	case errs.Canceled:
 		return errs.StatusClientClosed
+	case errs.TooMany:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

@@ -33,6 +33,7 @@ const (
 	Precondition                // a conditional header failed: 412
 	Canceled                    // the caller went away or gave up: 499, not logged as a failure
 	NoSpace                     // the server's storage is full: 507 / ENOSPC (Quota is the user's limit)
+	TooMany                     // a bound on waiters or requests is reached: 429 / EAGAIN
 )
 
 // StatusClientClosed is the status recorded for a request whose client went
@@ -43,7 +44,7 @@ const StatusClientClosed = 499
 var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
 	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
 	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch", "locked",
-	"precondition failed", "canceled", "no space left on the server"}
+	"precondition failed", "canceled", "no space left on the server", "too many requests"}
 
 // kindCodes are the machine-readable codes of the API's error bodies
 // ({"error": ..., "code": ...}, shared/API.md); clients decide on them, never
@@ -51,7 +52,7 @@ var kindNames = [...]string{"other", "not found", "exists", "not a directory", "
 var kindCodes = [...]string{"internal", "not_found", "exists", "not_a_directory", "is_a_directory",
 	"parent_missing", "invalid", "permission_denied", "quota_exceeded", "conflict",
 	"unauthenticated", "unavailable", "too_large", "not_empty", "hash_mismatch", "locked",
-	"precondition_failed", "canceled", "no_space"}
+	"precondition_failed", "canceled", "no_space", "too_many_requests"}
 
 // Code returns the machine-readable code of err's kind.
 func Code(err error) string {

@@ -26,6 +26,9 @@ type Options struct {
 	Logger                   *slog.Logger
 	Now                      func() time.Time
 	UID, GID                 uint32 // owner shown for every node
+	// ChunkLocks, when set, coordinates chunk fetches with the other mounts
+	// sharing the cache folder (sharedfetch.go): each chunk is fetched once.
+	ChunkLocks ChunkLocker
 }
 
 // FS is the filesystem; Root returns its root node.

@@ -26,6 +26,9 @@ func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte,
 		}
 		ctx, cancel := f.opCtx(context.WithoutCancel(ctx))
 		defer cancel()
+		if f.o.ChunkLocks != nil && validSHA256(key) {
+			return f.fetchCoordinated(ctx, p, fileHash, c, key)
+		}
 		if err := f.o.Backend.ReadRange(ctx, p, fileHash, c.Offset, data); err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
 	"netdisk/upload"
@@ -48,6 +49,20 @@ type Options struct {
 	// MaxFileSize bounds every file (413 beyond it); 0 means
 	// drive.DefaultMaxFileSize.
 	MaxFileSize int64
+	// SingleNodePull refuses a lock held by another node instead of
+	// queueing the caller (--multi-node-pull=false).
+	SingleNodePull bool
+	// LockLease is how long a lock holder holds without a heartbeat (and a
+	// granted waiter has to claim); 0 means lock.DefaultLease.
+	LockLease time.Duration
+	// LockMaxQueue and LockMaxUserWait bound the waiters per lock and the
+	// queue slots of one user (429 beyond); 0 means the lock package's
+	// defaults.
+	LockMaxQueue, LockMaxUserWait int
+	// LockStreamRecheck is how often lock event streams re-read their
+	// keys' standing (catching events lost with a Redis restart); 0 means
+	// api.DefaultLockStreamRecheck.
+	LockStreamRecheck time.Duration
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -57,6 +72,7 @@ type Daemon struct {
 	Upload *upload.Service
 	Server *Server
 	Quota  *quota.Guard
+	Locks  *lock.Manager
 	rdb    *redis.Client
 	opts   Options
 
@@ -97,6 +113,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"upload-janitor", func(ctx context.Context) { d.Upload.Run(ctx, min(d.Upload.TTL()/10, time.Minute)) }},
 		{"checksums", func(ctx context.Context) { d.Drive.RunChecksums(ctx, time.Minute, nil) }},
 		{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }},
+		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -185,8 +202,20 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		// Redis not reachable yet: uploads answer 503 until Run reconciles.
 		o.Logger.Warn("quota: cannot reconcile the Redis ledger now; uploads fail with 503 until it answers", "err", err)
 	}
-	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up})
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, rdb: rdb, opts: o}, nil
+	// With Redis the locks live there too, so daemons sharing it share
+	// the queues; without, in process.
+	lc := lock.Config{Lease: o.LockLease, SingleNode: o.SingleNodePull, Now: o.Now, Log: o.Logger,
+		MaxQueue: o.LockMaxQueue, MaxUserWait: o.LockMaxUserWait}
+	if rdb != nil {
+		lc.State = lock.NewRedis(rdb, "")
+	}
+	locks, err := lock.NewManager(ctx, lc)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("locks: %w", err)
+	}
+	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck})
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, rdb: rdb, opts: o}, nil
 }
 
 func closeRedis(rdb *redis.Client) {
@@ -225,6 +254,7 @@ func (d *Daemon) Close() error {
 	d.mu.Unlock()
 	d.stopBackground()
 	d.event("close")
+	d.Locks.Close()
 	if d.rdb != nil {
 		d.rdb.Close()
 	}
@@ -290,6 +320,7 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	d.Server.EndStreams()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {

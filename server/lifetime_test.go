@@ -26,7 +26,7 @@ func TestCloseWaitsForBackgroundLoops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const loops = 4 // upload janitor, checksums, quota, gc
+	const loops = 5 // upload janitor, checksums, quota, lock leases, gc
 	var (
 		mu      sync.Mutex
 		events  []string
@@ -67,7 +67,7 @@ func TestCloseWaitsForBackgroundLoops(t *testing.T) {
 	if at < 0 {
 		t.Fatalf("no close event: %v", got)
 	}
-	for _, name := range []string{"upload-janitor", "checksums", "quota", "gc"} {
+	for _, name := range []string{"upload-janitor", "checksums", "quota", "lock-leases", "gc"} {
 		if i := slices.Index(got, "exit "+name); i < 0 || i > at {
 			t.Errorf("loop %s did not end before the stores closed: %v", name, got)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"netdisk/dav"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/upload"
 )
@@ -30,6 +32,10 @@ type Config struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	Upload *upload.Service // the chunked upload API; nil answers it 503
+	Locks  *lock.Manager   // the lock API (/api/v1/lock/); nil answers it 503
+	// LockStreamRecheck is how often lock event streams re-read their
+	// keys' standing; 0 means api.DefaultLockStreamRecheck.
+	LockStreamRecheck time.Duration
 }
 
 // Server is the HTTP side of the daemon.
@@ -43,6 +49,9 @@ type Server struct {
 	mux     *http.ServeMux
 
 	logins *throttle // failed logins by account and address (throttle.go)
+
+	streamsDone chan struct{} // closed by EndStreams
+	endStreams  sync.Once
 }
 
 // New builds the server and its routes.
@@ -59,6 +68,8 @@ func New(c Config) *Server {
 	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
 	s.api = api.New(c.Drive, s.log)
 	s.api.Upload = c.Upload
+	s.streamsDone = make(chan struct{})
+	s.api.Locks, s.api.StreamsDone, s.api.StreamRecheck = c.Locks, s.streamsDone, c.LockStreamRecheck
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -90,6 +101,11 @@ func New(c Config) *Server {
 	})
 	return s
 }
+
+// EndStreams ends the long-lived responses (the lock event streams) so a
+// graceful shutdown does not wait its whole grace period for them; their
+// clients reconnect to the next daemon.
+func (s *Server) EndStreams() { s.endStreams.Do(func() { close(s.streamsDone) }) }
 
 // MetricsHandler serves the metrics in Prometheus text format, without
 // authentication (for --metrics-listen; the public route wraps it).

@@ -33,6 +33,8 @@ func newMountCmd() *cobra.Command {
 		ttl, timeout        time.Duration
 		daemon              bool
 		prefetch            int
+		sharedCache         bool
+		node                string
 	)
 	cmd := &cobra.Command{
 		Use:   "mount [--server URL] MOUNTPOINT",
@@ -44,7 +46,13 @@ writes are staged locally and uploaded on close/fsync (fsync returns when the
 server has committed).
 
 The password comes from --password-file, NETDISK_PASSWORD or a prompt on a
-terminal; --password works but shows in ps, and is warned about.`,
+terminal; --password works but shows in ps, and is warned about.
+
+Several mounts (of one or several users, in containers of one host) sharing
+one --cache-dir fetch each chunk once between them with --shared-cache: a
+mount takes the server's pull lock on a chunk before fetching it, and the
+others wait for it and read it from the shared cache. --node names the mount
+(default HOSTNAME-PID).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			size, err := humanize.ParseBytes(cacheSize)
@@ -57,7 +65,14 @@ terminal; --password works but shows in ps, and is warned about.`,
 			if daemon && os.Getenv(envDaemonChild) == "" {
 				return detach(args[0], cf.password)
 			}
-			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch)
+			lockNode := ""
+			if sharedCache {
+				if lockNode = node; lockNode == "" {
+					host, _ := os.Hostname()
+					lockNode = fmt.Sprintf("%s-%d", host, os.Getpid())
+				}
+			}
+			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch, lockNode)
 		},
 	}
 	cf.register(cmd)
@@ -73,6 +88,8 @@ terminal; --password works but shows in ps, and is warned about.`,
 	f.IntVar(&prefetch, "prefetch", 4, "chunks read ahead of sequential reads")
 	f.BoolVar(&daemon, "daemon", false, "detach once mounted")
 	f.StringVar(&passwordFile, "password-file", "", "read the password from the first line of FILE")
+	f.BoolVar(&sharedCache, "shared-cache", false, "coordinate chunk fetches with the other mounts sharing --cache-dir (each chunk fetched once)")
+	f.StringVar(&node, "node", "", "this mount's name for --shared-cache (default HOSTNAME-PID)")
 	return cmd
 }
 
@@ -107,7 +124,9 @@ func mountPassword(cmd *cobra.Command, cf *clientFlags, file string) error {
 	return nil
 }
 
-func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSize int64, ttl, timeout time.Duration, prefetch int) (err error) {
+// lockNode, when not empty, coordinates chunk fetches with the other mounts
+// sharing cacheDir under that node name.
+func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSize int64, ttl, timeout time.Duration, prefetch int, lockNode string) (err error) {
 	child := os.Getenv(envDaemonChild) != ""
 	// One *os.File for fd 3: a second one would close the descriptor again
 	// from its finalizer, by then perhaps a different file (the FUSE device).
@@ -137,8 +156,12 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 	if err != nil {
 		return err
 	}
-	fsys, err := mount.New(mount.Options{Backend: be, Cache: cache, StageDir: stage, TTL: ttl,
-		OpTimeout: timeout, Prefetch: prefetch, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
+	mo := mount.Options{Backend: be, Cache: cache, StageDir: stage, TTL: ttl,
+		OpTimeout: timeout, Prefetch: prefetch, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	if lockNode != "" {
+		mo.ChunkLocks = &mount.HTTPChunkLocks{C: c, Node: lockNode, Log: slog.Default()}
+	}
+	fsys, err := mount.New(mo)
 	if err != nil {
 		return err
 	}

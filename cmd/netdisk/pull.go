@@ -17,8 +17,10 @@ func init() { extraCommands = append(extraCommands, newPullCmd) }
 
 func newPullCmd() *cobra.Command {
 	var (
-		cf      clientFlags
-		jsonOut bool
+		cf          clientFlags
+		jsonOut     bool
+		sharedCache string
+		node        string
 	)
 	cmd := &cobra.Command{
 		Use:   "pull REMOTE [LOCAL]",
@@ -26,7 +28,17 @@ func newPullCmd() *cobra.Command {
 		Long: `Download REMOTE to LOCAL (default: its base name here; an existing directory
 receives it under its base name). Bytes go to LOCAL.part first; an interrupted
 pull resumes from there with a Range request if the file has not changed, and
-the result is checked against the server's file hash before it is renamed.`,
+the result is checked against the server's file hash before it is renamed.
+
+With --shared-cache DIR, nodes on one host (containers, several mounts)
+sharing DIR pull a file once between them: each takes the server's pull lock
+on the file's content; the holder downloads into DIR (a temporary name, then
+renamed to the file hash) and the others wait their turn in FIFO order, then
+copy it from DIR. If the holder fails or dies, the next waiter takes over
+and resumes its partial download. --node names this node (default
+HOSTNAME-PID); nodes sharing a cache need distinct names. When the server
+runs with --multi-node-pull=false a busy lock is refused and this node
+pulls directly instead.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			local := ""
@@ -60,7 +72,13 @@ the result is checked against the server's file hash before it is renamed.`,
 				}
 			}}
 			start := time.Now()
-			res, err := c.Pull(ctx, args[0], local, o)
+			var res client.PullResult
+			var err error
+			if sharedCache != "" {
+				res, err = sharedPull(ctx, c, args[0], local, sharedCache, node, o, mode, enc, cmd.ErrOrStderr())
+			} else {
+				res, err = c.Pull(ctx, args[0], local, o)
+			}
 			if bar != nil {
 				bar.Finish()
 				fmt.Fprintln(cmd.ErrOrStderr())
@@ -77,5 +95,7 @@ the result is checked against the server's file hash before it is renamed.`,
 	}
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON lines instead of progress")
+	cmd.Flags().StringVar(&sharedCache, "shared-cache", "", "cache folder shared by nodes on this host: the file is transferred once between them (one file, not a directory)")
+	cmd.Flags().StringVar(&node, "node", "", "this node's name for --shared-cache (default HOSTNAME-PID)")
 	return cmd
 }

@@ -1,0 +1,362 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"netdisk/errs"
+	"netdisk/lock"
+	"netdisk/meta"
+	"netdisk/vpath"
+)
+
+// The lock endpoints (seed 003, docs/API.md "Locks"): nodes of one user, or
+// of users holding the same content, take "op:resource" locks so that one of
+// them does a piece of work and the others wait in FIFO order, woken over
+// Server-Sent Events.
+//
+// Scoping, so that a user never learns of or blocks another user's locks
+// beyond content they can already read: a "path:" resource is the user's own
+// (its key carries the user ID); a "content:" resource is shared by every
+// user holding that content, and try needs a file of the caller holding it.
+// Every other call only reports or changes the caller's own node's standing.
+
+var (
+	lockOpRe   = regexp.MustCompile(`^[a-z]{1,32}$`)
+	lockNodeRe = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+	fileHashRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	sha256Re   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// DefaultLockStreamRecheck is how often an event stream re-reads the
+// standing of its keys (and otherwise sends a keep-alive comment, so proxies
+// and clients tell a quiet stream from a dead one).
+const DefaultLockStreamRecheck = 15 * time.Second
+
+// maxStreamKeys bounds the keys one event stream reports the state of.
+const maxStreamKeys = 64
+
+func (a *API) lockRoutes() []Route {
+	return []Route{
+		{Pattern: "POST /api/v1/lock/try", Handler: a.lockTry},
+		{Pattern: "POST /api/v1/lock/heartbeat", Handler: a.lockHeartbeat},
+		{Pattern: "POST /api/v1/lock/unlock", Handler: a.lockUnlock},
+		{Pattern: "GET /api/v1/lock/state", Handler: a.lockState},
+		{Pattern: "GET /api/v1/lock/events", Handler: a.lockEvents},
+	}
+}
+
+// lockTarget is a request's key and node in the manager's terms.
+type lockTarget struct {
+	op, resource string // the manager's resource: "content:H" or "user:UID:/p"
+	wire         string // the caller's resource: "content:H" or "path:/p"
+	node         lock.Node
+}
+
+func userNode(u meta.User, id string) (lock.Node, error) {
+	if !lockNodeRe.MatchString(id) {
+		return lock.Node{}, errs.Errorf("api.lock", errs.Invalid, "node: want 1–128 of A-Z a-z 0-9 . _ : -")
+	}
+	return lock.Node{User: strconv.FormatInt(u.ID, 10), ID: id}, nil
+}
+
+func parseLockTarget(u meta.User, op, resource, node string) (lockTarget, error) {
+	if !lockOpRe.MatchString(op) {
+		return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, "op: want 1–32 lowercase letters")
+	}
+	n, err := userNode(u, node)
+	if err != nil {
+		return lockTarget{}, err
+	}
+	t := lockTarget{op: op, node: n}
+	scope, rest, _ := strings.Cut(resource, ":")
+	switch scope {
+	case "content":
+		if !fileHashRe.MatchString(rest) {
+			return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, "resource: content:<32 lowercase hex digits>")
+		}
+		t.resource, t.wire = resource, resource
+	case "chunk":
+		if !sha256Re.MatchString(rest) {
+			return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, "resource: chunk:<64 lowercase hex digits of SHA-256>")
+		}
+		t.resource, t.wire = resource, resource
+	case "path":
+		p, err := vpath.Clean(rest)
+		if err != nil || !strings.HasPrefix(rest, "/") {
+			return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, "resource: path:/absolute/path")
+		}
+		t.resource, t.wire = "user:"+n.User+":"+p, "path:"+p
+	default:
+		return lockTarget{}, errs.Errorf("api.lock", errs.Invalid, `resource: "content:<file hash>", "chunk:<sha-256>" or "path:/p"`)
+	}
+	return t, nil
+}
+
+// wireResource is the caller's name of a manager resource.
+func wireResource(resource string) string {
+	if rest, ok := strings.CutPrefix(resource, "user:"); ok {
+		if _, p, ok := strings.Cut(rest, ":"); ok {
+			return "path:" + p
+		}
+	}
+	return resource
+}
+
+func (a *API) lockAnswer(t lockTarget, r lock.Result) lock.WireAnswer {
+	w := lock.WireAnswer{Op: t.op, Resource: t.wire, Status: r.Status, Position: r.Position,
+		Reentered: r.Reentered, LeaseMs: a.Locks.Lease().Milliseconds()}
+	if !r.Deadline.IsZero() {
+		d := r.Deadline.UTC()
+		w.Deadline = &d
+	}
+	return w
+}
+
+// lockRequest decodes a body and its target; false when it answered.
+func (a *API) lockRequest(w http.ResponseWriter, r *http.Request, u meta.User) (lock.WireRequest, lockTarget, bool) {
+	if a.Locks == nil {
+		a.WriteError(w, r, errs.Errorf("api.lock", errs.Unavailable, "locks are not enabled on this server"))
+		return lock.WireRequest{}, lockTarget{}, false
+	}
+	var req lock.WireRequest
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return req, lockTarget{}, false
+	}
+	t, err := parseLockTarget(u, req.Op, req.Resource, req.Node)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return req, lockTarget{}, false
+	}
+	return req, t, true
+}
+
+func (a *API) lockTry(w http.ResponseWriter, r *http.Request, u meta.User) {
+	req, t, ok := a.lockRequest(w, r, u)
+	if !ok {
+		return
+	}
+	if !strings.HasPrefix(t.wire, "path:") {
+		if err := a.canRead(r, u, t.wire, req.Path); err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+	}
+	res, err := a.Locks.TryLock(r.Context(), t.op, t.resource, t.node)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+}
+
+// canRead checks that the caller's file at p holds the shared resource
+// (content:<file hash> or chunk:<sha-256>): only content the caller can read
+// can be locked. A missing path and one with other content get the same
+// answer, so nothing is learnt about either.
+func (a *API) canRead(r *http.Request, u meta.User, resource, p string) error {
+	notHeld := errs.Errorf("api.lock", errs.NotFound, "path: no file of yours at this path holds this content")
+	n, err := a.D.Stat(r.Context(), u.ID, p)
+	switch {
+	case errs.Is(err, errs.NotFound), errs.Is(err, errs.Invalid), errs.Is(err, errs.NotDir):
+		return notHeld
+	case err != nil:
+		return err
+	case n.IsDir:
+		return notHeld
+	}
+	if hash, ok := strings.CutPrefix(resource, "content:"); ok {
+		if n.FileHash != hash {
+			return notHeld
+		}
+		return nil
+	}
+	sha, _ := strings.CutPrefix(resource, "chunk:")
+	chunks, err := a.D.FileChunks(r.Context(), n)
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		if c.SHA256 == sha {
+			return nil
+		}
+	}
+	return notHeld
+}
+
+func (a *API) lockHeartbeat(w http.ResponseWriter, r *http.Request, u meta.User) {
+	_, t, ok := a.lockRequest(w, r, u)
+	if !ok {
+		return
+	}
+	res, err := a.Locks.Heartbeat(r.Context(), t.op, t.resource, t.node)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+}
+
+func (a *API) lockUnlock(w http.ResponseWriter, r *http.Request, u meta.User) {
+	req, t, ok := a.lockRequest(w, r, u)
+	if !ok {
+		return
+	}
+	var failure error
+	switch req.Outcome {
+	case "success":
+	case "failure":
+		failure = fmt.Errorf("the node reported a failure")
+	default:
+		a.WriteError(w, r, errs.Errorf("api.lock", errs.Invalid, `outcome: "success" or "failure"`))
+		return
+	}
+	if err := a.Locks.Unlock(r.Context(), t.op, t.resource, t.node, failure); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) lockState(w http.ResponseWriter, r *http.Request, u meta.User) {
+	if a.Locks == nil {
+		a.WriteError(w, r, errs.Errorf("api.lock", errs.Unavailable, "locks are not enabled on this server"))
+		return
+	}
+	q := r.URL.Query()
+	t, err := parseLockTarget(u, q.Get("op"), q.Get("resource"), q.Get("node"))
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+}
+
+// lockEvents streams the node's wake-ups as Server-Sent Events. The
+// reconnect story: the stream subscribes first and then sends a "state"
+// event per key the client names (key=op:resource, repeated), so whatever
+// happened while the client was away (a grant, a release) is told by its
+// effect on the node's standing, and nothing later is missed.
+func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
+	if a.Locks == nil {
+		a.WriteError(w, r, errs.Errorf("api.lock", errs.Unavailable, "locks are not enabled on this server"))
+		return
+	}
+	q := r.URL.Query()
+	n, err := userNode(u, q.Get("node"))
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if len(q["key"]) > maxStreamKeys {
+		a.WriteError(w, r, errs.Errorf("api.lock", errs.Invalid, "at most %d keys per stream", maxStreamKeys))
+		return
+	}
+	var targets []lockTarget
+	for _, k := range q["key"] {
+		op, res := lock.SplitKey(k)
+		t, err := parseLockTarget(u, op, res, n.ID)
+		if err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+		targets = append(targets, t)
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		a.WriteError(w, r, errs.Errorf("api.lock", errs.Other, "response cannot stream"))
+		return
+	}
+	sub := a.Locks.Subscribe(n)
+	defer sub.Close()
+	var states []lock.WireAnswer
+	for _, t := range targets {
+		res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
+		if err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+		s := a.lockAnswer(t, res)
+		s.Event = "state"
+		states = append(states, s)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 1000\n\n")
+	for _, s := range states {
+		writeEvent(w, s)
+	}
+	fl.Flush()
+	// last is the standing the client was last told per key: a re-check
+	// that finds another one tells it, so an event lost on the way (a
+	// Redis restart, a dropped pub/sub message) cannot leave a waiter
+	// waiting forever.
+	last := map[string]lock.Status{}
+	for i, t := range targets {
+		last[lock.Key(t.op, t.resource)] = states[i].Status
+	}
+	every := a.StreamRecheck
+	if every <= 0 {
+		every = DefaultLockStreamRecheck
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-a.StreamsDone:
+			return
+		case <-tick.C:
+			changed := false
+			for _, t := range targets {
+				res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
+				if err != nil {
+					continue // the store is away: try at the next tick
+				}
+				if k := lock.Key(t.op, t.resource); res.Status != last[k] {
+					last[k] = res.Status
+					s := a.lockAnswer(t, res)
+					s.Event = "state"
+					writeEvent(w, s)
+					changed = true
+				}
+			}
+			if !changed {
+				fmt.Fprint(w, ": keep-alive\n\n")
+			}
+		case ev, ok := <-sub.C:
+			if !ok {
+				return // cut off or shutting down: the client reconnects
+			}
+			op, res := lock.SplitKey(ev.Key)
+			wa := lock.WireAnswer{Op: op, Resource: wireResource(res), Event: string(ev.Type),
+				Status: lock.None, LeaseMs: a.Locks.Lease().Milliseconds()}
+			if ev.Type == lock.EventGranted {
+				wa.Status = lock.Granted
+			}
+			last[ev.Key] = wa.Status
+			writeEvent(w, wa)
+		}
+		fl.Flush()
+	}
+}
+
+func writeEvent(w http.ResponseWriter, a lock.WireAnswer) {
+	b, _ := json.Marshal(a)
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", a.Event, b)
+}

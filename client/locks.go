@@ -1,0 +1,173 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"netdisk/lock"
+)
+
+// The lock endpoints (docs/API.md, "Locks"): TryLock, Heartbeat, Unlock and
+// LockState take and report op:resource locks of seed 003; LockEvents is the
+// Server-Sent Events stream that wakes a waiting node.
+
+// ContentResource names the shared bytes of a file hash as a lock resource.
+func ContentResource(fileHash string) string { return "content:" + fileHash }
+
+// PathResource names one of the user's own paths as a lock resource.
+func PathResource(p string) string { return "path:" + p }
+
+// TryLock asks for a lock. For a content resource, path must be a file of
+// the user holding that content.
+func (c *Client) TryLock(ctx context.Context, op, resource, node, path string) (lock.WireAnswer, error) {
+	var a lock.WireAnswer
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/lock/try", nil,
+		lock.WireRequest{Op: op, Resource: resource, Node: node, Path: path}, &a)
+	return a, err
+}
+
+// Heartbeat renews the node's lease; a 409 means the lock was lost.
+func (c *Client) Heartbeat(ctx context.Context, op, resource, node string) (lock.WireAnswer, error) {
+	var a lock.WireAnswer
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/lock/heartbeat", nil,
+		lock.WireRequest{Op: op, Resource: resource, Node: node}, &a)
+	return a, err
+}
+
+// Unlock ends the node's work (success: the lock is deleted and every waiter
+// re-checks; failure: the next waiter gets it), or leaves the queue.
+func (c *Client) Unlock(ctx context.Context, op, resource, node string, success bool) error {
+	outcome := "failure"
+	if success {
+		outcome = "success"
+	}
+	return c.JSON(ctx, http.MethodPost, "/api/v1/lock/unlock", nil,
+		lock.WireRequest{Op: op, Resource: resource, Node: node, Outcome: outcome}, nil)
+}
+
+// LockState reports the node's standing on a key.
+func (c *Client) LockState(ctx context.Context, op, resource, node string) (lock.WireAnswer, error) {
+	var a lock.WireAnswer
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/lock/state",
+		url.Values{"op": {op}, "resource": {resource}, "node": {node}}, nil, &a)
+	return a, err
+}
+
+// EventStream is an open GET /api/v1/lock/events.
+type EventStream struct {
+	body io.ReadCloser
+	r    *bufio.Reader
+}
+
+// LockEvents opens the node's event stream. Its first events are one
+// "state" per key (op:resource) given: the node's standing now, which is
+// how a reconnecting node learns what happened while it was away.
+func (c *Client) LockEvents(ctx context.Context, node string, keys ...string) (*EventStream, error) {
+	req, err := c.NewRequest(ctx, http.MethodGet, "/api/v1/lock/events", url.Values{"node": {node}, "key": keys}, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		resp.Body.Close()
+		return nil, fmt.Errorf("lock events: unexpected content type %q", ct)
+	}
+	return &EventStream{body: resp.Body, r: bufio.NewReader(resp.Body)}, nil
+}
+
+// Next returns the next event; an error (io.EOF included) means the stream
+// ended and the caller reconnects.
+func (s *EventStream) Next() (lock.WireAnswer, error) {
+	var name, data string
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			return lock.WireAnswer{}, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if data == "" {
+				name = ""
+				continue // a retry field or keep-alive comment only
+			}
+			var a lock.WireAnswer
+			if err := json.Unmarshal([]byte(data), &a); err != nil {
+				return lock.WireAnswer{}, fmt.Errorf("lock event %q: %w", name, err)
+			}
+			if a.Event == "" {
+				a.Event = name
+			}
+			return a, nil
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+		}
+	}
+}
+
+// WaitWhileQueued reads events until the node's standing changes from
+// queued (a grant, a release, a loss, or a "state" other than queued),
+// passing each to onEvent (may be nil). An error means the stream ended:
+// reconnect and ask again.
+func (s *EventStream) WaitWhileQueued(onEvent func(lock.WireAnswer)) error {
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			return err
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		if ev.Event == "state" && ev.Status == lock.Queued {
+			continue
+		}
+		return nil
+	}
+}
+
+// KeepLock heart-beats a held lock every third of lease until stop is
+// called; lost is closed if the server says the lock is no longer the
+// node's (its lease ran out before a heartbeat got through).
+func (c *Client) KeepLock(op, resource, node string, lease time.Duration) (lost <-chan struct{}, stop func()) {
+	every := lease / 3
+	if every <= 0 {
+		every = time.Second
+	}
+	l := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := c.Heartbeat(ctx, op, resource, node); StatusOf(err) == http.StatusConflict {
+					close(l)
+					return
+				}
+			}
+		}
+	}()
+	return l, func() { cancel(); <-done }
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.body.Close() }

@@ -1,0 +1,252 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"netdisk/lock"
+)
+
+// SharedPull is a pull coordinated with the other nodes sharing a cache
+// folder (containers or mounts on one host): of all the nodes pulling the
+// same content, one transfers it into the cache and the others wait for it
+// (seed 003's pull lock on the content), so the server sends it once.
+//
+// The holder of "pull:content:<file hash>" downloads into the cache as
+// <hash>.dl (resumable: <hash>.dl.part), verifies the file hash, renames it
+// to <hash> and unlocks with success: every waiter wakes, finds <hash> and
+// copies it. A holder that fails unlocks with failure (or, killed, stops
+// heart-beating): the next waiter in FIFO order gets the lock and resumes
+// from the part the holder left.
+
+// SharedPullOptions tune SharedPull.
+type SharedPullOptions struct {
+	Cache string // the shared cache folder
+	Node  string // this node's ID, unique among the nodes sharing the cache
+	// OnProgress reports the transfer, when this node is the one fetching.
+	OnProgress func(file string, done, total int64)
+	// OnWait reports this node's standing while it waits (queued at a
+	// position, granted, released).
+	OnWait func(lock.WireAnswer)
+}
+
+// SharedPullResult sums up a SharedPull.
+type SharedPullResult struct {
+	PullResult
+	Fetched   bool // this node transferred the file into the cache
+	FromCache bool // the file was in the cache (another node fetched it)
+	Refused   bool // multi-node mode is off and another node held the lock: pulled directly
+}
+
+// PullOp is the lock op of pulls.
+const PullOp = "pull"
+
+// errLockLost ends a transfer whose lock passed on (its lease ran out).
+var errLockLost = errors.New("pull lock lost: the lease ran out")
+
+// SharedPull downloads the file remote to local through the shared cache.
+func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedPullOptions) (SharedPullResult, error) {
+	var res SharedPullResult
+	if o.Cache == "" || o.Node == "" {
+		return res, errors.New("shared pull: a cache folder and a node ID are needed")
+	}
+	remote = path.Clean("/" + remote)
+	n, err := c.Stat(ctx, remote)
+	if err != nil {
+		return res, err
+	}
+	if n.IsDir {
+		return res, fmt.Errorf("%s is a directory: --shared-cache pulls one file", remote)
+	}
+	if local == "" {
+		local = path.Base(remote)
+	} else if st, err := os.Stat(local); err == nil && st.IsDir() {
+		local = filepath.Join(local, path.Base(remote))
+	}
+	if err := os.MkdirAll(o.Cache, 0o755); err != nil {
+		return res, err
+	}
+	cached := filepath.Join(o.Cache, n.FileHash)
+	resource := ContentResource(n.FileHash)
+	key := lock.Key(PullOp, resource)
+	for {
+		if cachedOK(cached, n.Size) {
+			res.FromCache = !res.Fetched
+			res.Files = 1
+			return res, copyOut(cached, local)
+		}
+		// Subscribe before asking: a wake-up between the two is then in
+		// the stream (or in its first "state" event).
+		stream, err := c.LockEvents(ctx, o.Node, key)
+		if err != nil {
+			return res, err
+		}
+		a, err := c.TryLock(ctx, PullOp, resource, o.Node, remote)
+		if err != nil {
+			stream.Close()
+			return res, err
+		}
+		switch a.Status {
+		case lock.Acquired:
+			stream.Close()
+			if cachedOK(cached, n.Size) { // done by the holder before us
+				c.UnlockDetached(PullOp, resource, o.Node, true)
+				continue
+			}
+			pr, err := c.fetchIntoCache(ctx, remote, n, cached, resource, a, o)
+			res.PullResult = pr
+			c.UnlockDetached(PullOp, resource, o.Node, err == nil)
+			if errors.Is(err, errLockLost) && ctx.Err() == nil {
+				continue // too slow to heart-beat: wait for whoever has it now
+			}
+			if err != nil {
+				return res, err
+			}
+			res.Fetched = true
+		case lock.Refused:
+			stream.Close()
+			pr, err := c.Pull(ctx, remote, local, PullOptions{OnProgress: o.OnProgress})
+			res.PullResult, res.Refused = pr, true
+			return res, err
+		default: // queued (or granted: asking again claims it)
+			if o.OnWait != nil {
+				o.OnWait(a)
+			}
+			err := stream.WaitWhileQueued(o.OnWait)
+			stream.Close()
+			if ctx.Err() != nil {
+				c.UnlockDetached(PullOp, resource, o.Node, false) // leave the queue
+				return res, ctx.Err()
+			}
+			_ = err // the stream ended: reconnecting tells the standing
+		}
+	}
+}
+
+// UnlockDetached unlocks even when the caller's context is cancelled (an
+// interrupted holder hands over at once instead of after its lease); a lock
+// already lost (409) is no news.
+func (c *Client) UnlockDetached(op, resource, node string, success bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Unlock(ctx, op, resource, node, success); err != nil && StatusOf(err) != http.StatusConflict {
+		fmt.Fprintf(os.Stderr, "netdisk: unlock %s: %v\n", resource, err)
+	}
+}
+
+// fetchIntoCache downloads remote into the cache under its file hash while
+// heart-beating the lock; losing the lock cancels the transfer.
+func (c *Client) fetchIntoCache(ctx context.Context, remote string, n Node, cached, resource string, a lock.WireAnswer, o SharedPullOptions) (PullResult, error) {
+	lost, stop := c.KeepLock(PullOp, resource, o.Node, time.Duration(a.LeaseMs)*time.Millisecond)
+	defer stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lost:
+			cancel(errLockLost)
+		case <-ctx.Done():
+		}
+	}()
+	info, err := c.Info(ctx)
+	if err != nil {
+		return PullResult{}, err
+	}
+	dl := cached + ".dl"
+	pr, err := c.Pull(ctx, remote, dl, PullOptions{OnProgress: o.OnProgress})
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errLockLost) {
+			return pr, cause
+		}
+		return pr, err
+	}
+	// The remote may have changed since it was looked up: the cache name
+	// promises this content.
+	if h, err := hashFile(dl, info.ChunkSize); err != nil || h != n.FileHash {
+		os.Remove(dl)
+		if err != nil {
+			return pr, err
+		}
+		return pr, fmt.Errorf("%s changed while it was pulled: try again", remote)
+	}
+	if err := os.Rename(dl, cached); err != nil {
+		return pr, err
+	}
+	return pr, syncDir(filepath.Dir(cached))
+}
+
+func cachedOK(p string, size int64) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Size() == size
+}
+
+func hashFile(p string, chunkSize int64) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := newStreamHasher(chunkSize)
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return h.Sum(), nil
+}
+
+// copyOut copies the cached file to local atomically (temp name, fsync,
+// rename): the cache stays the cache's, whatever is done to local.
+func copyOut(cached, local string) error {
+	src, err := os.Open(cached)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dir := filepath.Dir(local)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(local)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := io.Copy(tmp, src); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), local); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
