@@ -39,6 +39,15 @@ type Options struct {
 	// Redis is the URL of the Redis server holding the quota ledger; empty
 	// means the embedded ledger (one daemon per data directory).
 	Redis string
+	// Meta is a shared metadata store's URL (postgres://…); empty means
+	// SQLite in DataDir. A shared store needs Redis: Open refuses without.
+	Meta string
+	// Blobs is a shared chunk store's URL (s3://BUCKET[/PREFIX]?…); empty
+	// means the chunk directory in DataDir. CacheDir and CacheSize bound the
+	// node's local read cache of its chunks (scaleout.go).
+	Blobs     string
+	CacheDir  string
+	CacheSize int64
 	// Pprof, when set, serves net/http/pprof on this address (a listener of
 	// its own, never the public one; for profiling, off by default).
 	Pprof string
@@ -172,11 +181,18 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
+	if err := checkShared(o); err != nil {
+		return nil, err
+	}
+	blobs, err := openBlobs(ctx, o)
+	if err != nil {
+		return nil, err
+	}
 	ledger, rdb, err := redisLedger(o.Redis)
 	if err != nil {
 		return nil, err
 	}
-	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger,
+	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs,
 		Config: drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}})
 	if err != nil {
 		closeRedis(rdb)

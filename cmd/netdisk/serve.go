@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -31,6 +32,7 @@ func newServeCmd() *cobra.Command {
 		logLevel  string
 		logJSON   bool
 		multiNode bool
+		cacheSize string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -75,6 +77,14 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			}
 			o.MaxFileSize = int64(mf)
 			o.SingleNodePull = !multiNode
+			cz, err := humanize.ParseBytes(cacheSize)
+			if err != nil {
+				return fmt.Errorf("--cache-size %q: %w", cacheSize, err)
+			}
+			o.CacheSize = int64(cz)
+			if o.Blobs != "" && o.CacheDir == "" {
+				o.CacheDir = filepath.Join(o.DataDir, "cache")
+			}
 			if o.LockLease < 100*time.Millisecond {
 				return fmt.Errorf("--lock-lease %v: want at least 100ms", o.LockLease)
 			}
@@ -98,6 +108,10 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
 	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger and the locks, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
+	f.StringVar(&o.Meta, "meta", "", "shared metadata store, postgres://USER:PASS@HOST/DB (empty: SQLite in --data); needs --redis")
+	f.StringVar(&o.Blobs, "blobs", "", "shared chunk store, s3://BUCKET[/PREFIX]?endpoint=HOST:PORT&region=R (empty: chunks in --data); credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile")
+	f.StringVar(&o.CacheDir, "cache-dir", "", "local read cache of --blobs chunks (default: --data/cache)")
+	f.StringVar(&cacheSize, "cache-size", "1GiB", "most bytes the --blobs read cache keeps")
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
 	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
 	f.IntVar(&o.LockMaxUserWait, "lock-max-user-wait", lock.DefaultMaxUserWait, "most lock waits of one user at once (429 beyond)")
