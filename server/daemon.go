@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/drive"
+	"netdisk/davlock"
 	"netdisk/errs"
 	"netdisk/lock"
 	"netdisk/meta"
@@ -192,8 +193,13 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs,
-		Config: drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}})
+	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}
+	if rdb != nil {
+		// With Redis the WebDAV locks live there, so a lock taken through
+		// one node binds writes through every node sharing it.
+		dc.Locks = davlock.NewRedis(rdb, "", o.Now, o.Logger)
+	}
+	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc})
 	if err != nil {
 		closeRedis(rdb)
 		return nil, err

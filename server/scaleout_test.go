@@ -89,6 +89,28 @@ func TestTwoNodesShareOneDrive(t *testing.T) {
 	if objects != 5 {
 		t.Fatalf("bucket holds %d objects; want 5 (one per distinct chunk, both users' copies sharing them)", objects)
 	}
+	// A WebDAV lock taken through node A binds a DELETE through node B.
+	lockBody := []byte(`<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`)
+	resp, err := a.Do(ctx, "LOCK", "/dav/one.bin", "admin", a.AdminPass, lockBody, map[string]string{"Timeout": "Second-600"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	token := resp.Header.Get("Lock-Token")
+	if resp.StatusCode != 200 || token == "" {
+		t.Fatalf("LOCK through A: %d, token %q", resp.StatusCode, token)
+	}
+	if code, _ := do(b, "DELETE", "/dav/one.bin", "admin", b.AdminPass, nil); code != http.StatusLocked {
+		t.Fatalf("DELETE through B of a file locked through A: %d; want 423", code)
+	}
+	resp, err = b.Do(ctx, "DELETE", "/dav/one.bin", "admin", b.AdminPass, nil, map[string]string{"If": "(" + token + ")"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE through B with A's lock token: %d; want 204", resp.StatusCode)
+	}
 	// Node A's local disk holds no chunk directory: the bucket is the store.
 	if _, err := os.Stat(a.DataDir + "/chunks"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("node A made a local chunk directory: %v", err)
