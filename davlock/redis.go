@@ -22,9 +22,10 @@ import (
 // changed the hash meanwhile: the rules live in one place (manager.go), and
 // two nodes cannot both grant conflicting locks.
 //
-// When Redis does not answer, the table fails closed: a write is refused as
-// locked (Covering reports a lock on the resource; Holds is false) rather
-// than let through unchecked, and LOCK fails with Unavailable.
+// When Redis does not answer, the table fails closed: a write is refused
+// with Unavailable (Covering reports a stand-in lock, UnavailableToken, that
+// Check turns into 503) rather than let through unchecked; Holds is false
+// and LOCK fails with Unavailable.
 type RedisTable struct {
 	rdb    *redis.Client
 	prefix string
@@ -180,9 +181,9 @@ func (r *RedisTable) Holds(uid int64, token, name string) bool {
 }
 
 // unknownLock stands for the locks a Redis that does not answer may hold: a
-// write checked against it is refused (423) instead of let through.
+// write checked against it is refused (503) instead of let through.
 func unknownLock(name string) Lock {
-	return Lock{Token: "opaquelocktoken:unavailable", Root: name, Infinite: true, Timeout: time.Second, Expires: time.Now().Add(time.Second)}
+	return Lock{Token: UnavailableToken, Root: name, Infinite: true, Timeout: time.Second, Expires: time.Now().Add(time.Second)}
 }
 
 // Covering returns the live locks covering name.

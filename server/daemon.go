@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"netdisk/drive"
 	"netdisk/davlock"
+	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/lock"
 	"netdisk/meta"
@@ -194,9 +194,11 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}
-	if rdb != nil {
-		// With Redis the WebDAV locks live there, so a lock taken through
-		// one node binds writes through every node sharing it.
+	if o.Meta != "" {
+		// Nodes sharing the metadata share the WebDAV locks, in Redis
+		// (checkShared made sure there is one): a lock taken through one
+		// node binds writes through every node. One node keeps them in
+		// process, Redis or not.
 		dc.Locks = davlock.NewRedis(rdb, "", o.Now, o.Logger)
 	}
 	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc})
