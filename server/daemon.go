@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/davlock"
+	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/lock"
@@ -200,6 +201,9 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		// node binds writes through every node. One node keeps them in
 		// process, Redis or not.
 		dc.Locks = davlock.NewRedis(rdb, "", o.Now, o.Logger)
+		// And the pins that keep another node's GC off the chunks this
+		// node stored and has not committed yet.
+		dc.Pins = dedup.NewSharedPins(rdb, nodeName(), o.Logger)
 	}
 	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc})
 	if err != nil {

@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"os"
 
 	"netdisk/dedup"
 )
@@ -32,4 +35,13 @@ func openBlobs(ctx context.Context, o Options) (dedup.BlobStore, error) {
 		return nil, nil
 	}
 	return dedup.OpenURL(ctx, o.Blobs, dedup.CacheConfig{Dir: o.CacheDir, Size: o.CacheSize})
+}
+
+// nodeName names this process among the nodes: the host for the operator
+// reading Redis, a random suffix so two processes on one host differ.
+func nodeName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 6)
+	rand.Read(b)
+	return host + "-" + hex.EncodeToString(b)
 }
