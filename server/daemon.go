@@ -50,6 +50,9 @@ type Options struct {
 	Blobs     string
 	CacheDir  string
 	CacheSize int64
+	// LeaseTTL is how long a run-once job's lease outlives a node that
+	// died holding it; 0 means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 	// Pprof, when set, serves net/http/pprof on this address (a listener of
 	// its own, never the public one; for profiling, off by default).
 	Pprof string
@@ -86,6 +89,7 @@ type Daemon struct {
 	Locks  *lock.Manager
 	rdb    *redis.Client
 	opts   Options
+	node   string // this process's name among the nodes (pins, leases)
 
 	// The background loops (GC, upload janitor, checksums, quota ledger)
 	// use the stores: Serve's end and Close stop them and wait for every
@@ -128,6 +132,23 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
+	}
+	if d.opts.Meta != "" {
+		// Nodes share the store: the jobs that must run once run under a
+		// lease (lease.go). The quota ledger and lock leases keep running
+		// on every node: each reconciles its own view after a Redis outage.
+		ttl := d.opts.LeaseTTL
+		if ttl <= 0 {
+			ttl = DefaultLeaseTTL
+		}
+		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger}
+		for i, j := range jobs {
+			switch j.name {
+			case "gc", "upload-janitor", "checksums":
+				run := j.run
+				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
+			}
+		}
 	}
 	for _, j := range jobs {
 		d.bg.Add(1)
@@ -194,6 +215,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	node := nodeName()
 	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}
 	if o.Meta != "" {
 		// Nodes sharing the metadata share the WebDAV locks, in Redis
@@ -203,7 +225,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		dc.Locks = davlock.NewRedis(rdb, "", o.Now, o.Logger)
 		// And the pins that keep another node's GC off the chunks this
 		// node stored and has not committed yet.
-		dc.Pins = dedup.NewSharedPins(rdb, nodeName(), o.Logger)
+		dc.Pins = dedup.NewSharedPins(rdb, node, o.Logger)
 	}
 	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc})
 	if err != nil {
@@ -243,7 +265,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("locks: %w", err)
 	}
 	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck})
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, rdb: rdb, opts: o}, nil
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, rdb: rdb, opts: o, node: node}, nil
 }
 
 func closeRedis(rdb *redis.Client) {

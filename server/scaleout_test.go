@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -114,5 +115,46 @@ func TestTwoNodesShareOneDrive(t *testing.T) {
 	// Node A's local disk holds no chunk directory: the bucket is the store.
 	if _, err := os.Stat(a.DataDir + "/chunks"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("node A made a local chunk directory: %v", err)
+	}
+}
+
+// Run-once jobs run on one node at a time and move to another when their
+// node is killed.
+func TestRunOnceJobsMoveWhenNodeDies(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	r := testutil.StartRedis(t)
+	shared := []string{"--meta", pg.NewDatabase(t), "--redis", r.URL, "--lease-ttl", "1s", "--gc-interval", "1h"}
+	a := testutil.StartDaemon(t, shared...)
+	b := testutil.StartDaemon(t, shared...)
+	const took = `msg="run-once job: lease taken, running here" job=gc`
+	holder := func() (*testutil.Daemon, *testutil.Daemon) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			ina, inb := strings.Count(a.Logs(), took), strings.Count(b.Logs(), took)
+			switch {
+			case ina > 0 && inb > 0:
+				return nil, nil
+			case ina > 0:
+				return a, b
+			case inb > 0:
+				return b, a
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no node took the gc lease within 15s")
+		return nil, nil
+	}
+	h, other := holder()
+	if h == nil {
+		t.Fatal("both nodes ran gc at once")
+	}
+	h.Kill()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(other.Logs(), took) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gc did not move to the surviving node within 15s of the holder's death (lease 1s)")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
