@@ -7,6 +7,9 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +159,63 @@ func TestRunOnceJobsMoveWhenNodeDies(t *testing.T) {
 			t.Fatalf("gc did not move to the surviving node within 15s of the holder's death (lease 1s)")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cluster is nodes netdisk nodes on one PostgreSQL database, one bucket and
+// one Redis, behind nginx round-robin.
+type cluster struct {
+	nodes  []*testutil.Daemon
+	lb     *testutil.Nginx
+	bucket string
+	s3     *testutil.S3
+	redis  *testutil.Redis
+}
+
+func startCluster(t *testing.T, nodes int, extra ...string) *cluster {
+	t.Helper()
+	pg := testutil.SharedPostgres(t)
+	s3 := testutil.SharedS3(t)
+	r := testutil.StartRedis(t)
+	blobs, bucket := s3.NewBucket(t)
+	args := append([]string{"--meta", pg.NewDatabase(t), "--blobs", blobs, "--redis", r.URL, "--chunk-size", "64KiB", "--log-level", "warn"}, extra...)
+	c := &cluster{bucket: bucket, s3: s3, redis: r}
+	var addrs []string
+	for range nodes {
+		d := testutil.StartDaemon(t, args...)
+		c.nodes = append(c.nodes, d)
+		addrs = append(addrs, d.Addr)
+	}
+	c.lb = testutil.StartNginx(t, addrs...)
+	return c
+}
+
+var litmusSummary = regexp.MustCompile("<- summary for `([a-z]+)': of ([0-9]+) tests run: ([0-9]+) passed, ([0-9]+) failed")
+
+// litmus passes in full (104 of 104) through nginx round-robin over two
+// nodes: every request may land on either node, so locks, properties and
+// the tree must all be shared.
+func TestLitmusThroughBalancer(t *testing.T) {
+	bin := testutil.RequireTool(t, "litmus")
+	c := startCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, c.lb.URL+"/dav/", "admin", c.nodes[0].AdminPass)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "TESTS=basic copymove props locks http")
+	out, _ := cmd.CombinedOutput()
+	passed, failed := 0, 0
+	for _, m := range litmusSummary.FindAllStringSubmatch(string(out), -1) {
+		p, _ := strconv.Atoi(m[3])
+		f, _ := strconv.Atoi(m[4])
+		passed, failed = passed+p, failed+f
+	}
+	if passed != 104 || failed != 0 {
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "FAIL") || strings.Contains(line, "summary") {
+				t.Log(strings.TrimSpace(line))
+			}
+		}
+		t.Fatalf("litmus through nginx over two nodes: %d passed, %d failed; want 104 and 0", passed, failed)
 	}
 }
