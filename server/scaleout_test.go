@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -315,6 +317,60 @@ func TestUploadSessionAcrossNodes(t *testing.T) {
 		}
 		if q.Finished != int64(len(content)) || q.Unfinished != 0 || q.Uploading != 0 {
 			t.Fatalf("quota through %s: %+v; want finished %d and nothing in flight", d.Addr, q, len(content))
+		}
+	}
+}
+
+// GC running over and over on one node while another node stores, deletes
+// and stores again the same content never loses a chunk a file references:
+// the chunk a write on node B has found in the bucket (or just put there)
+// and not yet committed is pinned for node A's GC too.
+func TestGCOnOneNodeRacingUploadsOnAnother(t *testing.T) {
+	c := startCluster(t, 2)
+	a, b := c.nodes[0], c.nodes[1]
+	pass := a.AdminPass
+	ctx, cancel := context.WithCancel(context.Background())
+	gcDone := make(chan int)
+	go func() {
+		runs := 0
+		for ctx.Err() == nil {
+			resp, err := a.Do(ctx, "POST", "/api/v1/admin/gc", "admin", pass, nil, nil)
+			if err == nil {
+				resp.Body.Close()
+				runs++
+			}
+		}
+		gcDone <- runs
+	}()
+	content := make([]byte, 3*64<<10)
+	rand.Read(content)
+	const rounds = 25
+	for i := range rounds {
+		// The old copy goes (its chunks become garbage) and the same bytes
+		// come back under another name: the write finds them in the bucket.
+		if i > 0 {
+			if code, _ := fetch(t, b, "DELETE", fmt.Sprintf("/dav/keep-%d.bin", i-1), "admin", pass, nil); code != http.StatusNoContent {
+				t.Fatalf("DELETE keep-%d: %d", i-1, code)
+			}
+		}
+		if code, _ := fetch(t, b, "PUT", fmt.Sprintf("/dav/keep-%d.bin", i), "admin", pass, content); code != http.StatusCreated {
+			t.Fatalf("PUT keep-%d: %d", i, code)
+		}
+	}
+	cancel()
+	if runs := <-gcDone; runs == 0 {
+		t.Fatal("GC never ran during the uploads")
+	}
+	// The surviving file's chunks are all in the bucket (asked of the
+	// bucket, not through a node's cache).
+	s3c, err := c.s3.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(content); off += 64 << 10 {
+		k := sha256.Sum256(content[off : off+64<<10])
+		if _, err := s3c.StatObject(context.Background(), c.bucket, hex.EncodeToString(k[:]), minio.StatObjectOptions{}); err != nil {
+			t.Fatalf("chunk at %d of the surviving file is gone from the bucket: %v", off, err)
 		}
 	}
 }
