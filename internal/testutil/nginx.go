@@ -30,9 +30,22 @@ type Nginx struct {
 // fails it under CI.
 func StartNginx(t testing.TB, upstreams ...string) *Nginx {
 	t.Helper()
-	bin := RequireTool(t, "nginx")
-	dir := t.TempDir()
-	var err error
+	RequireTool(t, "nginx")
+	n, err := LaunchNginx(t.TempDir(), upstreams...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return n
+}
+
+// LaunchNginx starts nginx with its files in dir; the caller stops it
+// (Stop). For programs such as the benchmarks; tests use StartNginx.
+func LaunchNginx(dir string, upstreams ...string) (*Nginx, error) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		var port int
 		if port, err = freePort(); err != nil {
@@ -40,12 +53,10 @@ func StartNginx(t testing.TB, upstreams ...string) *Nginx {
 		}
 		var n *Nginx
 		if n, err = startNginx(bin, dir, port, upstreams); err == nil {
-			t.Cleanup(n.Stop)
-			return n
+			return n, nil
 		}
 	}
-	t.Fatalf("start nginx: %v", err)
-	return nil
+	return nil, fmt.Errorf("start nginx: %w", err)
 }
 
 func startNginx(bin, dir string, port int, upstreams []string) (*Nginx, error) {

@@ -182,15 +182,25 @@ func (s *S3) Client() (*minio.Client, error) {
 // NewBucket creates an empty bucket and returns the --blobs URL for it.
 func (s *S3) NewBucket(t testing.TB) (url, bucket string) {
 	t.Helper()
-	bucket = fmt.Sprintf("netdisk-%d", s.buckets.Add(1))
-	c, err := s.Client()
+	url, bucket, err := s.CreateBucket(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MakeBucket(context.Background(), bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
-		t.Fatalf("make bucket: %v", err)
+	return url, bucket
+}
+
+// CreateBucket creates an empty bucket and returns the --blobs URL for it
+// (for programs such as the benchmarks; tests use NewBucket).
+func (s *S3) CreateBucket(ctx context.Context) (url, bucket string, err error) {
+	bucket = fmt.Sprintf("netdisk-%d", s.buckets.Add(1))
+	c, err := s.Client()
+	if err != nil {
+		return "", "", err
 	}
-	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&insecure=1", bucket, s.Endpoint), bucket
+	if err := c.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		return "", "", fmt.Errorf("make bucket: %w", err)
+	}
+	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&insecure=1", bucket, s.Endpoint), bucket, nil
 }
 
 func (s *S3) kill() {
