@@ -374,3 +374,22 @@ func TestGCOnOneNodeRacingUploadsOnAnother(t *testing.T) {
 		}
 	}
 }
+
+// Failed logins spread over two nodes count together: the pair limit is
+// reached after PairLimit failures whichever nodes saw them.
+func TestLoginThrottleAcrossNodes(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	r := testutil.StartRedis(t)
+	shared := []string{"--meta", pg.NewDatabase(t), "--redis", r.URL}
+	nodes := []*testutil.Daemon{testutil.StartDaemon(t, shared...), testutil.StartDaemon(t, shared...)}
+	for i := range server.PairLimit {
+		if code, _ := fetch(t, nodes[i%2], "PROPFIND", "/dav/", "admin", "wrong-password", nil); code != http.StatusUnauthorized {
+			t.Fatalf("failed login %d: %d, want 401", i+1, code)
+		}
+	}
+	for _, d := range nodes {
+		if code, _ := fetch(t, d, "PROPFIND", "/dav/", "admin", "wrong-password", nil); code != http.StatusTooManyRequests {
+			t.Fatalf("login on %s after %d failures spread over two nodes: %d, want 429", d.Addr, server.PairLimit, code)
+		}
+	}
+}

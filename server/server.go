@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"netdisk/api"
 	"netdisk/dav"
@@ -36,6 +37,9 @@ type Config struct {
 	// LockStreamRecheck is how often lock event streams re-read their
 	// keys' standing; 0 means api.DefaultLockStreamRecheck.
 	LockStreamRecheck time.Duration
+	// SharedLogins, when set, keeps the login throttle's failure counts in
+	// this Redis, shared by the nodes (throttle_redis.go).
+	SharedLogins *redis.Client
 }
 
 // Server is the HTTP side of the daemon.
@@ -64,6 +68,9 @@ func New(c Config) *Server {
 		s.now = time.Now
 	}
 	s.logins = newThrottle(s.now)
+	if c.SharedLogins != nil {
+		s.logins.shared = &sharedFailures{rdb: c.SharedLogins, log: s.log}
+	}
 	s.metrics = NewMetrics(prometheus.NewRegistry())
 	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
 	s.api = api.New(c.Drive, s.log)

@@ -73,6 +73,9 @@ type throttle struct {
 	addrs map[string]*counter
 	accts map[string]*counter
 	swept time.Time // last sweep: at most one a minute, however many are tracked
+	// shared, when set, holds the failure counts every node sees
+	// (throttle_redis.go).
+	shared *sharedFailures
 }
 
 func newThrottle(now func() time.Time) *throttle {
@@ -107,10 +110,23 @@ func ensure[K comparable](m map[K]*counter, k K) *counter {
 // the outcome.
 func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
 	account = accountKey(account)
+	var sn [3]int
+	var slast [3]int64
+	shared := false
+	if t.shared != nil {
+		sn, slast, shared = t.shared.load(account, addr)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	pk := pairKey{account, addr}
+	if shared {
+		// The shared counts are the truth; this node's counters keep only
+		// their attempts in flight.
+		for i, c := range []*counter{ensure(t.pairs, pk), ensure(t.addrs, addr), ensure(t.accts, account)} {
+			c.n, c.last = sn[i], time.Unix(0, slast[i])
+		}
+	}
 	pair := live(t.pairs, pk, now)
 	wait := max(pair.lockedFor(PairLimit, now), live(t.addrs, addr, now).lockedFor(AddrLimit, now))
 	if pair != nil && pair.n > 0 {
@@ -131,6 +147,9 @@ func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
 // evaluated false (the check could not be made) records nothing.
 func (t *throttle) done(account, addr string, evaluated, success bool) {
 	account = accountKey(account)
+	if t.shared != nil && evaluated {
+		t.shared.record(account, addr, success, t.now())
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
