@@ -16,21 +16,22 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 )
 
 // PushEvent reports the progress of Push: one file starting or ending, or a
 // pipeline event of the file being uploaded in chunks.
 type PushEvent struct {
-	Type    string         `json:"type"` // "start", "pipeline", "done", "error"
-	Local   string         `json:"local"`
-	Remote  string         `json:"remote"`
-	Size    int64          `json:"size"`
-	Small   bool           `json:"small,omitempty"` // sent in one request
-	Instant bool           `json:"instant,omitempty"`
-	Event   *chunker.Event `json:"pipeline,omitempty"`
-	Result  *FileResult    `json:"result,omitempty"`
-	Error   string         `json:"error,omitempty"`
+	Type    string              `json:"type"` // "start", "pipeline", "done", "error"
+	Local   string              `json:"local"`
+	Remote  string              `json:"remote"`
+	Size    int64               `json:"size"`
+	Small   bool                `json:"small,omitempty"` // sent in one request
+	Instant bool                `json:"instant,omitempty"`
+	Event   *chunker.Event      `json:"pipeline,omitempty"`
+	Result  *apitype.FileResult `json:"result,omitempty"`
+	Error   string              `json:"error,omitempty"`
 }
 
 // PushOptions tune Push; the zero value is usable.
@@ -236,7 +237,7 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 type fileOutcome struct {
 	small, instant bool
 	sent, skipped  int64
-	result         FileResult
+	result         apitype.FileResult
 }
 
 func (c *Client) pushSmall(ctx context.Context, f PushFile) (fileOutcome, error) {
@@ -271,7 +272,7 @@ func (c *Client) pushChunked(ctx context.Context, f PushFile, o PushOptions, emi
 // content that is already open, e.g. the FUSE mount's staged files. Chunk
 // hashes known in advance go in o.Pipeline.Hashes, computed with chunk size
 // o.Pipeline.ChunkSize; they are ignored when the server cuts otherwise.
-func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, remote string, o PushOptions) (FileResult, error) {
+func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, remote string, o PushOptions) (apitype.FileResult, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 3
 	}
@@ -319,7 +320,7 @@ func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile
 		if attempt == 0 && len(in.Uploaded) > 0 {
 			held := slices.Clone(in.Uploaded)
 			slices.Sort(held)
-			po.Uploaded = func(i int) bool { _, ok := slices.BinarySearch(held, i); return ok }
+			po.Uploaded = func(i int) bool { _, ok := slices.BinarySearch(held, int64(i)); return ok }
 		}
 		po.OnEvent = func(e chunker.Event) {
 			emit(PushEvent{Type: "pipeline", Local: f.Local, Remote: f.Remote, Size: f.Size, Event: &e})

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/internal/testutil"
 )
@@ -229,7 +230,7 @@ func TestPushAbortsThenResumes(t *testing.T) {
 func TestInstantUploadOfAnotherUsersContent(t *testing.T) {
 	d := startDaemon(t)
 	admin := New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
 		t.Fatal(err)
 	}
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 5, 12*testChunk+9)
@@ -334,7 +335,7 @@ func TestCLIPushResumesAfterKill(t *testing.T) {
 func TestCLIErrors(t *testing.T) {
 	d := startDaemon(t)
 	admin := New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	local, _ := writeRandom(t, t.TempDir(), "f.bin", 7, 300<<10)

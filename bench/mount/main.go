@@ -22,6 +22,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/apitype"
 	"netdisk/client"
 )
 
@@ -87,7 +88,7 @@ func run() error {
 	}
 	url := "http://" + addr
 	ctx := context.Background()
-	if _, err := client.New(url, "admin", adminPass).AdminAddUser(ctx, client.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
+	if _, err := client.New(url, "admin", adminPass).AdminAddUser(ctx, apitype.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
 		return err
 	}
 
