@@ -64,7 +64,8 @@ func TestAdminEndpointsStatuses(t *testing.T) {
 		{"GET", "/api/v1/admin/stats", ``, 200, `"dedupRatio":0`},
 		{"POST", "/api/v1/admin/gc", ``, 200, `"chunks":0`},
 		{"POST", "/api/v1/admin/fsck", ``, 200, `"problems":[]`},
-		{"GET", "/api/v1/admin/gc", ``, 404, `no such API endpoint`},
+		{"GET", "/api/v1/admin/gc", ``, 405, `allowed: POST`},
+		{"GET", "/api/v1/admin/nope", ``, 404, `no such API endpoint`},
 		{"DELETE", "/api/v1/admin/users/bob", ``, 204, ``},
 		{"GET", "/api/v1/admin/users/bob", ``, 404, ``},
 	} {
