@@ -105,10 +105,10 @@ func checkIndex(op string, ss session, index int64) error {
 
 // HashResult answers patchHash.
 type HashResult struct {
-	Exists    bool       `json:"exists"`
-	Completed bool       `json:"completed,omitempty"`
-	Path      string     `json:"path,omitempty"`
-	Challenge *Challenge `json:"challenge,omitempty"`
+	Exists    bool
+	Completed bool
+	Path      string
+	Challenge *Challenge
 }
 
 // PatchChunk asks whether the server holds chunk index with MD5 hash. A chunk
