@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/internal/testutil"
 )
@@ -229,7 +230,7 @@ func TestPushAbortsThenResumes(t *testing.T) {
 func TestInstantUploadOfAnotherUsersContent(t *testing.T) {
 	d := startDaemon(t)
 	admin := New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
 		t.Fatal(err)
 	}
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 5, 12*testChunk+9)
@@ -337,7 +338,7 @@ func TestCLIPushResumesAfterKill(t *testing.T) {
 func TestCLIErrors(t *testing.T) {
 	d := startDaemon(t)
 	admin := New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	local, _ := writeRandom(t, t.TempDir(), "f.bin", 7, 300<<10)
@@ -534,7 +535,7 @@ func TestPushSmallFileRetries(t *testing.T) {
 	}
 
 	// A 4xx is final: a file over the user's quota fails at once.
-	if _, err := New(d.URL, "admin", d.AdminPass).AdminAddUser(context.Background(), NewUser{Name: "dan", Password: "dan-pass-123", Quota: 50 << 10}); err != nil {
+	if _, err := New(d.URL, "admin", d.AdminPass).AdminAddUser(context.Background(), apitype.NewUser{Name: "dan", Password: "dan-pass-123", Quota: 50 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	p.reset()
@@ -556,7 +557,7 @@ func TestPushSmallFileHashFirst(t *testing.T) {
 	d := startDaemon(t)
 	p := newFaultProxy(t, d.URL)
 	admin := New(p.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
 		t.Fatal(err)
 	}
 	local, data := writeRandom(t, t.TempDir(), "s.bin", 51, 3*testChunk+77)

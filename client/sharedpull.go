@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"netdisk/apitype"
 	"os"
 	"path"
 	"path/filepath"
@@ -143,7 +144,7 @@ func (c *Client) UnlockDetached(op, resource, node string, success bool) {
 
 // fetchIntoCache downloads remote into the cache under its file hash while
 // heart-beating the lock; losing the lock cancels the transfer.
-func (c *Client) fetchIntoCache(ctx context.Context, remote string, n Node, cached, resource string, a lock.WireAnswer, o SharedPullOptions) (PullResult, error) {
+func (c *Client) fetchIntoCache(ctx context.Context, remote string, n apitype.Node, cached, resource string, a lock.WireAnswer, o SharedPullOptions) (PullResult, error) {
 	lost, stop := c.KeepLock(PullOp, resource, o.Node, time.Duration(a.LeaseMs)*time.Millisecond)
 	defer stop()
 	ctx, cancel := context.WithCancelCause(ctx)

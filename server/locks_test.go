@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"netdisk/apitype"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func newLockEnv(t *testing.T, d *testutil.Daemon) *lockEnv {
 
 func (e *lockEnv) user(name string) *client.Client {
 	e.t.Helper()
-	if _, err := e.admin.AdminAddUser(context.Background(), client.NewUser{Name: name, Password: name + "-pass-1"}); err != nil {
+	if _, err := e.admin.AdminAddUser(context.Background(), apitype.NewUser{Name: name, Password: name + "-pass-1"}); err != nil {
 		e.t.Fatal(err)
 	}
 	return client.New(e.d.URL, name, name+"-pass-1")

@@ -42,6 +42,10 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 		if int64(n) != want {
 			return errs.Errorf(op, errs.Invalid, "chunk %d must be %d bytes, body has %d", index, want, n)
 		}
+	case err != nil && errs.Classified(err):
+		// The API marks its body's read errors where they happen (too
+		// large, unreadable, client gone): they keep that kind.
+		return errs.E(op, errs.Other, "", fmt.Errorf("reading the chunk body: %w", err))
 	case err != nil:
 		return errs.E(op, errs.Invalid, "", fmt.Errorf("reading the chunk body: %w", err))
 	default: // one byte more than the chunk: refuse without reading the rest
@@ -111,10 +115,10 @@ func checkIndex(op string, ss session, index int64) error {
 
 // HashResult answers patchHash.
 type HashResult struct {
-	Exists    bool       `json:"exists"`
-	Completed bool       `json:"completed,omitempty"`
-	Path      string     `json:"path,omitempty"`
-	Challenge *Challenge `json:"challenge,omitempty"`
+	Exists    bool
+	Completed bool
+	Path      string
+	Challenge *Challenge
 }
 
 // PatchChunk asks whether the server holds chunk index with MD5 hash. A chunk

@@ -104,17 +104,17 @@ func (s *Service) TTL() time.Duration { return s.ttl }
 
 // Info is a session as init and GET session answer it.
 type Info struct {
-	UploadID    string  `json:"uploadId"`
-	ChunkSize   int64   `json:"chunkSize"`
-	TotalChunks int64   `json:"totalChunks"`
-	Uploaded    []int64 `json:"uploaded"`
+	UploadID    string
+	ChunkSize   int64
+	TotalChunks int64
+	Uploaded    []int64
 }
 
 // Result is a committed upload.
 type Result struct {
-	Path     string `json:"path"`
-	Size     int64  `json:"size"`
-	FileHash string `json:"fileHash"`
+	Path     string
+	Size     int64
+	FileHash string
 }
 
 // MissingError is a merge refused because chunks are missing.
