@@ -35,7 +35,7 @@ type SharedPullOptions struct {
 	OnProgress func(file string, done, total int64)
 	// OnWait reports this node's standing while it waits (queued at a
 	// position, granted, released).
-	OnWait func(lock.WireAnswer)
+	OnWait func(apitype.LockAnswer)
 }
 
 // SharedPullResult sums up a SharedPull.
@@ -94,7 +94,7 @@ func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedP
 			stream.Close()
 			return res, err
 		}
-		switch a.Status {
+		switch lock.Status(a.Status) {
 		case lock.Acquired:
 			stream.Close()
 			if cachedOK(cached, n.Size) { // done by the holder before us
@@ -144,7 +144,7 @@ func (c *Client) UnlockDetached(op, resource, node string, success bool) {
 
 // fetchIntoCache downloads remote into the cache under its file hash while
 // heart-beating the lock; losing the lock cancels the transfer.
-func (c *Client) fetchIntoCache(ctx context.Context, remote string, n apitype.Node, cached, resource string, a lock.WireAnswer, o SharedPullOptions) (PullResult, error) {
+func (c *Client) fetchIntoCache(ctx context.Context, remote string, n apitype.Node, cached, resource string, a apitype.LockAnswer, o SharedPullOptions) (PullResult, error) {
 	lost, stop := c.KeepLock(PullOp, resource, o.Node, time.Duration(a.LeaseMs)*time.Millisecond)
 	defer stop()
 	ctx, cancel := context.WithCancelCause(ctx)
