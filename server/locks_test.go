@@ -91,7 +91,7 @@ func nextEvent(t *testing.T, s *client.EventStream) apitype.LockAnswer {
 func wantEvent(t *testing.T, s *client.EventStream, event string, st lock.Status, pos int) {
 	t.Helper()
 	a := nextEvent(t, s)
-	if a.Event != event || a.Status != st || a.Position != pos {
+	if a.Event != event || lock.Status(a.Status) != st || a.Position != pos {
 		t.Fatalf("event %s %s at %d, want %s %s at %d", a.Event, a.Status, a.Position, event, st, pos)
 	}
 }
