@@ -54,11 +54,14 @@ type HeldChunk struct {
 // one) with who holds it: Own for uid, Owners counted up to limit.
 func (s *SQLite) ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]HeldChunk, error) {
 	const op = "meta.ChunksHeld"
+	// The asked name LEFT JOIN the chunks: unknown content still yields a
+	// row, and its subqueries run (on a NULL id, finding nothing), so the
+	// statement does about the same work whether the content exists.
 	rows, err := s.r.QueryContext(ctx, `SELECT c.id, c.sha256, c.md5, c.size, c.reveal_draw,
 		EXISTS (SELECT 1 FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = c.id AND n.user_id = ?1)
 		OR EXISTS (SELECT 1 FROM session_chunks sc JOIN upload_sessions us ON us.id = sc.session_id WHERE sc.chunk_id = c.id AND us.user_id = ?1),
 		(SELECT count(*) FROM (SELECT DISTINCT n.user_id FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = c.id LIMIT ?2))
-		FROM chunks c WHERE c.md5 = ?3 AND c.size = ?4`, uid, limit, md5, size)
+		FROM (SELECT ?3 AS md5, ?4 AS size) q LEFT JOIN chunks c ON c.md5 = q.md5 AND c.size = q.size`, uid, limit, md5, size)
 	if err != nil {
 		return nil, wrap(op, "", err)
 	}
@@ -66,9 +69,15 @@ func (s *SQLite) ChunksHeld(ctx context.Context, uid int64, md5 string, size int
 	var out []HeldChunk
 	for rows.Next() {
 		var h HeldChunk
-		if err := rows.Scan(&h.ID, &h.SHA256, &h.MD5, &h.Size, &h.Draw, &h.Own, &h.Owners); err != nil {
+		var id, size, draw sql.NullInt64
+		var sha, md sql.NullString
+		if err := rows.Scan(&id, &sha, &md, &size, &draw, &h.Own, &h.Owners); err != nil {
 			return nil, wrap(op, "", err)
 		}
+		if !id.Valid {
+			continue // the asked name's row: no such chunk
+		}
+		h.ID, h.SHA256, h.MD5, h.Size, h.Draw = id.Int64, sha.String, md.String, size.Int64, draw.Int64
 		out = append(out, h)
 	}
 	return out, wrap(op, "", rows.Err())

@@ -50,6 +50,9 @@ type Options struct {
 	// MaxFileSize bounds every file (413 beyond it); 0 means
 	// drive.DefaultMaxFileSize.
 	MaxFileSize int64
+	// Instant says when content only other users hold is an instant upload
+	// (upload.Instant; the zero value is private with owners 2-10).
+	Instant upload.Instant
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -160,6 +163,9 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
+	if err := o.Instant.Check(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -185,7 +191,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, err
 	}
-	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g}})
+	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g},
+		Instant: o.Instant})
 	g.SetTruth(up)
 	// SQLite is the truth: the ledger is rebuilt from it at every start, so a
 	// kill -9 (a reservation of a write that died with the process, a

@@ -40,8 +40,9 @@ type env struct {
 // newEnv wires the service as the daemon does, on the embedded ledger.
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
-// newEnvWith wires it on rdb's Redis ledger (nil: embedded).
-func newEnvWith(t *testing.T, rdb *redis.Client) *env {
+// newEnvWith wires it on rdb's Redis ledger (nil: embedded), with the
+// instant upload policy inst (the zero value: the daemon's default).
+func newEnvWith(t *testing.T, rdb *redis.Client, inst ...Instant) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -64,8 +65,12 @@ func newEnvWith(t *testing.T, rdb *redis.Client) *env {
 	}
 	g := quota.NewGuard(l, sink, quiet)
 	d := drive.New(drive.Config{Meta: m, Blobs: blobs, ChunkSize: testChunk, Now: clock.Now, Logger: quiet, Quota: g})
-	s := New(Config{Drive: d, DB: m, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now, Logger: quiet,
-		Accountant: LedgerAccountant{G: g}})
+	c := Config{Drive: d, DB: m, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now, Logger: quiet,
+		Accountant: LedgerAccountant{G: g}}
+	if len(inst) > 0 {
+		c.Instant = inst[0]
+	}
+	s := New(c)
 	g.SetTruth(s)
 	if err := g.Reconcile(ctx); err != nil {
 		t.Fatal(err)
@@ -226,7 +231,8 @@ func TestMergedSessionIsIdempotentThenRetired(t *testing.T) {
 // A stored chunk whose MD5 equals that of other bytes must never stand in for
 // them: the crafted entry claims MD5(x) but holds y.
 func TestMD5CollisionCraftedEntry(t *testing.T) {
-	e := newEnv(t)
+	// Shared mode: mallory alone must be enough to be offered a challenge.
+	e := newEnvWith(t, nil, Instant{Mode: InstantShared})
 	ctx := context.Background()
 	alice, mallory, carol := e.user("alice", 0), e.user("mallory", 0), e.user("carol", 0)
 	x, y := randBytes(testChunk), randBytes(testChunk)

@@ -16,6 +16,7 @@ import (
 
 	"netdisk/quota"
 	"netdisk/server"
+	"netdisk/upload"
 )
 
 // softMemoryLimit is the daemon's default GOMEMLIMIT (override with the
@@ -29,6 +30,8 @@ func newServeCmd() *cobra.Command {
 		maxFile   string
 		logLevel  string
 		logJSON   bool
+		instant   string
+		owners    string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -72,6 +75,12 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 				return fmt.Errorf("--max-file-size %q: want a size between 1 byte and 8PiB", maxFile)
 			}
 			o.MaxFileSize = int64(mf)
+			if o.Instant.Mode, err = upload.ParseInstantMode(instant); err != nil {
+				return fmt.Errorf("--instant-upload: %w", err)
+			}
+			if o.Instant.MinOwners, o.Instant.MaxOwners, err = upload.ParseOwnerRange(owners); err != nil {
+				return fmt.Errorf("--instant-upload-owners: %w", err)
+			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -91,6 +100,9 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&maxFile, "max-file-size", "1TiB", "largest file accepted (larger uploads are refused with 413)")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
+	f.StringVar(&instant, "instant-upload", "private", "when another user's content is an instant upload: private (once enough distinct users hold it that its existence is no secret; "+
+		"until then the answer is the one for unknown content), shared (whenever anyone holds it: reveals what others store), off (never; a user's own content always is)")
+	f.StringVar(&owners, "instant-upload-owners", "2-10", "private mode: each content's secret threshold of distinct owners is drawn once in this range MIN-MAX")
 	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
