@@ -36,6 +36,7 @@ import (
 	"netdisk/chunker"
 	"netdisk/meta"
 	"netdisk/server"
+	"netdisk/upload"
 )
 
 func main() {
@@ -92,7 +93,10 @@ func run() error {
 	defer cancel()
 	ready := filepath.Join(dir, "ready")
 	d, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", ChunkSize: int64(cs),
-		ReadyFile: ready, AdminPass: "bench-admin", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+		ReadyFile: ready, AdminPass: "bench-admin", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
+		// Shared: the instant re-upload by a second user measures the proof
+		// path, which private mode keeps for content held by enough users.
+		Instant: upload.Instant{Mode: upload.InstantShared}})
 	if err != nil {
 		return err
 	}
