@@ -28,7 +28,7 @@ import (
 const testChunk = 1024
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	clock *testutil.Clock
 	m     *meta.SQLite
 	blobs dedup.BlobStore
@@ -42,7 +42,7 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
 // newEnvWith wires it on rdb's Redis ledger (nil: embedded), with the
 // instant upload policy inst (the zero value: the daemon's default).
-func newEnvWith(t *testing.T, rdb *redis.Client, inst ...Instant) *env {
+func newEnvWith(t testing.TB, rdb *redis.Client, inst ...Instant) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
