@@ -439,8 +439,11 @@ func TestCLIPushJSONEvents(t *testing.T) {
 // which is reported as MergeFailed (and not followed by a second
 // QueueDrained); every chunk is then re-checked by hash in a fresh session and
 // only the changed one is sent again. The result is the new content.
+// Shared mode: the re-check finds the abandoned session's chunks by proof;
+// in private mode nobody holds them once that session is gone, so they are
+// sent again (docs/API.md, "Instant upload and privacy").
 func TestPushResumedAfterLocalChange(t *testing.T) {
-	d := startDaemon(t)
+	d := startDaemon(t, "--instant-upload=shared")
 	p := newFaultProxy(t, d.URL)
 	p.setFault(func(n int) string {
 		if n > 8 {

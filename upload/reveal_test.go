@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"netdisk/dedup"
+	"netdisk/meta"
 )
 
 // blobCount is how many chunk blobs the store holds.
@@ -411,5 +412,51 @@ func TestPatchHashTimingIndependentOfExistence(t *testing.T) {
 	}
 	if !fileSeen || !chunkSeen {
 		t.Fatalf("the harness saw no difference in shared mode (file %v, chunk %v): it could not see a leak either", fileSeen, chunkSeen)
+	}
+}
+
+// Thresholds cover the whole range and nothing outside it; content without
+// a draw gets the most cautious one; the flags' parsers accept what the
+// docs show and refuse the rest.
+func TestThresholdRangeAndParsing(t *testing.T) {
+	c, err := Instant{MinOwners: 3, MaxOwners: 7}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for draw := int64(0); draw < 1000; draw++ {
+		th := c.threshold(draw)
+		if th < 3 || th > 7 {
+			t.Fatalf("draw %d → threshold %d outside 3-7", draw, th)
+		}
+		seen[th] = true
+	}
+	if len(seen) != 5 || c.threshold(meta.NoDraw) != 7 || c.threshold(meta.DrawRange-1) > 7 {
+		t.Fatalf("thresholds seen %v, no draw → %d", seen, c.threshold(meta.NoDraw))
+	}
+	if d, _ := (Instant{}).withDefaults(); d.MinOwners != DefaultMinOwners || d.MaxOwners != DefaultMaxOwners || d.Mode != InstantPrivate {
+		t.Fatalf("zero value = %+v", d)
+	}
+	for in, want := range map[string][2]int{"2-10": {2, 10}, "4": {4, 4}, " 1 - 3 ": {1, 3}} {
+		lo, hi, err := ParseOwnerRange(in)
+		if err != nil || lo != want[0] || hi != want[1] {
+			t.Fatalf("ParseOwnerRange(%q) = %d %d %v", in, lo, hi, err)
+		}
+	}
+	for _, in := range []string{"", "0-3", "5-2", "-3", "2-x", "1-2-3"} {
+		if _, _, err := ParseOwnerRange(in); err == nil {
+			t.Fatalf("ParseOwnerRange(%q) accepted", in)
+		}
+	}
+	for _, m := range []InstantMode{InstantPrivate, InstantShared, InstantOff} {
+		if got, err := ParseInstantMode(m.String()); err != nil || got != m {
+			t.Fatalf("ParseInstantMode(%q) = %v %v", m, got, err)
+		}
+	}
+	if _, err := ParseInstantMode("public"); err == nil {
+		t.Fatal("ParseInstantMode(public) accepted")
+	}
+	if (Instant{MinOwners: 0, MaxOwners: 4}).Check() == nil || (Instant{Mode: 7}).Check() == nil {
+		t.Fatal("a bad configuration passed Check")
 	}
 }
