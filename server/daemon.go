@@ -63,6 +63,9 @@ type Options struct {
 	// keys' standing (catching events lost with a Redis restart); 0 means
 	// api.DefaultLockStreamRecheck.
 	LockStreamRecheck time.Duration
+	// Instant says when content only other users hold is an instant upload
+	// (upload.Instant; the zero value is private with owners 2-10).
+	Instant upload.Instant
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -172,6 +175,9 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
+	if err := o.Instant.Check(); err != nil {
+		return nil, err
+	}
 	ledger, rdb, err := redisLedger(o.Redis)
 	if err != nil {
 		return nil, err
@@ -191,7 +197,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if err := ensureAdmin(ctx, d, m, o); err != nil {
 		return fail(err)
 	}
-	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g}})
+	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g},
+		Instant: o.Instant})
 	// SQLite is the truth: the ledger is rebuilt from it at every start, so a
 	// kill -9 (a reservation of a write that died with the process, a
 	// session ended in SQLite but not in the ledger) leaves nothing behind.

@@ -34,6 +34,8 @@ import (
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/meta"
+	"netdisk/server"
+	"netdisk/upload"
 )
 
 func main() {
@@ -76,7 +78,9 @@ func run() error {
 	size, cs := *sizeFlag, *csFlag
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := inproc.Start(ctx, int64(cs))
+	// Shared: the instant re-upload by a second user measures the proof
+	// path, which private mode keeps for content held by enough users.
+	d, err := inproc.Start(ctx, server.Options{ChunkSize: int64(cs), Instant: upload.Instant{Mode: upload.InstantShared}})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"netdisk/lock"
 	"netdisk/quota"
 	"netdisk/server"
+	"netdisk/upload"
 )
 
 // softMemoryLimit is the daemon's default GOMEMLIMIT (override with the
@@ -31,6 +32,8 @@ func newServeCmd() *cobra.Command {
 		logLevel  string
 		logJSON   bool
 		multiNode bool
+		instant   string
+		owners    string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -78,6 +81,12 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.LockLease < 100*time.Millisecond {
 				return fmt.Errorf("--lock-lease %v: want at least 100ms", o.LockLease)
 			}
+			if o.Instant.Mode, err = upload.ParseInstantMode(instant); err != nil {
+				return fmt.Errorf("--instant-upload: %w", err)
+			}
+			if o.Instant.MinOwners, o.Instant.MaxOwners, err = upload.ParseOwnerRange(owners); err != nil {
+				return fmt.Errorf("--instant-upload-owners: %w", err)
+			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -97,6 +106,9 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&maxFile, "max-file-size", "1TiB", "largest file accepted (larger uploads are refused with 413)")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
+	f.StringVar(&instant, "instant-upload", "private", "when another user's content is an instant upload: private (once enough distinct users hold it that its existence is no secret; "+
+		"until then the answer is the one for unknown content), shared (whenever anyone holds it: reveals what others store), off (never; a user's own content always is)")
+	f.StringVar(&owners, "instant-upload-owners", "2-10", "private mode: each content's secret threshold of distinct owners is drawn once in this range MIN-MAX")
 	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger and the locks, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
 	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
