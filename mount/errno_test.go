@@ -72,7 +72,7 @@ func TestErrnoMatchesErrsComments(t *testing.T) {
 	checked := 0
 	for i, n := range names {
 		k := errs.Kind(i)
-		m := line.FindSubmatch(regexp.MustCompile(`(?m)^\t`+string(n[1])+`\b.*$`).Find(block[1]))
+		m := line.FindSubmatch(regexp.MustCompile(`(?m)^\t` + string(n[1]) + `\b.*$`).Find(block[1]))
 		if m == nil {
 			t.Errorf("errs.go: kind %s has no errno in its comment", n[1])
 			continue
