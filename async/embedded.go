@@ -60,7 +60,9 @@ func (e *Embedded) UpdateJob(ctx context.Context, j Job, now time.Time) error {
 	return e.db.AsyncUpdateJob(ctx, j.ID, string(j.Status), enc(j), now.Add(e.ttl), now)
 }
 
-func (e *Embedded) DeleteJob(ctx context.Context, id string) error { return e.db.AsyncDeleteJob(ctx, id) }
+func (e *Embedded) DeleteJob(ctx context.Context, id string) error {
+	return e.db.AsyncDeleteJob(ctx, id)
+}
 
 func (e *Embedded) Jobs(ctx context.Context, now time.Time) ([]string, error) {
 	return e.db.AsyncJobs(ctx, now)

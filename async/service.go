@@ -59,7 +59,7 @@ type Service struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	pins    map[string]func()             // job ID → unpin, for the jobs this daemon runs
+	pins    map[string]func()                     // job ID → unpin, for the jobs this daemon runs
 	waiters map[string]map[chan struct{}]struct{} // agent key → wake channels
 }
 
