@@ -14,6 +14,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"netdisk/async"
 	"netdisk/lock"
 	"netdisk/quota"
 	"netdisk/server"
@@ -78,6 +79,12 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.LockLease < 100*time.Millisecond {
 				return fmt.Errorf("--lock-lease %v: want at least 100ms", o.LockLease)
 			}
+			if o.AsyncWindow < time.Second || o.AsyncWindow%time.Second != 0 {
+				return fmt.Errorf("--async-window %v: want whole seconds, at least 1s", o.AsyncWindow)
+			}
+			if o.AsyncTick <= 0 || o.AsyncTimeout <= 0 {
+				return fmt.Errorf("--async-tick and --async-timeout must be positive")
+			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -97,13 +104,18 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&maxFile, "max-file-size", "1TiB", "largest file accepted (larger uploads are refused with 413)")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
-	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger and the locks, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
+	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, the locks and the async jobs, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
 	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
 	f.IntVar(&o.LockMaxUserWait, "lock-max-user-wait", lock.DefaultMaxUserWait, "most lock waits of one user at once (429 beyond)")
 	f.DurationVar(&o.LockStreamRecheck, "lock-stream-recheck", 15*time.Second, "how often lock event streams re-read their keys' standing (and send a keep-alive)")
 	_ = f.MarkHidden("lock-stream-recheck")
 	f.DurationVar(&o.LockLease, "lock-lease", lock.DefaultLease, "a lock holder that sends no heartbeat for this long counts as failed; its lock passes to the next waiter")
+	f.DurationVar(&o.AsyncWindow, "async-window", async.DefaultWindow, "async downloads: requests for one file within this window (whole seconds) share one job")
+	f.DurationVar(&o.AsyncTick, "async-tick", async.DefaultTick, "async downloads: how often the scheduler starts, advances and ends jobs")
+	f.DurationVar(&o.AsyncTimeout, "async-timeout", async.DefaultTimeout, "async downloads: a running job ends Timeout after this long")
+	f.DurationVar(&o.AsyncRecheck, "async-recheck", 2*time.Second, "how often agents' work streams re-read their work")
+	_ = f.MarkHidden("async-recheck")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")
