@@ -287,7 +287,9 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node 
 		return err
 	}
 	src := sharedSource{hash: w.FileHash, size: w.Size, lockPath: w.Path, notHeldRefuses: true,
-		fetch: func(ctx context.Context, dst string) (PullResult, error) { return c.fetchContent(ctx, w.TaskID, w.FileHash, dst) }}
+		fetch: func(ctx context.Context, dst string) (PullResult, error) {
+			return c.fetchContent(ctx, w.TaskID, w.FileHash, dst)
+		}}
 	var res SharedPullResult
 	cached, refused, err := c.intoSharedCache(ctx, src, SharedPullOptions{Cache: o.Cache, Node: node}, &res)
 	if err != nil {
