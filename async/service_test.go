@@ -7,8 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"netdisk/async"
 	"netdisk/drive"
@@ -405,4 +408,112 @@ func TestRealTime(t *testing.T) {
 
 func nodeOf(j async.Job) meta.Node {
 	return meta.Node{Path: j.Path, UserID: j.User, Size: j.Size, FileHash: j.FileHash}
+}
+
+// countingFiles is the real drive, counting how often a version is pinned:
+// at a job's start (PinVersion) and when a daemon runs a job it did not
+// start (PinChunks).
+type countingFiles struct {
+	async.Files
+	mu       sync.Mutex
+	starts   int
+	takeOver int
+}
+
+func (c *countingFiles) PinChunks(cs []meta.FileChunk) func() {
+	c.mu.Lock()
+	c.takeOver++
+	c.mu.Unlock()
+	return c.Files.PinChunks(cs)
+}
+
+func (c *countingFiles) PinVersion(ctx context.Context, uid int64, p string) (meta.Node, []meta.FileChunk, func(), error) {
+	c.mu.Lock()
+	c.starts++
+	c.mu.Unlock()
+	return c.Files.PinVersion(ctx, uid, p)
+}
+
+// Two daemons on one Redis (store and lock state both there, each with its
+// own lock manager) ticking at once never both start a job.
+func TestTwoDaemonsOneRedis(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	clock := testutil.NewClock(time.Now().Truncate(time.Second))
+	env := testenv.New(t, testenv.Options{Clock: clock, ChunkSize: 1 << 10})
+	u := env.AddUser(t, "alice", 0)
+	ctx := context.Background()
+	files := &countingFiles{Files: env.Drive}
+	store := async.NewRedis(rdb, 0)
+	var svcs []*async.Service
+	for _, node := range []string{"d1", "d2"} {
+		m, err := lock.NewManager(ctx, lock.Config{State: lock.NewRedis(rdb, ""), Now: clock.Now, Log: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		s, err := async.New(ctx, async.Config{Store: store, Files: files, Locks: m, Node: node, Now: clock.Now, Log: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		svcs = append(svcs, s)
+	}
+	w, _ := env.Drive.Create(ctx, u.ID, "/f", drive.WriteOptions{ExpectedSize: -1})
+	w.Write([]byte("shared"))
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 5
+	var tasks []async.Task
+	for i := range jobs {
+		for a := range 3 {
+			task, err := svcs[i%2].Add(ctx, async.Request{User: u.ID, Path: "/f", Agent: fmt.Sprint("a", a)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks = append(tasks, task)
+		}
+		clock.Advance(svcs[0].Window())
+	}
+	for range 3 {
+		var wg sync.WaitGroup
+		for _, s := range svcs {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.Tick(ctx) }()
+		}
+		wg.Wait()
+	}
+	// A start pins the version; a daemon running a job it did not start
+	// pins it again (PinChunks): neither may happen twice.
+	if files.starts != jobs || files.takeOver != 0 {
+		t.Fatalf("%d job starts for %d jobs, %d take-overs: a job ran on both daemons", files.starts, jobs, files.takeOver)
+	}
+	for a := range 3 {
+		ws, err := svcs[1].Work(ctx, u.ID, fmt.Sprint("a", a), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) != jobs {
+			t.Fatalf("agent a%d has %d items, want %d", a, len(ws), jobs)
+		}
+		for _, it := range ws {
+			// Either daemon takes the answer.
+			if err := svcs[a%2].Report(ctx, u.ID, it.Agent, "", it.TaskID, true, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, s := range svcs {
+		if err := s.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, task := range tasks {
+		st, err := svcs[0].Status(ctx, u.ID, task.ID)
+		if err != nil || st.Status != async.Success {
+			t.Fatalf("task %s: %v %v", task.ID, st.Status, err)
+		}
+	}
 }
