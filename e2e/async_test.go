@@ -185,6 +185,9 @@ func TestAsyncTwoWindowsTwoJobs(t *testing.T) {
 	if st, _, _ := e.call("GET", "/api/v1/async/task?id="+queryEscape(first.TaskID), "bob", "bob-pw", nil, nil); st != http.StatusNotFound {
 		t.Fatalf("bob reads alice's task: %d", st)
 	}
+	if st, _, _ := e.call("GET", "/api/v1/async/agent/content?task="+queryEscape(first.TaskID), "bob", "bob-pw", nil, nil); st != http.StatusNotFound {
+		t.Fatalf("bob fetches alice's content: %d", st)
+	}
 	// A target directory leaving the agent's root is refused.
 	body, _ := json.Marshal(map[string]string{"path": "/f.txt", "agent": "solo", "targetDir": "../out"})
 	if st, _, _ := e.call("POST", "/api/v1/async/tasks", "alice", "alice-pw", body, nil); st != http.StatusBadRequest {
