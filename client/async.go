@@ -203,9 +203,14 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 	if o.Container != "" {
 		node += "." + o.Container
 	}
+	cacheID, err := cacheIdentity(o.Cache)
+	if err != nil {
+		return err
+	}
 	var (
 		mu       sync.Mutex
 		inFlight = map[string]bool{}
+		hashMu   = map[string]*sync.Mutex{} // one fetch of a content at a time in this process
 		wg       sync.WaitGroup
 		slots    = make(chan struct{}, o.Parallel)
 	)
@@ -250,7 +255,16 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 				case <-ctx.Done():
 					return
 				}
-				err := c.deliver(ctx, root, w, node, o)
+				mu.Lock()
+				hm := hashMu[w.FileHash]
+				if hm == nil {
+					hm = &sync.Mutex{}
+					hashMu[w.FileHash] = hm
+				}
+				mu.Unlock()
+				hm.Lock()
+				err := c.deliver(ctx, root, w, node, cacheID, o)
+				hm.Unlock()
 				<-slots
 				if ctx.Err() != nil {
 					return // stopped mid-way: the server times the target out or hands it again
@@ -277,7 +291,7 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 }
 
 // deliver brings one item into the cache and copies it into place.
-func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node string, o AgentOptions) error {
+func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node, cacheID string, o AgentOptions) error {
 	name := w.FileName
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return fmt.Errorf("bad file name %q", name)
@@ -286,7 +300,11 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node 
 	if err != nil {
 		return err
 	}
-	src := sharedSource{hash: w.FileHash, size: w.Size, lockPath: w.Path, notHeldRefuses: true,
+	// The pull lock is the cache folder's (agents sharing it share one
+	// transfer), not the content's: agents on other hosts, with caches of
+	// their own, do not wait for this one.
+	src := sharedSource{hash: w.FileHash, size: w.Size, lockPath: w.Path,
+		resource: PathResource("/.agent-cache/" + cacheID + "/" + w.FileHash),
 		fetch: func(ctx context.Context, dst string) (PullResult, error) {
 			return c.fetchContent(ctx, w.TaskID, w.FileHash, dst)
 		}}
@@ -296,8 +314,8 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node 
 		return err
 	}
 	if refused {
-		// No shared transfer (the user's file holds other content now, or
-		// single-node mode): this agent fetches the pinned bytes itself.
+		// No shared transfer (single-node mode): this agent fetches the
+		// pinned bytes itself.
 		cached = filepath.Join(o.Cache, w.FileHash)
 		if !cachedOK(cached, w.Size) {
 			if _, err := c.fetchVerified(ctx, src, cached, cached+"."+node+".dl"); err != nil {
@@ -353,4 +371,39 @@ func placeInRoot(root *os.Root, cached, rel string) error {
 		d.Close()
 	}
 	return nil
+}
+
+// cacheIdentity returns the cache folder's ID, created by the first agent
+// to use it (written to a temp file, then linked into place: whoever links
+// first wins, the others read the winner's).
+func cacheIdentity(cache string) (string, error) {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	p := filepath.Join(cache, ".cache-id")
+	if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	b := make([]byte, 12)
+	rand.Read(b)
+	tmp, err := os.CreateTemp(cache, ".cache-id.*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(hex.EncodeToString(b)); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Link(tmp.Name(), p); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	id, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(id)), nil
 }

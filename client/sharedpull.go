@@ -93,6 +93,9 @@ type sharedSource struct {
 	hash     string
 	size     int64
 	lockPath string // a file of the user holding the content: the lock API's proof of access
+	// resource is the pull lock's resource; "" means the content's
+	// (ContentResource), shared by every node pulling it.
+	resource string
 	// notHeldRefuses: a lock try answered 404 (lockPath holds other
 	// content now) counts as refused instead of failing.
 	notHeldRefuses bool
@@ -110,7 +113,10 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 		return "", false, err
 	}
 	cached = filepath.Join(o.Cache, src.hash)
-	resource := ContentResource(src.hash)
+	resource := src.resource
+	if resource == "" {
+		resource = ContentResource(src.hash)
+	}
 	key := lock.Key(PullOp, resource)
 	for {
 		if cachedOK(cached, src.size) {
