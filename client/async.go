@@ -263,7 +263,7 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 				}
 				mu.Unlock()
 				hm.Lock()
-				err := c.deliver(ctx, root, w, node, cacheID, o)
+				err := retryBusy(ctx, func() error { return c.deliver(ctx, root, w, node, cacheID, o) })
 				hm.Unlock()
 				<-slots
 				if ctx.Err() != nil {
@@ -274,7 +274,7 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 					rep.Message = err.Error()
 					o.Log.Warn("agent: delivery failed", "task", w.TaskID, "err", err)
 				}
-				if rerr := c.AsyncReport(context.WithoutCancel(ctx), rep); rerr != nil {
+				if rerr := retryBusy(context.WithoutCancel(ctx), func() error { return c.AsyncReport(context.WithoutCancel(ctx), rep) }); rerr != nil {
 					o.Log.Warn("agent: report", "task", w.TaskID, "err", rerr)
 				}
 				if o.OnResult != nil {
@@ -288,6 +288,25 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 		stream.Close()
 	}
 	return nil
+}
+
+// retryBusy runs f again (up to 5 times, 1 s apart) while the daemon
+// answers 429 or 503: the sign-in throttle counts attempts in flight, so
+// many agents of one user on one address starting at once can be told to
+// wait a second, and a daemon restarting answers 503 for a moment.
+func retryBusy(ctx context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		s := StatusOf(err)
+		if err == nil || attempt == 4 || (s != http.StatusTooManyRequests && s != http.StatusServiceUnavailable) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // deliver brings one item into the cache and copies it into place.
