@@ -182,7 +182,28 @@ func TestAsyncTwoWindowsTwoJobs(t *testing.T) {
 	waitFor(t, 60*time.Second, "both tasks", func() bool {
 		return e.asyncStatus(first.TaskID).Status == "Success" && e.asyncStatus(second.TaskID).Status == "Success"
 	})
-	for _, d := range []string{"one", "two"} {
+	// The CLI prints the same status and job.
+	cli := func(args ...string) []byte {
+		cmd := exec.Command(testutil.Binary(t), append(args, "--server", e.d.URL, "--user", "alice", "--password", "alice-pw")...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("netdisk %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	if out := string(cli("async", "status", first.TaskID)); !strings.HasPrefix(out, "Success\tjob "+first.JobID+"\n") {
+		t.Fatalf("async status: %q", out)
+	}
+	var js wireTask
+	if err := json.Unmarshal(cli("async", "status", "--json", second.TaskID), &js); err != nil || js.Status != "Success" || js.JobID != second.JobID {
+		t.Fatalf("async status --json: %+v %v", js, err)
+	}
+	third := strings.TrimSpace(string(cli("async", "add", "/f.txt", "--agent", "solo", "--target-dir", "three")))
+	if !strings.HasPrefix(third, "AsyncDownloadTask:") {
+		t.Fatalf("async add printed %q", third)
+	}
+	waitFor(t, 60*time.Second, "the CLI's task", func() bool { return e.asyncStatus(third).Status == "Success" })
+	for _, d := range []string{"one", "two", "three"} {
 		got, err := os.ReadFile(filepath.Join(root, "solo", d, "f.txt"))
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s: %v, %d bytes", d, err, len(got))
