@@ -122,6 +122,14 @@ func (e *Embedded) Work(ctx context.Context, agentKey string, now time.Time) ([]
 	return decAll[Work](rows, err)
 }
 
+// AddTask creates the job (unless live), pushes the target and stores the
+// task in one SQLite transaction; when the live job is no longer Pending
+// nothing is added and its status is returned (see Service.Add).
+func (e *Embedded) AddTask(ctx context.Context, j Job, t Target, task Task, now time.Time) (bool, Status, error) {
+	created, st, err := e.db.AsyncAddTask(ctx, j.ID, string(j.Status), enc(j), enc(t), task.ID, enc(task), now.Add(e.ttl), now)
+	return created, Status(st), err
+}
+
 // Purge deletes expired records (Service.Run calls it; reads ignore them
 // anyway).
 func (e *Embedded) Purge(ctx context.Context, now time.Time) error { return e.db.AsyncPurge(ctx, now) }

@@ -188,41 +188,60 @@ func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 	for try := 0; ; try++ {
 		id := JobKey(r.User, p, b)
 		job := Job{ID: id, User: r.User, Path: p, Bucket: b, WindowEnd: WindowEnd(b, s.window), Status: Pending, Created: now}
-		created, err := s.st.CreateJob(ctx, job, now)
+		task.JobID = id
+		target := Target{TaskID: task.ID, Agent: r.Agent, Container: r.Container, TargetDir: dir}
+		added, err := s.addTo(ctx, job, target, task, now)
 		if err != nil {
 			return Task{}, err
 		}
-		if !created {
-			j, err := s.st.Job(ctx, id, now)
-			if errs.Is(err, errs.NotFound) && try < 3 {
-				continue // expired between the two calls
-			}
-			if err != nil {
-				return Task{}, err
-			}
-			if j.Status != Pending {
-				if try >= 3 {
-					return Task{}, errs.Errorf(op, errs.Unavailable, "job %s is past collecting", id)
-				}
-				b++
-				continue
-			}
+		if added {
+			return task, nil
 		}
-		task.JobID = id
-		if err := s.st.PushTarget(ctx, id, Target{TaskID: task.ID, Agent: r.Agent, Container: r.Container, TargetDir: dir}, now); err != nil {
-			if created {
-				// Roll the create back (the seed's rule): no job without
-				// its first target.
-				s.st.DeleteJob(context.WithoutCancel(ctx), id)
-			}
-			return Task{}, err
+		if try >= 3 {
+			return Task{}, errs.Errorf(op, errs.Unavailable, "job %s is past collecting", id)
 		}
-		break
+		b++
 	}
-	if err := s.st.PutTask(ctx, task, now); err != nil {
-		return Task{}, err
+}
+
+// taskAdder is a store that adds a task in one step (Embedded: one SQLite
+// transaction), with the outcome of addTo's calls in order.
+type taskAdder interface {
+	AddTask(ctx context.Context, j Job, t Target, task Task, now time.Time) (created bool, status Status, err error)
+}
+
+// addTo adds the task to job j, creating it (SetNX) if needed; false when
+// the live job is past collecting.
+func (s *Service) addTo(ctx context.Context, j Job, t Target, task Task, now time.Time) (bool, error) {
+	if a, ok := s.st.(taskAdder); ok {
+		_, st, err := a.AddTask(ctx, j, t, task, now)
+		return st == Pending, err
 	}
-	return task, nil
+	created, err := s.st.CreateJob(ctx, j, now)
+	if err != nil {
+		return false, err
+	}
+	if !created {
+		live, err := s.st.Job(ctx, j.ID, now)
+		if errs.Is(err, errs.NotFound) {
+			return s.addTo(ctx, j, t, task, now) // expired between the two calls
+		}
+		if err != nil {
+			return false, err
+		}
+		if live.Status != Pending {
+			return false, nil
+		}
+	}
+	if err := s.st.PushTarget(ctx, j.ID, t, now); err != nil {
+		if created {
+			// Roll the create back (the seed's rule): no job without its
+			// first target.
+			s.st.DeleteJob(context.WithoutCancel(ctx), j.ID)
+		}
+		return false, err
+	}
+	return true, s.st.PutTask(ctx, task, now)
 }
 
 // TaskStatus is a task with its current status.

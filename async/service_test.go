@@ -517,3 +517,33 @@ func TestTwoDaemonsOneRedis(t *testing.T) {
 		}
 	}
 }
+
+// A daemon whose clock lags adds a task to a window another daemon has
+// already started: the task goes to the next window's job, never into a
+// running one (where it would never be handed out).
+func TestLateAddGoesToNextWindow(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture) {
+		f.put("/f", []byte("x"))
+		first := f.add("/f", "a")
+		f.clock.Advance(f.svc.Window())
+		f.tick(f.svc) // the first window's job runs
+		behind := testutil.NewClock(f.clock.Now().Add(-f.svc.Window()))
+		lagging, err := async.New(f.ctx, async.Config{Store: f.store, Files: f.env.Drive, Locks: f.locks, Node: "lagging", Now: behind.Now, Log: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lagging.Close()
+		late, err := lagging.Add(f.ctx, async.Request{User: f.uid, Path: "/f", Agent: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b1, _ := async.BucketOf(first.JobID)
+		b2, _ := async.BucketOf(late.JobID)
+		if b2 != b1+1 {
+			t.Fatalf("late task in bucket %d, want %d (the running job's is %d)", b2, b1+1, b1)
+		}
+		if s := f.status(late.ID); s != async.Pending {
+			t.Fatalf("late task %s", s)
+		}
+	})
+}

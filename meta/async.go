@@ -54,6 +54,11 @@ type AsyncJobs interface {
 	AsyncWork(ctx context.Context, agent string, now time.Time) ([]string, error)
 	// AsyncPurge deletes every record expired at or before now.
 	AsyncPurge(ctx context.Context, now time.Time) error
+	// AsyncAddTask is AsyncCreateJob, then (when the live job's status is
+	// jobStatus) AsyncPushTarget and AsyncPutTask, in one transaction. It
+	// returns whether the job was created and the live job's status; when
+	// that is not jobStatus nothing is pushed or stored.
+	AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, targetData, taskID, taskData string, expires, now time.Time) (created bool, status string, err error)
 }
 
 var _ AsyncJobs = (*SQLite)(nil)
@@ -212,6 +217,48 @@ func (s *SQLite) AsyncPurge(ctx context.Context, now time.Time) error {
 		return nil
 	})
 	return wrap("meta.AsyncPurge", "", err)
+}
+
+func (s *SQLite) AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, targetData, taskID, taskData string, expires, now time.Time) (bool, string, error) {
+	const op = "meta.AsyncAddTask"
+	var (
+		created bool
+		status  string
+	)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO async_jobs (id, status, data, expires_ns) VALUES (?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires_ns = excluded.expires_ns
+			WHERE async_jobs.expires_ns <= ?`, jobID, jobStatus, jobData, expires.UnixNano(), now.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		created = n == 1
+		if created {
+			for _, q := range []string{`DELETE FROM async_targets WHERE job_id = ? AND expires_ns <= ?`,
+				`DELETE FROM async_results WHERE job_id = ? AND expires_ns <= ?`} {
+				if _, err := tx.ExecContext(ctx, q, jobID, now.UnixNano()); err != nil {
+					return err
+				}
+			}
+			status = jobStatus
+		} else if err := tx.QueryRowContext(ctx, `SELECT status FROM async_jobs WHERE id = ?`, jobID).Scan(&status); err != nil {
+			return err
+		}
+		if status != jobStatus {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO async_targets (job_id, data, expires_ns) VALUES (?, ?, ?)`, jobID, targetData, expires.UnixNano()); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE async_targets SET expires_ns = ? WHERE job_id = ?`, expires.UnixNano(), jobID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO async_tasks (id, data, expires_ns) VALUES (?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET data = excluded.data, expires_ns = excluded.expires_ns`, taskID, taskData, expires.UnixNano())
+		return err
+	})
+	return created, status, wrap(op, "", err)
 }
 
 func (s *SQLite) asyncStrings(ctx context.Context, op, q string, args ...any) ([]string, error) {

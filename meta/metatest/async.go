@@ -97,6 +97,38 @@ func RunAsync(t *testing.T, open OpenAsync) {
 			t.Fatalf("work %v %v", w, err)
 		}
 	})
+	t.Run("AddTask", func(t *testing.T) {
+		s := open(t)
+		created, st, err := s.AsyncAddTask(ctx, "j", "Pending", "job", "t1", "task1", "x1", exp, now)
+		must(err)
+		again, st2, err := s.AsyncAddTask(ctx, "j", "Pending", "other", "t2", "task2", "x2", exp, now)
+		must(err)
+		if !created || again || st != "Pending" || st2 != "Pending" {
+			t.Fatalf("AddTask: %v %q then %v %q", created, st, again, st2)
+		}
+		if _, data, _ := s.AsyncJob(ctx, "j", now); data != "job" {
+			t.Fatalf("job %q: the first create must stand", data)
+		}
+		if ts, _ := s.AsyncTargets(ctx, "j", now); !slices.Equal(ts, []string{"t1", "t2"}) {
+			t.Fatalf("targets %v", ts)
+		}
+		// Past collecting: nothing is added, the status tells why.
+		must(s.AsyncUpdateJob(ctx, "j", "Running", "job", exp, now))
+		_, st3, err := s.AsyncAddTask(ctx, "j", "Pending", "job", "t3", "task3", "x3", exp, now)
+		must(err)
+		if st3 != "Running" {
+			t.Fatalf("status %q, want Running", st3)
+		}
+		if ts, _ := s.AsyncTargets(ctx, "j", now); len(ts) != 2 {
+			t.Fatalf("a target was added to a running job: %v", ts)
+		}
+		if _, err := s.AsyncTask(ctx, "task3", now); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("task of a refused add stored: %v", err)
+		}
+		if d, err := s.AsyncTask(ctx, "task2", now); err != nil || d != "x2" {
+			t.Fatalf("task2 %q %v", d, err)
+		}
+	})
 	t.Run("Expiry", func(t *testing.T) {
 		s := open(t)
 		_, err := s.AsyncCreateJob(ctx, "j", "Pending", "old", exp, now)
