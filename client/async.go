@@ -319,6 +319,9 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node,
 	if err != nil {
 		return err
 	}
+	if !isFileHash(w.FileHash) {
+		return fmt.Errorf("bad file hash %q", w.FileHash) // it names a file in the cache
+	}
 	// The pull lock is the cache folder's (agents sharing it share one
 	// transfer), not the content's: agents on other hosts, with caches of
 	// their own, do not wait for this one.
@@ -425,4 +428,16 @@ func cacheIdentity(cache string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(id)), nil
+}
+
+func isFileHash(h string) bool {
+	if len(h) != 32 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
