@@ -127,13 +127,18 @@ func (r *Redis) Jobs(ctx context.Context, now time.Time) ([]string, error) {
 		return nil, redisErr(op, err)
 	}
 	// A key may have expired on Redis's own clock before the index says.
-	live := ids[:0]
-	for _, id := range ids {
-		n, err := r.rdb.Exists(ctx, id).Result()
-		if err != nil {
-			return nil, redisErr(op, err)
+	cmds, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range ids {
+			p.Exists(ctx, id)
 		}
-		if n == 1 {
+		return nil
+	})
+	if err != nil {
+		return nil, redisErr(op, err)
+	}
+	live := ids[:0]
+	for i, id := range ids {
+		if cmds[i].(*redis.IntCmd).Val() == 1 {
 			live = append(live, id)
 		}
 	}

@@ -85,6 +85,11 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.AsyncTick <= 0 || o.AsyncTimeout <= 0 {
 				return fmt.Errorf("--async-tick and --async-timeout must be positive")
 			}
+			if o.AsyncTick >= o.LockLease {
+				// The scheduler renews its jobs' locks once a tick: a longer
+				// tick lets the lock lapse and another daemon take the job.
+				return fmt.Errorf("--async-tick %v: want less than --lock-lease %v", o.AsyncTick, o.LockLease)
+			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
