@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/async"
 	"netdisk/chunker"
 	"netdisk/davlock"
 	"netdisk/drive"
@@ -52,6 +53,12 @@ type API struct {
 	// StreamRecheck is how often a lock event stream re-reads its keys'
 	// standing; 0 means DefaultLockStreamRecheck.
 	StreamRecheck time.Duration
+	// Async is the async download service of /api/v1/async/
+	// (asyncroutes.go); nil answers those endpoints 503.
+	Async *async.Service
+	// AsyncRecheck is how often an agent's work stream re-reads its work;
+	// 0 means DefaultAsyncRecheck.
+	AsyncRecheck time.Duration
 }
 
 // New returns the API over a drive.
@@ -70,6 +77,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.chunkRoutes()...)
 	rs = append(rs, a.quotaRoutes()...)
 	rs = append(rs, a.lockRoutes()...)
+	rs = append(rs, a.asyncRoutes()...)
 	for i := range rs {
 		rs[i].Handler = a.withLockTokens(rs[i].Handler)
 	}

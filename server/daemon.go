@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"netdisk/async"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/lock"
@@ -66,6 +67,13 @@ type Options struct {
 	// Instant says when content only other users hold is an instant upload
 	// (upload.Instant; the zero value is private with owners 2-10).
 	Instant upload.Instant
+	// AsyncWindow and AsyncTick are the async downloads' collection window
+	// (whole seconds) and scheduler period; 0 means the async package's
+	// defaults (15 s, 5 s). AsyncTimeout ends a running job (0: 10 min).
+	AsyncWindow, AsyncTick, AsyncTimeout time.Duration
+	// AsyncRecheck is how often an agent's work stream re-reads its work;
+	// 0 means api.DefaultAsyncRecheck.
+	AsyncRecheck time.Duration
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -76,6 +84,7 @@ type Daemon struct {
 	Server *Server
 	Quota  *quota.Guard
 	Locks  *lock.Manager
+	Async  *async.Service
 	rdb    *redis.Client
 	opts   Options
 
@@ -117,6 +126,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"checksums", func(ctx context.Context) { d.Drive.RunChecksums(ctx, time.Minute, nil) }},
 		{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }},
 		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
+		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -221,8 +231,21 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck})
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, rdb: rdb, opts: o}, nil
+	// Async jobs live beside the locks: in SQLite alone, in Redis shared.
+	var store async.Store = async.NewEmbedded(m, 0)
+	if rdb != nil {
+		store = async.NewRedis(rdb, 0)
+	}
+	host, _ := os.Hostname()
+	as, err := async.New(ctx, async.Config{Store: store, Files: d, Locks: locks, Node: fmt.Sprintf("%s-%d", host, os.Getpid()),
+		Window: o.AsyncWindow, Tick: o.AsyncTick, Timeout: o.AsyncTimeout, Now: o.Now, Log: o.Logger})
+	if err != nil {
+		locks.Close()
+		return fail(fmt.Errorf("async: %w", err))
+	}
+	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
+		Async: as, AsyncRecheck: o.AsyncRecheck})
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, rdb: rdb, opts: o}, nil
 }
 
 func closeRedis(rdb *redis.Client) {
@@ -261,6 +284,7 @@ func (d *Daemon) Close() error {
 	d.mu.Unlock()
 	d.stopBackground()
 	d.event("close")
+	d.Async.Close()
 	d.Locks.Close()
 	if d.rdb != nil {
 		d.rdb.Close()

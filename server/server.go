@@ -16,6 +16,7 @@ import (
 
 	"netdisk/api"
 	"netdisk/apitype"
+	"netdisk/async"
 	"netdisk/dav"
 	"netdisk/drive"
 	"netdisk/errs"
@@ -37,6 +38,8 @@ type Config struct {
 	// LockStreamRecheck is how often lock event streams re-read their
 	// keys' standing; 0 means api.DefaultLockStreamRecheck.
 	LockStreamRecheck time.Duration
+	Async             *async.Service // the async download API (/api/v1/async/); nil answers it 503
+	AsyncRecheck      time.Duration  // see api.API.AsyncRecheck
 }
 
 // Server is the HTTP side of the daemon.
@@ -71,6 +74,7 @@ func New(c Config) *Server {
 	s.api.Upload = c.Upload
 	s.streamsDone = make(chan struct{})
 	s.api.Locks, s.api.StreamsDone, s.api.StreamRecheck = c.Locks, s.streamsDone, c.LockStreamRecheck
+	s.api.Async, s.api.AsyncRecheck = c.Async, c.AsyncRecheck
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

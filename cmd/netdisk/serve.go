@@ -14,6 +14,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"netdisk/async"
 	"netdisk/lock"
 	"netdisk/quota"
 	"netdisk/server"
@@ -87,6 +88,17 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.Instant.MinOwners, o.Instant.MaxOwners, err = upload.ParseOwnerRange(owners); err != nil {
 				return fmt.Errorf("--instant-upload-owners: %w", err)
 			}
+			if o.AsyncWindow < time.Second || o.AsyncWindow%time.Second != 0 {
+				return fmt.Errorf("--async-window %v: want whole seconds, at least 1s", o.AsyncWindow)
+			}
+			if o.AsyncTick <= 0 || o.AsyncTimeout <= 0 {
+				return fmt.Errorf("--async-tick and --async-timeout must be positive")
+			}
+			if o.AsyncTick >= o.LockLease {
+				// The scheduler renews its jobs' locks once a tick: a longer
+				// tick lets the lock lapse and another daemon take the job.
+				return fmt.Errorf("--async-tick %v: want less than --lock-lease %v", o.AsyncTick, o.LockLease)
+			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -109,13 +121,18 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&instant, "instant-upload", "private", "when another user's content is an instant upload: private (once enough distinct users hold it that its existence is no secret; "+
 		"until then the answer is the one for unknown content), shared (whenever anyone holds it: reveals what others store), off (never; a user's own content always is)")
 	f.StringVar(&owners, "instant-upload-owners", "2-10", "private mode: each content's secret threshold of distinct owners is drawn once in this range MIN-MAX")
-	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger and the locks, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
+	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, the locks and the async jobs, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
 	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
 	f.IntVar(&o.LockMaxUserWait, "lock-max-user-wait", lock.DefaultMaxUserWait, "most lock waits of one user at once (429 beyond)")
 	f.DurationVar(&o.LockStreamRecheck, "lock-stream-recheck", 15*time.Second, "how often lock event streams re-read their keys' standing (and send a keep-alive)")
 	_ = f.MarkHidden("lock-stream-recheck")
 	f.DurationVar(&o.LockLease, "lock-lease", lock.DefaultLease, "a lock holder that sends no heartbeat for this long counts as failed; its lock passes to the next waiter")
+	f.DurationVar(&o.AsyncWindow, "async-window", async.DefaultWindow, "async downloads: requests for one file within this window (whole seconds) share one job")
+	f.DurationVar(&o.AsyncTick, "async-tick", async.DefaultTick, "async downloads: how often the scheduler starts, advances and ends jobs")
+	f.DurationVar(&o.AsyncTimeout, "async-timeout", async.DefaultTimeout, "async downloads: a running job ends Timeout after this long")
+	f.DurationVar(&o.AsyncRecheck, "async-recheck", 2*time.Second, "how often agents' work streams re-read their work")
+	_ = f.MarkHidden("async-recheck")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")
