@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"netdisk/apitype"
 	"regexp"
 	"strconv"
 	"time"
@@ -46,7 +47,7 @@ func (a *API) withAsync(h Handler) Handler {
 }
 
 func (a *API) asyncAdd(w http.ResponseWriter, r *http.Request, u meta.User) {
-	var req async.WireAdd
+	var req apitype.AsyncAdd
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -170,7 +171,7 @@ func (a *API) asyncContent(w http.ResponseWriter, r *http.Request, u meta.User) 
 }
 
 func (a *API) asyncReport(w http.ResponseWriter, r *http.Request, u meta.User) {
-	var req async.WireReport
+	var req apitype.AsyncReport
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"netdisk/apitype"
 	"os"
 	"path"
 	"path/filepath"
@@ -28,21 +29,21 @@ import (
 
 // AsyncAdd asks the daemon to deliver the user's file to an agent's target
 // directory; the answer holds the task ID.
-func (c *Client) AsyncAdd(ctx context.Context, req async.WireAdd) (async.WireTask, error) {
-	var t async.WireTask
+func (c *Client) AsyncAdd(ctx context.Context, req apitype.AsyncAdd) (apitype.AsyncTask, error) {
+	var t apitype.AsyncTask
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/async/tasks", nil, req, &t)
 	return t, err
 }
 
 // AsyncStatus returns a task's status and job.
-func (c *Client) AsyncStatus(ctx context.Context, taskID string) (async.WireTask, error) {
-	var t async.WireTask
+func (c *Client) AsyncStatus(ctx context.Context, taskID string) (apitype.AsyncTask, error) {
+	var t apitype.AsyncTask
 	err := c.JSON(ctx, http.MethodGet, "/api/v1/async/task", url.Values{"id": {taskID}}, nil, &t)
 	return t, err
 }
 
 // AsyncReport answers one of the agent's targets.
-func (c *Client) AsyncReport(ctx context.Context, r async.WireReport) error {
+func (c *Client) AsyncReport(ctx context.Context, r apitype.AsyncReport) error {
 	return c.JSON(ctx, http.MethodPost, "/api/v1/async/agent/report", nil, r, nil)
 }
 
@@ -269,7 +270,7 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 				if ctx.Err() != nil {
 					return // stopped mid-way: the server times the target out or hands it again
 				}
-				rep := async.WireReport{Agent: o.ID, Container: o.Container, TaskID: w.TaskID, OK: err == nil}
+				rep := apitype.AsyncReport{Agent: o.ID, Container: o.Container, TaskID: w.TaskID, OK: err == nil}
 				if err != nil {
 					rep.Message = err.Error()
 					o.Log.Warn("agent: delivery failed", "task", w.TaskID, "err", err)

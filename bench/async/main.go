@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"netdisk/apitype"
 	"os"
 	"path/filepath"
 	"sync"
@@ -188,7 +189,7 @@ func createOverHTTP(ctx context.Context, d *daemon, n, workers int) float64 {
 		log.Fatal(err)
 	}
 	return parallel(httpWorkers(workers), n, func(i int) error {
-		_, err := c.AsyncAdd(ctx, async.WireAdd{Path: "/c.bin", Agent: fmt.Sprint("h", i%50), TargetDir: fmt.Sprint("t", i)})
+		_, err := c.AsyncAdd(ctx, apitype.AsyncAdd{Path: "/c.bin", Agent: fmt.Sprint("h", i%50), TargetDir: fmt.Sprint("t", i)})
 		return err
 	})
 }
@@ -227,7 +228,7 @@ func deliver(ctx context.Context, dir string, size int64, targets, agents int) {
 	start := time.Now()
 	ids := make([]string, targets)
 	for i := range targets {
-		t, err := c.AsyncAdd(ctx, async.WireAdd{Path: "/big.bin", Agent: fmt.Sprint("agent", i%agents), TargetDir: fmt.Sprint("t", i)})
+		t, err := c.AsyncAdd(ctx, apitype.AsyncAdd{Path: "/big.bin", Agent: fmt.Sprint("agent", i%agents), TargetDir: fmt.Sprint("t", i)})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -242,7 +243,7 @@ func deliver(ctx context.Context, dir string, size int64, targets, agents int) {
 			if err != nil {
 				log.Fatal(err)
 			}
-			switch t.Status {
+			switch async.Status(t.Status) {
 			case async.Success:
 				done++
 			case async.Pending:

@@ -2,10 +2,9 @@ package main
 
 import (
 	"fmt"
+	"netdisk/apitype"
 
 	"github.com/spf13/cobra"
-
-	"netdisk/async"
 )
 
 func init() { extraCommands = append(extraCommands, newAsyncCmd) }
@@ -19,7 +18,7 @@ func newAsyncCmd() *cobra.Command {
 	cf.register(cmd)
 
 	var (
-		addReq  async.WireAdd
+		addReq  apitype.AsyncAdd
 		addJSON bool
 	)
 	add := &cobra.Command{
