@@ -6,8 +6,8 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"time"
 
+	"netdisk/apitype"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -30,50 +30,9 @@ func (a *API) adminRoutes() []Route {
 	}
 }
 
-// AdminUser is a user as admins see it: never the password hash.
-type AdminUser struct {
-	Name       string    `json:"name"`
-	Admin      bool      `json:"admin"`
-	Quota      int64     `json:"quota"`      // bytes; 0 = unlimited
-	Finished   int64     `json:"finished"`   // bytes in the user's files
-	Unfinished int64     `json:"unfinished"` // bytes held by open upload sessions
-	Uploading  int64     `json:"uploading"`  // sizes declared by open uploads (quota ledger)
-	Created    time.Time `json:"created"`
-}
-
-func adminUser(u meta.User) AdminUser {
-	return AdminUser{Name: u.Name, Admin: u.IsAdmin, Quota: u.QuotaTotal, Finished: u.Finished,
+func adminUser(u meta.User) apitype.AdminUser {
+	return apitype.AdminUser{Name: u.Name, Admin: u.IsAdmin, Quota: u.QuotaTotal, Finished: u.Finished,
 		Unfinished: u.Unfinished, Created: u.Created.UTC()}
-}
-
-// AddUserRequest is the body of POST /api/v1/admin/users.
-type AddUserRequest struct {
-	Name     string `json:"name"`
-	Password string `json:"password"`
-	Admin    bool   `json:"admin"`
-	Quota    int64  `json:"quota"`
-}
-
-// PasswordRequest is the body of PUT /api/v1/admin/users/{name}/password.
-type PasswordRequest struct {
-	Password string `json:"password"`
-}
-
-// QuotaRequest is the body of PUT /api/v1/admin/users/{name}/quota. A pointer,
-// so a body without "quota" is refused instead of silently meaning unlimited.
-type QuotaRequest struct {
-	Quota *int64 `json:"quota"`
-}
-
-// StatsBody is the answer of GET /api/v1/admin/stats.
-type StatsBody struct {
-	Users         int64   `json:"users"`
-	Files         int64   `json:"files"`
-	Dirs          int64   `json:"dirs"`
-	LogicalBytes  int64   `json:"logicalBytes"`
-	PhysicalBytes int64   `json:"physicalBytes"`
-	Chunks        int64   `json:"chunks"`
-	DedupRatio    float64 `json:"dedupRatio"` // logical / physical; 0 when nothing is stored
 }
 
 // DedupRatio is logical/physical, rounded to two decimals; 0 for an empty store.
@@ -99,15 +58,15 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request, _ meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	out := make([]AdminUser, 0, len(us))
+	out := make([]apitype.AdminUser, 0, len(us))
 	for _, u := range us {
 		out = append(out, a.withUsage(r, adminUser(u), u.ID))
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"users": out})
+	WriteJSON(w, http.StatusOK, apitype.UserList{Users: out})
 }
 
 func (a *API) addUser(w http.ResponseWriter, r *http.Request, _ meta.User) {
-	var req AddUserRequest
+	var req apitype.NewUser
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -135,7 +94,7 @@ func (a *API) getUser(w http.ResponseWriter, r *http.Request, _ meta.User) {
 // withUsage fills in the quota ledger's figures (unfinished as received, not
 // as last flushed to SQLite, and uploading); when the ledger cannot answer
 // (Redis down) the database's figures stay.
-func (a *API) withUsage(r *http.Request, au AdminUser, uid int64) AdminUser {
+func (a *API) withUsage(r *http.Request, au apitype.AdminUser, uid int64) apitype.AdminUser {
 	q, err := a.D.QuotaOf(r.Context(), uid)
 	if err != nil {
 		a.Log.Warn("admin: quota ledger", "user", au.Name, "err", err)
@@ -157,7 +116,7 @@ func (a *API) deleteUser(w http.ResponseWriter, r *http.Request, actor meta.User
 
 func (a *API) setPassword(w http.ResponseWriter, r *http.Request, actor meta.User) {
 	name := r.PathValue("name")
-	var req PasswordRequest
+	var req apitype.PasswordRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -172,7 +131,7 @@ func (a *API) setPassword(w http.ResponseWriter, r *http.Request, actor meta.Use
 
 func (a *API) setQuota(w http.ResponseWriter, r *http.Request, actor meta.User) {
 	name := r.PathValue("name")
-	var req QuotaRequest
+	var req apitype.QuotaRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -201,7 +160,7 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request, _ meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, StatsBody{Users: st.Users, Files: st.Files, Dirs: st.Dirs,
+	WriteJSON(w, http.StatusOK, apitype.Stats{Users: st.Users, Files: st.Files, Dirs: st.Dirs,
 		LogicalBytes: st.LogicalBytes, PhysicalBytes: st.PhysicalBytes, Chunks: st.Chunks,
 		DedupRatio: DedupRatio(st.LogicalBytes, st.PhysicalBytes)})
 }
@@ -213,24 +172,20 @@ func (a *API) gc(w http.ResponseWriter, r *http.Request, actor meta.User) {
 		return
 	}
 	a.Log.Info("admin: gc", "by", actor.Name, "chunks", res.Chunks, "bytes", res.Bytes)
-	WriteJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, apitype.GCResult{Chunks: res.Chunks, Bytes: res.Bytes, OrphanBlobs: res.OrphanBlobs, SkippedInUse: res.SkippedInUse})
 }
 
-// NDJSON is the media type of streamed fsck progress.
-const NDJSON = "application/x-ndjson"
-
-// FsckEvent is one line of a streamed fsck: progress lines, then exactly one
-// line with either Result or Error.
-type FsckEvent struct {
-	Progress *FsckProgress     `json:"progress,omitempty"`
-	Result   *drive.FsckResult `json:"result,omitempty"`
-	Error    string            `json:"error,omitempty"`
-}
-
-// FsckProgress counts chunks checked so far.
-type FsckProgress struct {
-	Done  int64 `json:"done"`
-	Total int64 `json:"total"`
+// fsckResult converts the drive's result, keeping a nil list of problems
+// nil (the answer says "problems": null then, as it always has).
+func fsckResult(res drive.FsckResult) apitype.FsckResult {
+	out := apitype.FsckResult{Checked: res.Checked, Bytes: res.Bytes}
+	if res.Problems != nil {
+		out.Problems = make([]apitype.FsckProblem, len(res.Problems))
+		for i, p := range res.Problems {
+			out.Problems[i] = apitype.FsckProblem{SHA256: p.SHA256, Problem: p.Problem, Detail: p.Detail}
+		}
+	}
+	return out
 }
 
 // fsckProgressSteps bounds how many progress lines a check sends, whatever
@@ -243,28 +198,28 @@ const fsckProgressSteps = 200
 // the status is sent first, a failure then arrives in-band as {"error"}.
 func (a *API) fsck(w http.ResponseWriter, r *http.Request, actor meta.User) {
 	ctx := r.Context()
-	if !strings.Contains(r.Header.Get("Accept"), NDJSON) {
+	if !strings.Contains(r.Header.Get("Accept"), apitype.NDJSON) {
 		res, err := a.D.Fsck(ctx, nil)
 		if err != nil {
 			a.WriteError(w, r, err)
 			return
 		}
 		a.logFsck(actor, res)
-		WriteJSON(w, http.StatusOK, res)
+		WriteJSON(w, http.StatusOK, fsckResult(res))
 		return
 	}
-	w.Header().Set("Content-Type", NDJSON)
+	w.Header().Set("Content-Type", apitype.NDJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
-	send := func(ev FsckEvent) error {
+	send := func(ev apitype.FsckEvent) error {
 		if err := enc.Encode(ev); err != nil {
 			return err
 		}
 		return rc.Flush()
 	}
-	send(FsckEvent{Progress: &FsckProgress{}})
+	send(apitype.FsckEvent{Progress: &apitype.FsckProgress{}})
 	lastStep := int64(-1)
 	res, err := a.D.Fsck(ctx, func(done, total int64) {
 		step := fsckProgressSteps
@@ -275,17 +230,18 @@ func (a *API) fsck(w http.ResponseWriter, r *http.Request, actor meta.User) {
 			return
 		}
 		lastStep = int64(step)
-		send(FsckEvent{Progress: &FsckProgress{Done: done, Total: total}})
+		send(apitype.FsckEvent{Progress: &apitype.FsckProgress{Done: done, Total: total}})
 	})
 	if err != nil {
 		if ctx.Err() == nil {
 			a.Log.Error("admin: fsck", "err", err)
 		}
-		send(FsckEvent{Error: errs.Message(err)})
+		send(apitype.FsckEvent{Error: errs.Message(err), Code: errs.Code(err)})
 		return
 	}
 	a.logFsck(actor, res)
-	send(FsckEvent{Result: &res})
+	out := fsckResult(res)
+	send(apitype.FsckEvent{Result: &out})
 }
 
 func (a *API) logFsck(actor meta.User, res drive.FsckResult) {

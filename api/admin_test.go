@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"netdisk/api"
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 )
@@ -63,7 +64,8 @@ func TestAdminEndpointsStatuses(t *testing.T) {
 		{"GET", "/api/v1/admin/stats", ``, 200, `"dedupRatio":0`},
 		{"POST", "/api/v1/admin/gc", ``, 200, `"chunks":0`},
 		{"POST", "/api/v1/admin/fsck", ``, 200, `"problems":[]`},
-		{"GET", "/api/v1/admin/gc", ``, 404, `no such API endpoint`},
+		{"GET", "/api/v1/admin/gc", ``, 405, `allowed: POST`},
+		{"GET", "/api/v1/admin/nope", ``, 404, `no such API endpoint`},
 		{"DELETE", "/api/v1/admin/users/bob", ``, 204, ``},
 		{"GET", "/api/v1/admin/users/bob", ``, 404, ``},
 	} {
@@ -126,14 +128,14 @@ func TestAdminFsckStreamsProgress(t *testing.T) {
 	}
 
 	// Raw: progress lines, then one result line.
-	st, body := call(t, d, "POST", "/api/v1/admin/fsck", "admin", d.AdminPass, "", map[string]string{"Accept": api.NDJSON})
+	st, body := call(t, d, "POST", "/api/v1/admin/fsck", "admin", d.AdminPass, "", map[string]string{"Accept": apitype.NDJSON})
 	if st != 200 {
 		t.Fatalf("fsck: %d %s", st, body)
 	}
-	var evs []api.FsckEvent
+	var evs []apitype.FsckEvent
 	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
-		var ev api.FsckEvent
+		var ev apitype.FsckEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}

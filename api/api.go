@@ -7,11 +7,12 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"netdisk/apitype"
+	"netdisk/async"
 	"netdisk/chunker"
 	"netdisk/davlock"
 	"netdisk/drive"
@@ -52,6 +53,12 @@ type API struct {
 	// StreamRecheck is how often a lock event stream re-reads its keys'
 	// standing; 0 means DefaultLockStreamRecheck.
 	StreamRecheck time.Duration
+	// Async is the async download service of /api/v1/async/
+	// (asyncroutes.go); nil answers those endpoints 503.
+	Async *async.Service
+	// AsyncRecheck is how often an agent's work stream re-reads its work;
+	// 0 means DefaultAsyncRecheck.
+	AsyncRecheck time.Duration
 }
 
 // New returns the API over a drive.
@@ -70,6 +77,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.chunkRoutes()...)
 	rs = append(rs, a.quotaRoutes()...)
 	rs = append(rs, a.lockRoutes()...)
+	rs = append(rs, a.asyncRoutes()...)
 	for i := range rs {
 		rs[i].Handler = a.withLockTokens(rs[i].Handler)
 	}
@@ -95,11 +103,7 @@ func (a *API) withLockTokens(h Handler) Handler {
 }
 
 func (a *API) info(w http.ResponseWriter, _ *http.Request, _ meta.User) {
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"chunkSize":      a.D.ChunkSize(),
-		"smallFileLimit": chunker.SmallFileLimit,
-		"version":        Version,
-	})
+	WriteJSON(w, http.StatusOK, apitype.Info{ChunkSize: a.D.ChunkSize(), SmallFileLimit: chunker.SmallFileLimit, Version: Version})
 }
 
 // WriteJSON writes v with a status.
@@ -107,14 +111,6 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
-}
-
-// ErrorBody is every error answer.
-type ErrorBody struct {
-	Error string `json:"error"`
-	// Code is the machine-readable kind (errs.Code), e.g. "quota_exceeded"
-	// and "no_space", the two 507s.
-	Code string `json:"code,omitempty"`
 }
 
 // WriteError writes err as {"error": "...", "code": "..."} with the status
@@ -125,14 +121,24 @@ func (a *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		a.Log.Error("api", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	WriteJSON(w, status, ErrorBody{Error: errs.Message(err), Code: errs.Code(err)})
+	WriteJSON(w, status, ErrorBody(err))
 }
 
-// ReadJSON decodes a bounded JSON body into v, refusing unknown fields' types
-// and trailing garbage with Invalid.
+// ErrorBody is the error answer of err: its user-facing message and the
+// code of its kind.
+func ErrorBody(err error) apitype.Error {
+	return apitype.Error{Error: errs.Message(err), Code: errs.Code(err)}
+}
+
+// ReadJSON decodes a JSON body of at most MaxJSONBody bytes into v. A body
+// that is not one JSON value is Invalid; a longer one is TooLarge; one that
+// could not be read keeps the kind requestBody gave it.
 func ReadJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, MaxJSONBody+1))
+	dec := json.NewDecoder(requestBody(r, MaxJSONBody, "the JSON body"))
 	if err := dec.Decode(v); err != nil {
+		if errs.Classified(err) {
+			return err
+		}
 		return errs.E("api.ReadJSON", errs.Invalid, "", errors.New("bad JSON body: "+err.Error()))
 	}
 	if dec.More() {
@@ -168,7 +174,7 @@ func Status(err error) int {
 		return http.StatusPreconditionFailed
 	case errs.Canceled:
 		return errs.StatusClientClosed
-	case errs.TooMany:
+	case errs.Throttled, errs.TooMany:
 		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError

@@ -2,8 +2,8 @@ package api
 
 import (
 	"net/http"
-	"time"
 
+	"netdisk/apitype"
 	"netdisk/errs"
 	"netdisk/meta"
 )
@@ -25,11 +25,7 @@ func (a *API) chunkRoutes() []Route {
 // mode leaves the mtime alone too. The bits are stored, never acted on.
 func (a *API) setAttr(w http.ResponseWriter, r *http.Request, u meta.User) {
 	const op = "api.setattr"
-	var req struct {
-		Path  string     `json:"path"`
-		MTime *time.Time `json:"mtime"`
-		Mode  *uint32    `json:"mode"`
-	}
+	var req apitype.SetAttrRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -66,17 +62,6 @@ func (a *API) setAttr(w http.ResponseWriter, r *http.Request, u meta.User) {
 	WriteJSON(w, http.StatusOK, NodeOf(n))
 }
 
-// ChunkRef is one chunk of a file as the chunk-list answer gives it.
-type ChunkRef struct {
-	Index  int64  `json:"index"`
-	Offset int64  `json:"offset"`
-	MD5    string `json:"md5"`
-	// SHA256 is the chunk's identity on the server; the MD5 is not one
-	// (two different chunks may share it), so caches key by this.
-	SHA256 string `json:"sha256"`
-	Size   int64  `json:"size"`
-}
-
 // fileChunks answers GET /api/v1/fs/chunks?path=P with the current version's
 // identity and chunks. Only the authenticated user's tree is consulted.
 func (a *API) fileChunks(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -96,16 +81,10 @@ func (a *API) fileChunks(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	out := make([]ChunkRef, len(cs))
+	out := make([]apitype.Chunk, len(cs))
 	for i, c := range cs {
-		out[i] = ChunkRef{Index: c.Index, Offset: c.Offset, MD5: c.MD5, SHA256: c.SHA256, Size: c.Size}
+		out[i] = apitype.Chunk{Index: c.Index, Offset: c.Offset, MD5: c.MD5, SHA256: c.SHA256, Size: c.Size}
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"path":      n.Path,
-		"size":      n.Size,
-		"fileHash":  n.FileHash,
-		"modTime":   n.ModTime,
-		"chunkSize": a.D.ChunkSize(),
-		"chunks":    out,
-	})
+	WriteJSON(w, http.StatusOK, apitype.ChunkList{Path: n.Path, Size: n.Size, FileHash: n.FileHash,
+		ModTime: apitype.Time{Time: n.ModTime}, ChunkSize: a.D.ChunkSize(), Chunks: out})
 }

@@ -3,8 +3,8 @@ package api
 import (
 	"net/http"
 	"strconv"
-	"time"
 
+	"netdisk/apitype"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -24,21 +24,10 @@ func (a *API) fsRoutes() []Route {
 	}
 }
 
-// Node is a file or directory as the API shows it.
-type Node struct {
-	Path     string `json:"path"`
-	Name     string `json:"name"`
-	IsDir    bool   `json:"isDir"`
-	Size     int64  `json:"size"`
-	Mode     uint32 `json:"mode"`  // permission bits; defaults 0644 / 0755
-	MTime    string `json:"mtime"` // RFC 3339 with nanoseconds
-	FileHash string `json:"fileHash"`
-}
-
 // NodeOf converts a stored node.
-func NodeOf(n meta.Node) Node {
-	return Node{Path: n.Path, Name: n.Name(), IsDir: n.IsDir, Size: n.Size, Mode: n.Perm(),
-		MTime: n.ModTime.UTC().Format(time.RFC3339Nano), FileHash: n.FileHash}
+func NodeOf(n meta.Node) apitype.Node {
+	return apitype.Node{Path: n.Path, Name: n.Name(), IsDir: n.IsDir, Size: n.Size, Mode: n.Perm(),
+		MTime: apitype.Time{Time: n.ModTime.UTC()}, FileHash: n.FileHash}
 }
 
 func queryPath(r *http.Request) (string, error) {
@@ -64,11 +53,11 @@ func (a *API) fsList(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	out := make([]Node, len(ns))
+	out := make([]apitype.Node, len(ns))
 	for i, n := range ns {
 		out[i] = NodeOf(n)
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"path": p, "entries": out})
+	WriteJSON(w, http.StatusOK, apitype.Listing{Path: p, Entries: out})
 }
 
 func (a *API) fsStat(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -85,14 +74,8 @@ func (a *API) fsStat(w http.ResponseWriter, r *http.Request, u meta.User) {
 	WriteJSON(w, http.StatusOK, NodeOf(n))
 }
 
-type mkdirReq struct {
-	Path    string  `json:"path"`
-	Parents bool    `json:"parents"`
-	Mode    *uint32 `json:"mode"` // permission bits of the directory created (not of missing parents)
-}
-
 func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
-	var req mkdirReq
+	var req apitype.MkdirRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -143,13 +126,6 @@ func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
 	WriteJSON(w, status, NodeOf(n))
 }
 
-type moveReq struct {
-	From      string `json:"from"`
-	To        string `json:"to"`
-	Overwrite bool   `json:"overwrite"`
-	Recursive *bool  `json:"recursive"` // copy only; default true
-}
-
 func (a *API) fsMove(w http.ResponseWriter, r *http.Request, u meta.User) {
 	a.moveOrCopy(w, r, u, false)
 }
@@ -159,7 +135,7 @@ func (a *API) fsCopy(w http.ResponseWriter, r *http.Request, u meta.User) {
 }
 
 func (a *API) moveOrCopy(w http.ResponseWriter, r *http.Request, u meta.User, copying bool) {
-	var req moveReq
+	var req apitype.MoveRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return

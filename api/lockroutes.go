@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"netdisk/apitype"
 	"regexp"
 	"strconv"
 	"strings"
@@ -108,8 +109,8 @@ func wireResource(resource string) string {
 	return resource
 }
 
-func (a *API) lockAnswer(t lockTarget, r lock.Result) lock.WireAnswer {
-	w := lock.WireAnswer{Op: t.op, Resource: t.wire, Status: r.Status, Position: r.Position,
+func (a *API) lockAnswer(t lockTarget, r lock.Result) apitype.LockAnswer {
+	w := apitype.LockAnswer{Op: t.op, Resource: t.wire, Status: string(r.Status), Position: r.Position,
 		Reentered: r.Reentered, LeaseMs: a.Locks.Lease().Milliseconds()}
 	if !r.Deadline.IsZero() {
 		d := r.Deadline.UTC()
@@ -119,12 +120,12 @@ func (a *API) lockAnswer(t lockTarget, r lock.Result) lock.WireAnswer {
 }
 
 // lockRequest decodes a body and its target; false when it answered.
-func (a *API) lockRequest(w http.ResponseWriter, r *http.Request, u meta.User) (lock.WireRequest, lockTarget, bool) {
+func (a *API) lockRequest(w http.ResponseWriter, r *http.Request, u meta.User) (apitype.LockRequest, lockTarget, bool) {
 	if a.Locks == nil {
 		a.WriteError(w, r, errs.Errorf("api.lock", errs.Unavailable, "locks are not enabled on this server"))
-		return lock.WireRequest{}, lockTarget{}, false
+		return apitype.LockRequest{}, lockTarget{}, false
 	}
-	var req lock.WireRequest
+	var req apitype.LockRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return req, lockTarget{}, false
@@ -280,7 +281,7 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	sub := a.Locks.Subscribe(n)
 	defer sub.Close()
-	var states []lock.WireAnswer
+	var states []apitype.LockAnswer
 	for _, t := range targets {
 		res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
 		if err != nil {
@@ -307,7 +308,7 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 	// waiting forever.
 	last := map[string]lock.Status{}
 	for i, t := range targets {
-		last[lock.Key(t.op, t.resource)] = states[i].Status
+		last[lock.Key(t.op, t.resource)] = lock.Status(states[i].Status)
 	}
 	every := a.StreamRecheck
 	if every <= 0 {
@@ -344,19 +345,19 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 				return // cut off or shutting down: the client reconnects
 			}
 			op, res := lock.SplitKey(ev.Key)
-			wa := lock.WireAnswer{Op: op, Resource: wireResource(res), Event: string(ev.Type),
-				Status: lock.None, LeaseMs: a.Locks.Lease().Milliseconds()}
+			wa := apitype.LockAnswer{Op: op, Resource: wireResource(res), Event: string(ev.Type),
+				Status: string(lock.None), LeaseMs: a.Locks.Lease().Milliseconds()}
 			if ev.Type == lock.EventGranted {
-				wa.Status = lock.Granted
+				wa.Status = string(lock.Granted)
 			}
-			last[ev.Key] = wa.Status
+			last[ev.Key] = lock.Status(wa.Status)
 			writeEvent(w, wa)
 		}
 		fl.Flush()
 	}
 }
 
-func writeEvent(w http.ResponseWriter, a lock.WireAnswer) {
+func writeEvent(w http.ResponseWriter, a apitype.LockAnswer) {
 	b, _ := json.Marshal(a)
 	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", a.Event, b)
 }

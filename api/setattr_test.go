@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 )
@@ -17,7 +18,7 @@ func TestSetAttr(t *testing.T) {
 	ctx := context.Background()
 	admin := client.New(d.URL, "admin", d.AdminPass)
 	for _, u := range []string{"alice", "bob"} {
-		if _, err := admin.AdminAddUser(ctx, client.NewUser{Name: u, Password: u + "-pass"}); err != nil {
+		if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: u, Password: u + "-pass"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,10 +2,10 @@ package api
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -30,21 +30,15 @@ func (a *API) uploadRoutes() []Route {
 func (a *API) withUpload(h Handler) Handler {
 	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
 		if a.Upload == nil {
-			WriteJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: "the upload service is not running", Code: "unavailable"})
+			a.WriteError(w, r, errs.Errorf("api.upload", errs.Unavailable, "the upload service is not running"))
 			return
 		}
 		h(w, r, u)
 	}
 }
 
-type initReq struct {
-	Path     *string `json:"path"`
-	Size     *int64  `json:"size"`
-	FileHash string  `json:"fileHash"`
-}
-
 func (a *API) uploadInit(w http.ResponseWriter, r *http.Request, u meta.User) {
-	var req initReq
+	var req apitype.InitRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -58,20 +52,24 @@ func (a *API) uploadInit(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, info)
+	WriteJSON(w, http.StatusOK, sessionOf(info))
 }
 
-type patchReq struct {
-	UploadID string `json:"uploadId"`
-	Index    *int64 `json:"index"`
-	Hash     string `json:"hash"`
-	FileHash string `json:"fileHash"`
+func sessionOf(in upload.Info) apitype.Session {
+	return apitype.Session{UploadID: in.UploadID, ChunkSize: in.ChunkSize, TotalChunks: in.TotalChunks, Uploaded: in.Uploaded}
+}
+
+func challengeOf(c *upload.Challenge) *apitype.Challenge {
+	if c == nil {
+		return nil
+	}
+	return &apitype.Challenge{Nonce: c.Nonce, Ranges: c.Ranges}
 }
 
 // patchHash is one call with two uses: with index it asks about a chunk,
 // without it about the whole file.
 func (a *API) patchHash(w http.ResponseWriter, r *http.Request, u meta.User) {
-	var req patchReq
+	var req apitype.PatchHashRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -90,18 +88,11 @@ func (a *API) patchHash(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, res)
-}
-
-type proveReq struct {
-	UploadID string `json:"uploadId"`
-	Index    *int64 `json:"index"`
-	Nonce    string `json:"nonce"`
-	Proof    string `json:"proof"`
+	WriteJSON(w, http.StatusOK, apitype.PatchHashResult{Exists: res.Exists, Completed: res.Completed, Path: res.Path, Challenge: challengeOf(res.Challenge)})
 }
 
 func (a *API) prove(w http.ResponseWriter, r *http.Request, u meta.User) {
-	var req proveReq
+	var req apitype.ProveRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -111,7 +102,7 @@ func (a *API) prove(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, apitype.ProveResult{OK: res.OK, Completed: res.Completed, Path: res.Path})
 }
 
 func (a *API) uploadChunk(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -121,21 +112,22 @@ func (a *API) uploadChunk(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.Errorf("api.UploadChunk", errs.Invalid, "index must be an integer"))
 		return
 	}
-	err = a.Upload.PutChunk(r.Context(), u.ID, q.Get("uploadId"), idx, q.Get("hash"), r.Body, r.ContentLength)
+	// The service bounds the body by the chunk's length itself.
+	body := requestBody(r, -1, "the chunk body")
+	err = a.Upload.PutChunk(r.Context(), u.ID, q.Get("uploadId"), idx, q.Get("hash"), body, r.ContentLength)
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]int64{"index": idx})
+	WriteJSON(w, http.StatusOK, apitype.ChunkReceived{Index: idx})
 }
 
-type mergeReq struct {
-	UploadID string `json:"uploadId"`
-	FileHash string `json:"fileHash"`
+func fileResult(res upload.Result) apitype.FileResult {
+	return apitype.FileResult{Path: res.Path, Size: res.Size, FileHash: res.FileHash}
 }
 
 func (a *API) merge(w http.ResponseWriter, r *http.Request, u meta.User) {
-	var req mergeReq
+	var req apitype.MergeRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -143,14 +135,16 @@ func (a *API) merge(w http.ResponseWriter, r *http.Request, u meta.User) {
 	res, err := a.Upload.Merge(r.Context(), u.ID, req.UploadID, req.FileHash)
 	var miss *upload.MissingError
 	if errors.As(err, &miss) {
-		WriteJSON(w, http.StatusConflict, map[string]any{"error": errs.Message(err), "code": errs.Code(err), "missing": miss.Missing})
+		body := ErrorBody(err)
+		body.Missing = miss.Missing
+		WriteJSON(w, http.StatusConflict, body)
 		return
 	}
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, fileResult(res))
 }
 
 func (a *API) getSession(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -159,7 +153,7 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, info)
+	WriteJSON(w, http.StatusOK, sessionOf(info))
 }
 
 func (a *API) deleteSession(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -201,16 +195,11 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	n, err := fw.ReadFrom(io.LimitReader(r.Body, limit+1))
-	switch {
-	case err != nil && !errs.Classified(err):
-		// The body could not be read; a failure of the drive (a full disk)
-		// keeps its own kind.
-		err = errs.E(op, errs.Invalid, p, err)
-	case err != nil:
-	case n > limit:
-		err = errs.Errorf(op, errs.TooLarge, "body is over the %d byte limit of one-request uploads", limit)
-	case r.ContentLength >= 0 && n != r.ContentLength:
+	// The body's read errors come marked (too large, unreadable, client
+	// gone); a failure of the drive (the quota, the ledger, a full disk)
+	// keeps its own kind.
+	n, err := fw.ReadFrom(requestBody(r, limit, "the body of a one-request upload"))
+	if err == nil && r.ContentLength >= 0 && n != r.ContentLength {
 		err = errs.Errorf(op, errs.Invalid, "body has %d bytes, %d announced", n, r.ContentLength)
 	}
 	if err != nil {
@@ -223,5 +212,5 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, upload.Result{Path: node.Path, Size: node.Size, FileHash: node.FileHash})
+	WriteJSON(w, http.StatusOK, apitype.FileResult{Path: node.Path, Size: node.Size, FileHash: node.FileHash})
 }

@@ -316,7 +316,9 @@ type proveAnswer struct {
 }
 
 func TestInstantUpload(t *testing.T) {
-	x := start(t)
+	// Shared mode: one other owner is enough to be offered a challenge
+	// (private_test.go covers the default).
+	x := start(t, "--instant-upload=shared")
 	for _, u := range []string{"alice", "bob", "carol"} {
 		x.addUser(u, 0)
 	}

@@ -7,14 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"netdisk/apitype"
 )
 
 // Challenge asks the client to prove it holds some content: ranges are
-// [offset, length] pairs within the chunk (chunk checks) or the file (file checks).
-type Challenge struct {
-	Nonce  string     `json:"nonce"`
-	Ranges [][2]int64 `json:"ranges"`
-}
+// [offset, length] pairs within the chunk (chunk checks) or the file (file
+// checks). It is the API's wire type, named here for Remote.
+type Challenge = apitype.Challenge
 
 // Check is the remote's answer to a patchHash.
 type Check struct {

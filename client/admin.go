@@ -8,87 +8,33 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
+
+	"netdisk/apitype"
 )
 
-// The admin calls of docs/admin.md. The types mirror the server's answers;
-// they are declared here so the client does not link the server's packages.
-
-// AdminUser is a user as admins see it.
-type AdminUser struct {
-	Name       string    `json:"name"`
-	Admin      bool      `json:"admin"`
-	Quota      int64     `json:"quota"` // bytes; 0 = unlimited
-	Finished   int64     `json:"finished"`
-	Unfinished int64     `json:"unfinished"`
-	Uploading  int64     `json:"uploading"` // sizes declared by open uploads
-	Created    time.Time `json:"created"`
-}
-
-// NewUser is what AdminAddUser sends.
-type NewUser struct {
-	Name     string `json:"name"`
-	Password string `json:"password"`
-	Admin    bool   `json:"admin"`
-	Quota    int64  `json:"quota"` // bytes; 0 = unlimited
-}
-
-// Stats are store-wide figures.
-type Stats struct {
-	Users         int64   `json:"users"`
-	Files         int64   `json:"files"`
-	Dirs          int64   `json:"dirs"`
-	LogicalBytes  int64   `json:"logicalBytes"`
-	PhysicalBytes int64   `json:"physicalBytes"`
-	Chunks        int64   `json:"chunks"`
-	DedupRatio    float64 `json:"dedupRatio"`
-}
-
-// GCResult reports what a collection freed.
-type GCResult struct {
-	Chunks       int64 `json:"chunks"`
-	Bytes        int64 `json:"bytes"`
-	OrphanBlobs  int64 `json:"orphanBlobs"`
-	SkippedInUse int64 `json:"skippedInUse"`
-}
-
-// FsckProblem is one chunk that is not as its record says.
-type FsckProblem struct {
-	SHA256  string `json:"sha256"`
-	Problem string `json:"problem"` // "missing", "corrupt", "unreadable"
-	Detail  string `json:"detail,omitempty"`
-}
-
-// FsckResult reports a full check.
-type FsckResult struct {
-	Checked  int64         `json:"checked"`
-	Bytes    int64         `json:"bytes"`
-	Problems []FsckProblem `json:"problems"`
-}
+// The admin calls of docs/admin.md; their bodies are apitype's.
 
 func userPath(name string, sub string) string {
 	return "/api/v1/admin/users/" + url.PathEscape(name) + sub
 }
 
 // AdminUsers lists every user.
-func (c *Client) AdminUsers(ctx context.Context) ([]AdminUser, error) {
-	var out struct {
-		Users []AdminUser `json:"users"`
-	}
+func (c *Client) AdminUsers(ctx context.Context) ([]apitype.AdminUser, error) {
+	var out apitype.UserList
 	err := c.JSON(ctx, http.MethodGet, "/api/v1/admin/users", nil, nil, &out)
 	return out.Users, err
 }
 
 // AdminUser returns one user.
-func (c *Client) AdminUser(ctx context.Context, name string) (AdminUser, error) {
-	var u AdminUser
+func (c *Client) AdminUser(ctx context.Context, name string) (apitype.AdminUser, error) {
+	var u apitype.AdminUser
 	err := c.JSON(ctx, http.MethodGet, userPath(name, ""), nil, nil, &u)
 	return u, err
 }
 
 // AdminAddUser creates a user.
-func (c *Client) AdminAddUser(ctx context.Context, nu NewUser) (AdminUser, error) {
-	var u AdminUser
+func (c *Client) AdminAddUser(ctx context.Context, nu apitype.NewUser) (apitype.AdminUser, error) {
+	var u apitype.AdminUser
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/admin/users", nil, nu, &u)
 	return u, err
 }
@@ -100,26 +46,26 @@ func (c *Client) AdminDeleteUser(ctx context.Context, name string) error {
 
 // AdminSetPassword replaces a user's password.
 func (c *Client) AdminSetPassword(ctx context.Context, name, password string) error {
-	return c.JSON(ctx, http.MethodPut, userPath(name, "/password"), nil, map[string]string{"password": password}, nil)
+	return c.JSON(ctx, http.MethodPut, userPath(name, "/password"), nil, apitype.PasswordRequest{Password: password}, nil)
 }
 
 // AdminSetQuota sets a user's total in bytes (0 = unlimited).
-func (c *Client) AdminSetQuota(ctx context.Context, name string, quota int64) (AdminUser, error) {
-	var u AdminUser
-	err := c.JSON(ctx, http.MethodPut, userPath(name, "/quota"), nil, map[string]int64{"quota": quota}, &u)
+func (c *Client) AdminSetQuota(ctx context.Context, name string, quota int64) (apitype.AdminUser, error) {
+	var u apitype.AdminUser
+	err := c.JSON(ctx, http.MethodPut, userPath(name, "/quota"), nil, apitype.QuotaRequest{Quota: &quota}, &u)
 	return u, err
 }
 
 // AdminStats fetches store-wide figures.
-func (c *Client) AdminStats(ctx context.Context) (Stats, error) {
-	var s Stats
+func (c *Client) AdminStats(ctx context.Context) (apitype.Stats, error) {
+	var s apitype.Stats
 	err := c.JSON(ctx, http.MethodGet, "/api/v1/admin/stats", nil, nil, &s)
 	return s, err
 }
 
 // AdminGC collects unreferenced chunks now.
-func (c *Client) AdminGC(ctx context.Context) (GCResult, error) {
-	var r GCResult
+func (c *Client) AdminGC(ctx context.Context) (apitype.GCResult, error) {
+	var r apitype.GCResult
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/admin/gc", nil, nil, &r)
 	return r, err
 }
@@ -127,8 +73,8 @@ func (c *Client) AdminGC(ctx context.Context) (GCResult, error) {
 // AdminFsck re-hashes every stored chunk on the server. With progress set it
 // asks for the streamed form and calls progress as the server reports it.
 // Problems found are in the result, not an error.
-func (c *Client) AdminFsck(ctx context.Context, progress func(done, total int64)) (FsckResult, error) {
-	var r FsckResult
+func (c *Client) AdminFsck(ctx context.Context, progress func(done, total int64)) (apitype.FsckResult, error) {
+	var r apitype.FsckResult
 	if progress == nil {
 		err := c.JSON(ctx, http.MethodPost, "/api/v1/admin/fsck", nil, nil, &r)
 		return r, err
@@ -137,7 +83,7 @@ func (c *Client) AdminFsck(ctx context.Context, progress func(done, total int64)
 	if err != nil {
 		return r, err
 	}
-	req.Header.Set("Accept", "application/x-ndjson")
+	req.Header.Set("Accept", apitype.NDJSON)
 	resp, err := c.Do(req)
 	if err != nil {
 		return r, err
@@ -146,17 +92,14 @@ func (c *Client) AdminFsck(ctx context.Context, progress func(done, total int64)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20) // the result line lists every problem
 	for sc.Scan() {
-		var ev struct {
-			Progress *struct{ Done, Total int64 } `json:"progress"`
-			Result   *FsckResult                  `json:"result"`
-			Error    string                       `json:"error"`
-		}
+		var ev apitype.FsckEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return r, fmt.Errorf("fsck: bad progress line: %w", err)
 		}
 		switch {
 		case ev.Error != "":
-			return r, &Error{Status: http.StatusInternalServerError, Message: ev.Error}
+			// In-band: the 200 was sent before the check failed.
+			return r, &Error{Status: http.StatusInternalServerError, Message: ev.Error, Code: ev.Code}
 		case ev.Result != nil:
 			return *ev.Result, nil
 		case ev.Progress != nil:

@@ -14,6 +14,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"netdisk/apitype"
+	"netdisk/errs"
 )
 
 // DefaultServer is used when neither a flag nor NETDISK_SERVER names one.
@@ -47,26 +50,55 @@ func New(server, user, password string) *Client {
 	return &Client{Server: strings.TrimRight(server, "/"), User: user, Password: password, HTTP: &http.Client{}}
 }
 
-// Error is an error answer of the API.
+// Error is an error answer of the API (or of the WebDAV GET downloads use).
 type Error struct {
 	Status  int
 	Message string
-	Code    string // the machine-readable code of the API's error body, if any
+	Code    string // the machine-readable code of the API's error body; "" for an answer without one
 	Body    []byte // the raw body, for answers with extra fields (e.g. "missing")
 }
 
-func (e *Error) Error() string {
+// Kind is what the server said went wrong: the kind named by the answer's
+// code (errs.KindOfCode), on which callers decide, never on the text. An
+// answer without a code is not the API's (a WebDAV GET, a proxy in between):
+// its status is all there is, and names the kind where it is unambiguous.
+func (e *Error) Kind() errs.Kind {
+	if k, ok := errs.KindOfCode(e.Code); ok || e.Code != "" {
+		return k
+	}
 	switch e.Status {
+	case http.StatusBadRequest:
+		return errs.Invalid
 	case http.StatusUnauthorized:
-		if e.Message == "" || strings.Contains(e.Message, "user name or password") {
-			return "wrong user name or password"
-		}
-		return "wrong user name or password (" + e.Message + ")"
+		return errs.Unauthenticated
+	case http.StatusForbidden:
+		return errs.Permission
+	case http.StatusNotFound:
+		return errs.NotFound
+	case http.StatusPreconditionFailed:
+		return errs.Precondition
+	case http.StatusRequestEntityTooLarge:
+		return errs.TooLarge
+	case http.StatusLocked:
+		return errs.Locked
+	case http.StatusTooManyRequests:
+		return errs.Throttled
+	case http.StatusServiceUnavailable:
+		return errs.Unavailable
 	case http.StatusInsufficientStorage:
-		if e.Code == "no_space" {
-			return "the server is out of space: " + e.Message
-		}
+		return errs.NoSpace // the user's quota is told by its code
+	}
+	return errs.Other
+}
+
+func (e *Error) Error() string {
+	switch e.Kind() {
+	case errs.Unauthenticated:
+		return "wrong user name or password"
+	case errs.Quota:
 		return "over quota: " + e.Message
+	case errs.NoSpace:
+		return "the server is out of space: " + e.Message
 	}
 	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
 }
@@ -78,6 +110,16 @@ func StatusOf(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// KindOf returns the kind of the server's answer in err's chain (Error.Kind),
+// or errs.Other when err holds none (a transport failure, a local error).
+func KindOf(err error) errs.Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind()
+	}
+	return errs.Other
 }
 
 // URL builds an absolute URL for an API path and query.
@@ -112,10 +154,7 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	e := &Error{Status: resp.StatusCode, Body: b}
-	var eb struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
-	}
+	var eb apitype.Error
 	if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
 		e.Message, e.Code = eb.Error, eb.Code
 	} else {
@@ -160,16 +199,9 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, in
 	return nil
 }
 
-// Info is the server's announcement.
-type Info struct {
-	ChunkSize      int64  `json:"chunkSize"`
-	SmallFileLimit int64  `json:"smallFileLimit"`
-	Version        string `json:"version"`
-}
-
-// Info fetches /api/v1/info.
-func (c *Client) Info(ctx context.Context) (Info, error) {
-	var i Info
+// Info fetches /api/v1/info, the server's announcement.
+func (c *Client) Info(ctx context.Context) (apitype.Info, error) {
+	var i apitype.Info
 	err := c.JSON(ctx, http.MethodGet, "/api/v1/info", nil, nil, &i)
 	return i, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -15,7 +16,9 @@ import (
 	"strconv"
 	"strings"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
+	"netdisk/errs"
 )
 
 // Downloads go over WebDAV GET (docs/API.md): Range resumes a partial file,
@@ -63,7 +66,7 @@ func (c *Client) Pull(ctx context.Context, remote, local string, o PullOptions) 
 	return res, err
 }
 
-func (c *Client) pullNode(ctx context.Context, n Node, local string, chunkSize int64, o PullOptions, res *PullResult) error {
+func (c *Client) pullNode(ctx context.Context, n apitype.Node, local string, chunkSize int64, o PullOptions, res *PullResult) error {
 	if !n.IsDir {
 		return c.pullFile(ctx, n.Path, local, chunkSize, o, res)
 	}
@@ -78,6 +81,40 @@ func (c *Client) pullNode(ctx context.Context, n Node, local string, chunkSize i
 		if err := c.pullNode(ctx, e, filepath.Join(local, e.Name), chunkSize, o, res); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ErrChanged is ReadAt's answer when the file's current version is not the
+// one asked for.
+var ErrChanged = errors.New("file changed on the server")
+
+// ReadAt fills dest with the bytes at off of the version of file p whose
+// file hash is fileHash: a WebDAV GET with Range and If-Match, so the bytes
+// never mix two versions. Another current version is ErrChanged.
+func (c *Client) ReadAt(ctx context.Context, p, fileHash string, off int64, dest []byte) error {
+	if len(dest) == 0 {
+		return nil
+	}
+	req, err := c.NewRequest(ctx, http.MethodGet, DavPath(p), nil, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+int64(len(dest))-1))
+	req.Header.Set("If-Match", `"`+fileHash+`"`)
+	resp, err := c.Do(req)
+	if err != nil {
+		if KindOf(err) == errs.Precondition {
+			return ErrChanged
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent && !(resp.StatusCode == http.StatusOK && off == 0) {
+		return fmt.Errorf("range read of %s: unexpected status %d", p, resp.StatusCode)
+	}
+	if _, err := io.ReadFull(resp.Body, dest); err != nil {
+		return fmt.Errorf("range read of %s: %w", p, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"netdisk/apitype"
 	"strings"
 	"time"
 
@@ -26,18 +27,18 @@ func PathResource(p string) string { return "path:" + p }
 
 // TryLock asks for a lock. For a content resource, path must be a file of
 // the user holding that content.
-func (c *Client) TryLock(ctx context.Context, op, resource, node, path string) (lock.WireAnswer, error) {
-	var a lock.WireAnswer
+func (c *Client) TryLock(ctx context.Context, op, resource, node, path string) (apitype.LockAnswer, error) {
+	var a apitype.LockAnswer
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/lock/try", nil,
-		lock.WireRequest{Op: op, Resource: resource, Node: node, Path: path}, &a)
+		apitype.LockRequest{Op: op, Resource: resource, Node: node, Path: path}, &a)
 	return a, err
 }
 
 // Heartbeat renews the node's lease; a 409 means the lock was lost.
-func (c *Client) Heartbeat(ctx context.Context, op, resource, node string) (lock.WireAnswer, error) {
-	var a lock.WireAnswer
+func (c *Client) Heartbeat(ctx context.Context, op, resource, node string) (apitype.LockAnswer, error) {
+	var a apitype.LockAnswer
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/lock/heartbeat", nil,
-		lock.WireRequest{Op: op, Resource: resource, Node: node}, &a)
+		apitype.LockRequest{Op: op, Resource: resource, Node: node}, &a)
 	return a, err
 }
 
@@ -49,12 +50,12 @@ func (c *Client) Unlock(ctx context.Context, op, resource, node string, success 
 		outcome = "success"
 	}
 	return c.JSON(ctx, http.MethodPost, "/api/v1/lock/unlock", nil,
-		lock.WireRequest{Op: op, Resource: resource, Node: node, Outcome: outcome}, nil)
+		apitype.LockRequest{Op: op, Resource: resource, Node: node, Outcome: outcome}, nil)
 }
 
 // LockState reports the node's standing on a key.
-func (c *Client) LockState(ctx context.Context, op, resource, node string) (lock.WireAnswer, error) {
-	var a lock.WireAnswer
+func (c *Client) LockState(ctx context.Context, op, resource, node string) (apitype.LockAnswer, error) {
+	var a apitype.LockAnswer
 	err := c.JSON(ctx, http.MethodGet, "/api/v1/lock/state",
 		url.Values{"op": {op}, "resource": {resource}, "node": {node}}, nil, &a)
 	return a, err
@@ -88,12 +89,12 @@ func (c *Client) LockEvents(ctx context.Context, node string, keys ...string) (*
 
 // Next returns the next event; an error (io.EOF included) means the stream
 // ended and the caller reconnects.
-func (s *EventStream) Next() (lock.WireAnswer, error) {
+func (s *EventStream) Next() (apitype.LockAnswer, error) {
 	var name, data string
 	for {
 		line, err := s.r.ReadString('\n')
 		if err != nil {
-			return lock.WireAnswer{}, err
+			return apitype.LockAnswer{}, err
 		}
 		line = strings.TrimRight(line, "\r\n")
 		switch {
@@ -102,9 +103,9 @@ func (s *EventStream) Next() (lock.WireAnswer, error) {
 				name = ""
 				continue // a retry field or keep-alive comment only
 			}
-			var a lock.WireAnswer
+			var a apitype.LockAnswer
 			if err := json.Unmarshal([]byte(data), &a); err != nil {
-				return lock.WireAnswer{}, fmt.Errorf("lock event %q: %w", name, err)
+				return apitype.LockAnswer{}, fmt.Errorf("lock event %q: %w", name, err)
 			}
 			if a.Event == "" {
 				a.Event = name
@@ -123,7 +124,7 @@ func (s *EventStream) Next() (lock.WireAnswer, error) {
 // queued (a grant, a release, a loss, or a "state" other than queued),
 // passing each to onEvent (may be nil). An error means the stream ended:
 // reconnect and ask again.
-func (s *EventStream) WaitWhileQueued(onEvent func(lock.WireAnswer)) error {
+func (s *EventStream) WaitWhileQueued(onEvent func(apitype.LockAnswer)) error {
 	for {
 		ev, err := s.Next()
 		if err != nil {
@@ -132,7 +133,7 @@ func (s *EventStream) WaitWhileQueued(onEvent func(lock.WireAnswer)) error {
 		if onEvent != nil {
 			onEvent(ev)
 		}
-		if ev.Event == "state" && ev.Status == lock.Queued {
+		if ev.Event == "state" && lock.Status(ev.Status) == lock.Queued {
 			continue
 		}
 		return nil

@@ -17,21 +17,22 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 )
 
 // PushEvent reports the progress of Push: one file starting or ending, or a
 // pipeline event of the file being uploaded in chunks.
 type PushEvent struct {
-	Type    string         `json:"type"` // "start", "pipeline", "done", "error"
-	Local   string         `json:"local"`
-	Remote  string         `json:"remote"`
-	Size    int64          `json:"size"`
-	Small   bool           `json:"small,omitempty"` // below the small-file limit: one request (or instant)
-	Instant bool           `json:"instant,omitempty"`
-	Event   *chunker.Event `json:"pipeline,omitempty"`
-	Result  *FileResult    `json:"result,omitempty"`
-	Error   string         `json:"error,omitempty"`
+	Type    string              `json:"type"` // "start", "pipeline", "done", "error"
+	Local   string              `json:"local"`
+	Remote  string              `json:"remote"`
+	Size    int64               `json:"size"`
+	Small   bool                `json:"small,omitempty"` // below the small-file limit: one request (or instant)
+	Instant bool                `json:"instant,omitempty"`
+	Event   *chunker.Event      `json:"pipeline,omitempty"`
+	Result  *apitype.FileResult `json:"result,omitempty"`
+	Error   string              `json:"error,omitempty"`
 }
 
 // PushOptions tune Push; the zero value is usable.
@@ -241,7 +242,7 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 type fileOutcome struct {
 	small, instant bool
 	sent, skipped  int64
-	result         FileResult
+	result         apitype.FileResult
 }
 
 // pushSmall sends a file below the small-file limit. Its hash comes first:
@@ -287,24 +288,24 @@ func (c *Client) pushSmall(ctx context.Context, f PushFile, chunkSize int64, o P
 // checkSmall asks the server whether it holds data by its file hash, in a
 // session opened for the purpose. When it does not, the session is abandoned
 // before the one-request upload, which reserves the size again.
-func (c *Client) checkSmall(ctx context.Context, f PushFile, data []byte, chunkSize int64, po chunker.Options) (bool, FileResult, error) {
+func (c *Client) checkSmall(ctx context.Context, f PushFile, data []byte, chunkSize int64, po chunker.Options) (bool, apitype.FileResult, error) {
 	hashes := make([]string, 0, chunker.ChunkCount(f.Size, chunkSize))
 	for off := int64(0); off < f.Size; off += chunkSize {
 		hashes = append(hashes, chunker.ChunkMD5(data[off:min(off+chunkSize, f.Size)]))
 	}
 	fileHash := chunker.FileHash(hashes)
-	var in InitResult
+	var in apitype.Session
 	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
 		in, err = c.Init(ctx, f.Remote, f.Size, fileHash)
 		return err
 	})
 	if err != nil {
-		return false, FileResult{}, err
+		return false, apitype.FileResult{}, err
 	}
 	s := &Session{C: c, UploadID: in.UploadID, Path: f.Remote, Size: f.Size}
 	instant, err := chunker.CheckFile(ctx, s, fileHash, bytes.NewReader(data), po)
 	if ctx.Err() != nil {
-		return false, FileResult{}, ctx.Err()
+		return false, apitype.FileResult{}, ctx.Err()
 	}
 	if err == nil && instant {
 		r := s.Result
@@ -321,12 +322,12 @@ func (c *Client) checkSmall(ctx context.Context, f PushFile, data []byte, chunkS
 		}
 		return err
 	})
-	return false, FileResult{}, nil
+	return false, apitype.FileResult{}, nil
 }
 
 // uploadSmall is the one-request upload, retried under po.
-func (c *Client) uploadSmall(ctx context.Context, remote string, data []byte, po chunker.Options) (FileResult, error) {
-	var r FileResult
+func (c *Client) uploadSmall(ctx context.Context, remote string, data []byte, po chunker.Options) (apitype.FileResult, error) {
+	var r apitype.FileResult
 	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
 		r, err = c.Upload(ctx, remote, bytes.NewReader(data), int64(len(data)))
 		return err
@@ -355,7 +356,7 @@ func (c *Client) pushChunked(ctx context.Context, f PushFile, o PushOptions, emi
 // content that is already open, e.g. the FUSE mount's staged files. Chunk
 // hashes known in advance go in o.Pipeline.Hashes, computed with chunk size
 // o.Pipeline.ChunkSize; they are ignored when the server cuts otherwise.
-func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, remote string, o PushOptions) (FileResult, error) {
+func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, remote string, o PushOptions) (apitype.FileResult, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 3
 	}
@@ -373,7 +374,7 @@ func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, rem
 		// limit for that (the mount keeps it low). Retried all the same.
 		data := make([]byte, size)
 		if n, err := r.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(data)) {
-			return FileResult{}, fmt.Errorf("read content: %w", err)
+			return apitype.FileResult{}, fmt.Errorf("read content: %w", err)
 		}
 		return c.uploadSmall(ctx, remote, data, c.pipelineOptions(o, f, emit))
 	}
@@ -388,7 +389,7 @@ func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile
 		known = chunker.FileHash(o.Pipeline.Hashes)
 	}
 	po := c.pipelineOptions(o, f, emit)
-	var in InitResult
+	var in apitype.Session
 	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
 		in, err = c.Init(ctx, f.Remote, f.Size, known)
 		return err
@@ -405,7 +406,7 @@ func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile
 	if len(in.Uploaded) > 0 {
 		held := slices.Clone(in.Uploaded)
 		slices.Sort(held)
-		po.Uploaded = func(i int) bool { _, ok := slices.BinarySearch(held, i); return ok }
+		po.Uploaded = func(i int) bool { _, ok := slices.BinarySearch(held, int64(i)); return ok }
 	}
 	// A resumed session whose chunks turn out not to be the file's (it
 	// changed since: merge answers 422) is handled by the pipeline:

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/internal/testutil"
 )
@@ -26,9 +27,9 @@ import (
 
 const testChunk = 64 << 10
 
-func startDaemon(t *testing.T) *testutil.Daemon {
+func startDaemon(t *testing.T, extra ...string) *testutil.Daemon {
 	t.Helper()
-	return testutil.StartDaemon(t, "--chunk-size", "64KiB")
+	return testutil.StartDaemon(t, append([]string{"--chunk-size", "64KiB"}, extra...)...)
 }
 
 func writeRandom(t *testing.T, dir, name string, seed uint64, n int) (string, []byte) {
@@ -227,9 +228,10 @@ func TestPushAbortsThenResumes(t *testing.T) {
 }
 
 func TestInstantUploadOfAnotherUsersContent(t *testing.T) {
-	d := startDaemon(t)
+	// Shared mode: one other owner is enough for the server to offer a proof.
+	d := startDaemon(t, "--instant-upload=shared")
 	admin := New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
 		t.Fatal(err)
 	}
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 5, 12*testChunk+9)
@@ -337,7 +339,7 @@ func TestCLIPushResumesAfterKill(t *testing.T) {
 func TestCLIErrors(t *testing.T) {
 	d := startDaemon(t)
 	admin := New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	local, _ := writeRandom(t, t.TempDir(), "f.bin", 7, 300<<10)
@@ -441,8 +443,11 @@ func TestCLIPushJSONEvents(t *testing.T) {
 // which is reported as MergeFailed (and not followed by a second
 // QueueDrained); every chunk is then re-checked by hash in a fresh session and
 // only the changed one is sent again. The result is the new content.
+// Shared mode: the re-check finds the abandoned session's chunks by proof;
+// in private mode nobody holds them once that session is gone, so they are
+// sent again (docs/API.md, "Instant upload and privacy").
 func TestPushResumedAfterLocalChange(t *testing.T) {
-	d := startDaemon(t)
+	d := startDaemon(t, "--instant-upload=shared")
 	p := newFaultProxy(t, d.URL)
 	p.setFault(func(n int) string {
 		if n > 8 {
@@ -534,7 +539,7 @@ func TestPushSmallFileRetries(t *testing.T) {
 	}
 
 	// A 4xx is final: a file over the user's quota fails at once.
-	if _, err := New(d.URL, "admin", d.AdminPass).AdminAddUser(context.Background(), NewUser{Name: "dan", Password: "dan-pass-123", Quota: 50 << 10}); err != nil {
+	if _, err := New(d.URL, "admin", d.AdminPass).AdminAddUser(context.Background(), apitype.NewUser{Name: "dan", Password: "dan-pass-123", Quota: 50 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	p.reset()
@@ -553,10 +558,10 @@ func TestPushSmallFileRetries(t *testing.T) {
 // content byte crosses the wire. Content the server lacks goes in exactly one
 // request.
 func TestPushSmallFileHashFirst(t *testing.T) {
-	d := startDaemon(t)
+	d := startDaemon(t, "--instant-upload=shared") // bob's copy is proved, not sent
 	p := newFaultProxy(t, d.URL)
 	admin := New(p.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "bob", Password: "bob-pass-123"}); err != nil {
 		t.Fatal(err)
 	}
 	local, data := writeRandom(t, t.TempDir(), "s.bin", 51, 3*testChunk+77)

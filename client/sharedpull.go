@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"netdisk/apitype"
 	"os"
 	"path"
 	"path/filepath"
@@ -34,7 +35,7 @@ type SharedPullOptions struct {
 	OnProgress func(file string, done, total int64)
 	// OnWait reports this node's standing while it waits (queued at a
 	// position, granted, released).
-	OnWait func(lock.WireAnswer)
+	OnWait func(apitype.LockAnswer)
 }
 
 // SharedPullResult sums up a SharedPull.
@@ -70,51 +71,92 @@ func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedP
 	} else if st, err := os.Stat(local); err == nil && st.IsDir() {
 		local = filepath.Join(local, path.Base(remote))
 	}
-	if err := os.MkdirAll(o.Cache, 0o755); err != nil {
+	src := sharedSource{hash: n.FileHash, size: n.Size, lockPath: remote,
+		fetch: func(ctx context.Context, dst string) (PullResult, error) {
+			return c.Pull(ctx, remote, dst, PullOptions{OnProgress: o.OnProgress})
+		}}
+	cached, refused, err := c.intoSharedCache(ctx, src, o, &res)
+	if err != nil {
 		return res, err
 	}
-	cached := filepath.Join(o.Cache, n.FileHash)
-	resource := ContentResource(n.FileHash)
+	if refused {
+		pr, err := c.Pull(ctx, remote, local, PullOptions{OnProgress: o.OnProgress})
+		res.PullResult, res.Refused = pr, true
+		return res, err
+	}
+	res.FromCache = !res.Fetched
+	res.Files = 1
+	return res, copyOut(cached, local)
+}
+
+// sharedSource is content to bring into a shared cache once per host.
+type sharedSource struct {
+	hash     string
+	size     int64
+	lockPath string // a file of the user holding the content: the lock API's proof of access
+	// resource is the pull lock's resource; "" means the content's
+	// (ContentResource), shared by every node pulling it.
+	resource string
+	// notHeldRefuses: a lock try answered 404 (lockPath holds other
+	// content now) counts as refused instead of failing.
+	notHeldRefuses bool
+	// fetch downloads the content to dst, resuming what an earlier call
+	// left; intoSharedCache verifies it.
+	fetch func(ctx context.Context, dst string) (PullResult, error)
+}
+
+// intoSharedCache makes <cache>/<hash> hold the content: this node fetches
+// it under the pull lock of the content (res.Fetched), or waits for the node
+// that does. refused means the lock service did not coordinate (single-node
+// mode, or the content is not lockable by the caller): nothing was fetched.
+func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o SharedPullOptions, res *SharedPullResult) (cached string, refused bool, err error) {
+	if err := os.MkdirAll(o.Cache, 0o755); err != nil {
+		return "", false, err
+	}
+	cached = filepath.Join(o.Cache, src.hash)
+	resource := src.resource
+	if resource == "" {
+		resource = ContentResource(src.hash)
+	}
 	key := lock.Key(PullOp, resource)
 	for {
-		if cachedOK(cached, n.Size) {
-			res.FromCache = !res.Fetched
-			res.Files = 1
-			return res, copyOut(cached, local)
+		if cachedOK(cached, src.size) {
+			return cached, false, nil
 		}
 		// Subscribe before asking: a wake-up between the two is then in
 		// the stream (or in its first "state" event).
 		stream, err := c.LockEvents(ctx, o.Node, key)
 		if err != nil {
-			return res, err
+			return "", false, err
 		}
-		a, err := c.TryLock(ctx, PullOp, resource, o.Node, remote)
+		a, err := c.TryLock(ctx, PullOp, resource, o.Node, src.lockPath)
 		if err != nil {
 			stream.Close()
-			return res, err
+			if src.notHeldRefuses && StatusOf(err) == http.StatusNotFound {
+				return "", true, nil
+			}
+			return "", false, err
 		}
-		switch a.Status {
+		switch lock.Status(a.Status) {
 		case lock.Acquired:
 			stream.Close()
-			if cachedOK(cached, n.Size) { // done by the holder before us
+			if cachedOK(cached, src.size) { // done by the holder before us
 				c.UnlockDetached(PullOp, resource, o.Node, true)
 				continue
 			}
-			pr, err := c.fetchIntoCache(ctx, remote, n, cached, resource, a, o)
+			pr, err := c.fetchIntoCache(ctx, src, cached, resource, a, o)
 			res.PullResult = pr
 			c.UnlockDetached(PullOp, resource, o.Node, err == nil)
 			if errors.Is(err, errLockLost) && ctx.Err() == nil {
 				continue // too slow to heart-beat: wait for whoever has it now
 			}
 			if err != nil {
-				return res, err
+				return "", false, err
 			}
 			res.Fetched = true
 		case lock.Refused:
 			stream.Close()
-			pr, err := c.Pull(ctx, remote, local, PullOptions{OnProgress: o.OnProgress})
-			res.PullResult, res.Refused = pr, true
-			return res, err
+			return "", true, nil
 		default: // queued (or granted: asking again claims it)
 			if o.OnWait != nil {
 				o.OnWait(a)
@@ -123,7 +165,7 @@ func (c *Client) SharedPull(ctx context.Context, remote, local string, o SharedP
 			stream.Close()
 			if ctx.Err() != nil {
 				c.UnlockDetached(PullOp, resource, o.Node, false) // leave the queue
-				return res, ctx.Err()
+				return "", false, ctx.Err()
 			}
 			_ = err // the stream ended: reconnecting tells the standing
 		}
@@ -141,9 +183,9 @@ func (c *Client) UnlockDetached(op, resource, node string, success bool) {
 	}
 }
 
-// fetchIntoCache downloads remote into the cache under its file hash while
-// heart-beating the lock; losing the lock cancels the transfer.
-func (c *Client) fetchIntoCache(ctx context.Context, remote string, n Node, cached, resource string, a lock.WireAnswer, o SharedPullOptions) (PullResult, error) {
+// fetchIntoCache downloads the content into the cache under its file hash
+// while heart-beating the lock; losing the lock cancels the transfer.
+func (c *Client) fetchIntoCache(ctx context.Context, src sharedSource, cached, resource string, a apitype.LockAnswer, o SharedPullOptions) (PullResult, error) {
 	lost, stop := c.KeepLock(PullOp, resource, o.Node, time.Duration(a.LeaseMs)*time.Millisecond)
 	defer stop()
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -155,26 +197,32 @@ func (c *Client) fetchIntoCache(ctx context.Context, remote string, n Node, cach
 		case <-ctx.Done():
 		}
 	}()
+	pr, err := c.fetchVerified(ctx, src, cached, cached+".dl")
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errLockLost) {
+		return pr, cause
+	}
+	return pr, err
+}
+
+// fetchVerified downloads the content to dl, checks its file hash and
+// renames it to cached.
+func (c *Client) fetchVerified(ctx context.Context, src sharedSource, cached, dl string) (PullResult, error) {
 	info, err := c.Info(ctx)
 	if err != nil {
 		return PullResult{}, err
 	}
-	dl := cached + ".dl"
-	pr, err := c.Pull(ctx, remote, dl, PullOptions{OnProgress: o.OnProgress})
+	pr, err := src.fetch(ctx, dl)
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, errLockLost) {
-			return pr, cause
-		}
 		return pr, err
 	}
 	// The remote may have changed since it was looked up: the cache name
 	// promises this content.
-	if h, err := hashFile(dl, info.ChunkSize); err != nil || h != n.FileHash {
+	if h, err := hashFile(dl, info.ChunkSize); err != nil || h != src.hash {
 		os.Remove(dl)
 		if err != nil {
 			return pr, err
 		}
-		return pr, fmt.Errorf("%s changed while it was pulled: try again", remote)
+		return pr, fmt.Errorf("%s changed while it was pulled: try again", src.lockPath)
 	}
 	if err := os.Rename(dl, cached); err != nil {
 		return pr, err

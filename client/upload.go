@@ -10,81 +10,50 @@ import (
 	"net/url"
 	"strconv"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 )
 
 // The calls of the upload protocol (shared/API.md), one method each, and
 // Session, the chunker.Remote that binds them to one upload for the pipeline.
 
-// InitResult is the answer of init and session.
-type InitResult struct {
-	UploadID    string `json:"uploadId"`
-	ChunkSize   int64  `json:"chunkSize"`
-	TotalChunks int    `json:"totalChunks"`
-	Uploaded    []int  `json:"uploaded"`
-}
-
-// PatchResult is the answer of patchHash.
-type PatchResult struct {
-	Exists    bool               `json:"exists"`
-	Completed bool               `json:"completed"`
-	Path      string             `json:"path"`
-	Challenge *chunker.Challenge `json:"challenge"`
-}
-
-// ProveResult is the answer of prove.
-type ProveResult struct {
-	OK        bool   `json:"ok"`
-	Completed bool   `json:"completed"`
-	Path      string `json:"path"`
-}
-
-// FileResult is the answer of merge and of the small-file upload.
-type FileResult struct {
-	Path     string `json:"path"`
-	Size     int64  `json:"size"`
-	FileHash string `json:"fileHash"`
-}
-
 // Init starts or resumes the upload session of path (fileHash may be "").
-func (c *Client) Init(ctx context.Context, path string, size int64, fileHash string) (InitResult, error) {
-	in := map[string]any{"path": path, "size": size}
-	if fileHash != "" {
-		in["fileHash"] = fileHash
-	}
-	var r InitResult
-	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/init", nil, in, &r)
+func (c *Client) Init(ctx context.Context, path string, size int64, fileHash string) (apitype.Session, error) {
+	var r apitype.Session
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/init", nil, apitype.InitRequest{Path: &path, Size: &size, FileHash: fileHash}, &r)
 	return r, err
 }
 
 // PatchChunk asks whether the server holds chunk index with hash.
-func (c *Client) PatchChunk(ctx context.Context, uploadID string, index int, hash string) (PatchResult, error) {
-	var r PatchResult
+func (c *Client) PatchChunk(ctx context.Context, uploadID string, index int, hash string) (apitype.PatchHashResult, error) {
+	i := int64(index)
+	var r apitype.PatchHashResult
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/patchHash", nil,
-		map[string]any{"uploadId": uploadID, "index": index, "hash": hash}, &r)
+		apitype.PatchHashRequest{UploadID: uploadID, Index: &i, Hash: hash}, &r)
 	return r, err
 }
 
 // PatchFile asks whether the server holds a file with fileHash.
-func (c *Client) PatchFile(ctx context.Context, uploadID, fileHash string) (PatchResult, error) {
-	var r PatchResult
+func (c *Client) PatchFile(ctx context.Context, uploadID, fileHash string) (apitype.PatchHashResult, error) {
+	var r apitype.PatchHashResult
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/patchHash", nil,
-		map[string]any{"uploadId": uploadID, "fileHash": fileHash}, &r)
+		apitype.PatchHashRequest{UploadID: uploadID, FileHash: fileHash}, &r)
 	return r, err
 }
 
 // Prove answers a challenge over content (a chunk's bytes when index is not
 // nil, else the whole file): the proof is computed here from content.
-func (c *Client) Prove(ctx context.Context, uploadID string, index *int, ch chunker.Challenge, content io.ReaderAt) (ProveResult, error) {
+func (c *Client) Prove(ctx context.Context, uploadID string, index *int, ch apitype.Challenge, content io.ReaderAt) (apitype.ProveResult, error) {
 	proof, err := chunker.Proof(ch.Nonce, content, ch.Ranges)
 	if err != nil {
-		return ProveResult{}, err
+		return apitype.ProveResult{}, err
 	}
-	in := map[string]any{"uploadId": uploadID, "nonce": ch.Nonce, "proof": proof}
+	in := apitype.ProveRequest{UploadID: uploadID, Nonce: ch.Nonce, Proof: proof}
 	if index != nil {
-		in["index"] = *index
+		i := int64(*index)
+		in.Index = &i
 	}
-	var r ProveResult
+	var r apitype.ProveResult
 	err = c.JSON(ctx, http.MethodPost, "/api/v1/file/prove", nil, in, &r)
 	return r, err
 }
@@ -106,16 +75,15 @@ func (c *Client) UploadChunk(ctx context.Context, uploadID string, index int, ha
 }
 
 // Merge commits the session's chunks as its file.
-func (c *Client) Merge(ctx context.Context, uploadID, fileHash string) (FileResult, error) {
-	var r FileResult
-	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/merge", nil,
-		map[string]any{"uploadId": uploadID, "fileHash": fileHash}, &r)
+func (c *Client) Merge(ctx context.Context, uploadID, fileHash string) (apitype.FileResult, error) {
+	var r apitype.FileResult
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/merge", nil, apitype.MergeRequest{UploadID: uploadID, FileHash: fileHash}, &r)
 	return r, err
 }
 
 // Session returns the state of an open session (same body as Init).
-func (c *Client) Session(ctx context.Context, uploadID string) (InitResult, error) {
-	var r InitResult
+func (c *Client) Session(ctx context.Context, uploadID string) (apitype.Session, error) {
+	var r apitype.Session
 	err := c.JSON(ctx, http.MethodGet, "/api/v1/file/session", url.Values{"uploadId": {uploadID}}, nil, &r)
 	return r, err
 }
@@ -126,19 +94,19 @@ func (c *Client) Abort(ctx context.Context, uploadID string) error {
 }
 
 // Upload sends a small file (under the server's smallFileLimit) in one request.
-func (c *Client) Upload(ctx context.Context, path string, body io.Reader, size int64) (FileResult, error) {
+func (c *Client) Upload(ctx context.Context, path string, body io.Reader, size int64) (apitype.FileResult, error) {
 	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/upload", url.Values{"path": {path}}, body)
 	if err != nil {
-		return FileResult{}, err
+		return apitype.FileResult{}, err
 	}
 	req.ContentLength = size
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := c.Do(req)
 	if err != nil {
-		return FileResult{}, err
+		return apitype.FileResult{}, err
 	}
 	defer resp.Body.Close()
-	var r FileResult
+	var r apitype.FileResult
 	if err := decodeJSON(resp.Body, &r); err != nil {
 		return r, fmt.Errorf("decode upload answer: %w", err)
 	}
@@ -173,7 +141,7 @@ type Session struct {
 	Size int64
 	// Result is the committed file, set by a file check that completed the
 	// upload or by Merge.
-	Result FileResult
+	Result apitype.FileResult
 }
 
 var (
@@ -201,7 +169,7 @@ func (s *Session) PatchFile(ctx context.Context, fileHash string) (chunker.Check
 		return chunker.Check{}, err
 	}
 	if r.Exists && r.Challenge == nil {
-		s.Result = FileResult{Path: r.Path, FileHash: fileHash}
+		s.Result = apitype.FileResult{Path: r.Path, FileHash: fileHash}
 	}
 	return chunker.Check{Exists: r.Exists, Challenge: r.Challenge}, nil
 }
@@ -212,7 +180,7 @@ func (s *Session) ProveFile(ctx context.Context, fileHash string, ch chunker.Cha
 		return false, err
 	}
 	if r.OK {
-		s.Result = FileResult{Path: r.Path, FileHash: fileHash}
+		s.Result = apitype.FileResult{Path: r.Path, FileHash: fileHash}
 	}
 	return r.OK, nil
 }

@@ -157,6 +157,8 @@ func Status(err error) int {
 		return http.StatusPreconditionFailed
 	case errs.Canceled:
 		return errs.StatusClientClosed
+	case errs.Throttled:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

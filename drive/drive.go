@@ -435,10 +435,10 @@ func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove
 
 // Quota is a user's view of their space.
 type Quota struct {
-	Total      int64 `json:"total"` // 0 = unlimited
-	Finished   int64 `json:"finished"`
-	Unfinished int64 `json:"unfinished"`
-	Uploading  int64 `json:"uploading"` // sizes declared by open sessions and writes (ledger only)
+	Total      int64 // 0 = unlimited
+	Finished   int64
+	Unfinished int64
+	Uploading  int64 // sizes declared by open sessions and writes (ledger only)
 }
 
 // Free returns the bytes a new write may still declare, or -1 when

@@ -15,10 +15,10 @@ import (
 
 // GCResult reports what a collection did.
 type GCResult struct {
-	Chunks       int64 `json:"chunks"`       // chunk records and blobs removed
-	Bytes        int64 `json:"bytes"`        // their size
-	OrphanBlobs  int64 `json:"orphanBlobs"`  // blobs with no record (left by a crash before commit)
-	SkippedInUse int64 `json:"skippedInUse"` // unreferenced but pinned by an upload or reader
+	Chunks       int64 // chunk records and blobs removed
+	Bytes        int64 // their size
+	OrphanBlobs  int64 // blobs with no record (left by a crash before commit)
+	SkippedInUse int64 // unreferenced but pinned by an upload or reader
 }
 
 // GC removes chunks that no file (nor, through meta, any open upload session)
@@ -122,16 +122,16 @@ func (d *Drive) gcLocked(ctx context.Context) (GCResult, error) {
 
 // FsckProblem is one chunk that is not as its record says.
 type FsckProblem struct {
-	SHA256  string `json:"sha256"`
-	Problem string `json:"problem"` // "missing", "corrupt", "unreadable"
-	Detail  string `json:"detail,omitempty"`
+	SHA256  string
+	Problem string // "missing", "corrupt", "unreadable"
+	Detail  string
 }
 
 // FsckResult reports a full check.
 type FsckResult struct {
-	Checked  int64         `json:"checked"`
-	Bytes    int64         `json:"bytes"`
-	Problems []FsckProblem `json:"problems"`
+	Checked  int64
+	Bytes    int64
+	Problems []FsckProblem
 }
 
 // Fsck re-hashes every stored chunk against its record. progress, when not

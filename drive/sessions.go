@@ -51,27 +51,27 @@ func (d *Drive) ReuseChunk(ctx context.Context, c meta.Chunk, record func() erro
 	return true, record()
 }
 
-// ChunksByMD5 returns every stored chunk with that MD5 (usually zero or one).
-func (d *Drive) ChunksByMD5(ctx context.Context, md5 string) ([]meta.Chunk, error) {
-	return d.meta.ChunksByMD5(ctx, md5)
+// ChunksHeld returns the stored chunks with that MD5 and size (usually zero
+// or one) with who holds them: uid's own, the distinct users whose files hold
+// them (counted up to limit), their secret draw (meta.ChunksHeld). One read
+// whatever the content, so that asking costs the same for content the server
+// lacks and for content it will not reveal.
+func (d *Drive) ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]meta.HeldChunk, error) {
+	return d.meta.ChunksHeld(ctx, uid, md5, size, limit)
 }
 
-// UserHoldsChunk reports whether one of uid's files or open sessions
-// references the chunk.
-func (d *Drive) UserHoldsChunk(ctx context.Context, uid, chunkID int64) (bool, error) {
-	return d.meta.UserHoldsChunk(ctx, uid, chunkID)
+// FileHeld finds a file version of that hash and size, uid's own when there
+// is one, with who holds that content (meta.FileHeld); found is false when no
+// file has it. Like ChunksHeld, one read whatever the content: the chunks are
+// fetched apart (HeldFileChunks), only when the caller will use them.
+func (d *Drive) FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h meta.Holders, found bool, err error) {
+	return d.meta.FileHeld(ctx, uid, fileHash, size, limit)
 }
 
-// FileWithContent finds a file of that hash and size, uid's own when there
-// is one (own true), else another user's, and returns its chunks; found is
-// false when no file has it.
-func (d *Drive) FileWithContent(ctx context.Context, uid int64, fileHash string, size int64) (chunks []meta.FileChunk, own, found bool, err error) {
-	n, own, found, err := d.meta.FileWithContent(ctx, uid, fileHash, size)
-	if err != nil || !found {
-		return nil, false, false, err
-	}
-	cs, err := d.meta.FileChunks(ctx, n.ID)
-	return cs, own, err == nil, err
+// HeldFileChunks returns the chunks, in order, of the file version FileHeld
+// found (empty when it has gone since).
+func (d *Drive) HeldFileChunks(ctx context.Context, nodeID int64) ([]meta.FileChunk, error) {
+	return d.meta.FileChunks(ctx, nodeID)
 }
 
 // FileChunks returns the chunks of file version n (from Stat) in order.

@@ -10,30 +10,33 @@ import (
 	"syscall"
 )
 
-// Kind classifies an error for translation at the edge.
+// Kind classifies an error for translation at the edge. Each comment names
+// the HTTP status of the JSON API (api.Status) and the errno of the FUSE
+// mount (mount.Errno); WebDAV (dav.Status) differs where RFC 4918 says so.
 type Kind int
 
 const (
 	Other           Kind = iota // unexpected: 500 / EIO
 	NotFound                    // 404 / ENOENT
-	Exists                      // 405 or 412 / EEXIST
+	Exists                      // 409 / EEXIST (WebDAV: 405 or 412)
 	NotDir                      // a path component is a file: 409 / ENOTDIR
-	IsDir                       // file operation on a directory: 409 / EISDIR
+	IsDir                       // file operation on a directory: 409 / EISDIR (WebDAV: 405)
 	NoParent                    // the parent collection is missing: 409 / ENOENT
 	Invalid                     // bad input: 400 / EINVAL
 	Permission                  // 403 / EACCES
-	Quota                       // 507 / EDQUOT
-	Conflict                    // state conflict, e.g. missing chunks: 409 / EBUSY
-	Unauthenticated             // 401
-	Unavailable                 // a dependency is down: 503 / EAGAIN
+	Quota                       // the user's quota: 507 / EDQUOT
+	Conflict                    // state conflict, e.g. missing chunks, a merged session: 409 / EIO
+	Unauthenticated             // 401 / EACCES
+	Unavailable                 // a dependency is down: 503 / EIO
 	TooLarge                    // 413 / EFBIG
 	NotEmpty                    // 409 / ENOTEMPTY
 	Mismatch                    // content does not match its claimed hash: 422 / EIO
 	Locked                      // a WebDAV lock forbids it: 423 / EACCES
-	Precondition                // a conditional header failed: 412
-	Canceled                    // the caller went away or gave up: 499, not logged as a failure
+	Precondition                // a conditional header failed: 412 / ESTALE
+	Canceled                    // the caller went away or gave up: 499, not logged as a failure / EINTR
 	NoSpace                     // the server's storage is full: 507 / ENOSPC (Quota is the user's limit)
-	TooMany                     // a bound on waiters or requests is reached: 429 / EAGAIN
+	Throttled                   // too many failed sign-ins, retry later: 429 (with Retry-After) / EIO
+	TooMany                     // a bound on waiters or queues is reached, retry later: 429 / EIO
 )
 
 // StatusClientClosed is the status recorded for a request whose client went
@@ -44,7 +47,7 @@ const StatusClientClosed = 499
 var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
 	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
 	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch", "locked",
-	"precondition failed", "canceled", "no space left on the server", "too many requests"}
+	"precondition failed", "canceled", "no space left on the server", "too many attempts", "too many requests"}
 
 // kindCodes are the machine-readable codes of the API's error bodies
 // ({"error": ..., "code": ...}, shared/API.md); clients decide on them, never
@@ -52,14 +55,29 @@ var kindNames = [...]string{"other", "not found", "exists", "not a directory", "
 var kindCodes = [...]string{"internal", "not_found", "exists", "not_a_directory", "is_a_directory",
 	"parent_missing", "invalid", "permission_denied", "quota_exceeded", "conflict",
 	"unauthenticated", "unavailable", "too_large", "not_empty", "hash_mismatch", "locked",
-	"precondition_failed", "canceled", "no_space", "too_many_requests"}
+	"precondition_failed", "canceled", "no_space", "throttled", "too_many_requests"}
 
 // Code returns the machine-readable code of err's kind.
-func Code(err error) string {
-	if k := KindOf(err); int(k) < len(kindCodes) {
+func Code(err error) string { return KindOf(err).Code() }
+
+// Code returns the kind's machine-readable code.
+func (k Kind) Code() string {
+	if int(k) < len(kindCodes) {
 		return kindCodes[k]
 	}
 	return "internal"
+}
+
+// KindOfCode returns the kind whose code is code, so a client decides on an
+// API answer's code the way the server decided on the kind; ok is false for
+// a code this build does not know (a newer server's), which is then Other.
+func KindOfCode(code string) (k Kind, ok bool) {
+	for i, c := range kindCodes {
+		if c == code {
+			return Kind(i), true
+		}
+	}
+	return Other, false
 }
 
 func (k Kind) String() string {

@@ -88,3 +88,28 @@ func TestNoSpace(t *testing.T) {
 		t.Fatalf("%d codes for %d kinds", len(kindCodes), len(kindNames))
 	}
 }
+
+// Every kind has its own code and the code names the kind back, so a client
+// decides on an answer's code exactly as the server decided on the kind.
+func TestCodesRoundTrip(t *testing.T) {
+	seen := map[string]Kind{}
+	for k := Kind(0); int(k) < len(kindCodes); k++ {
+		c := k.Code()
+		if prev, dup := seen[c]; dup {
+			t.Errorf("code %q for %v and %v", c, prev, k)
+		}
+		seen[c] = k
+		if back, ok := KindOfCode(c); !ok || back != k {
+			t.Errorf("KindOfCode(%q) = %v, %v; want %v", c, back, ok, k)
+		}
+	}
+	if k, ok := KindOfCode("from_a_newer_server"); ok || k != Other {
+		t.Errorf("unknown code: %v, %v", k, ok)
+	}
+	if k, ok := KindOfCode(""); ok || k != Other {
+		t.Errorf("empty code: %v, %v", k, ok)
+	}
+	if c := Code(E("server.auth", Throttled, "", nil)); c != "throttled" {
+		t.Errorf("throttled code %q", c)
+	}
+}

@@ -211,9 +211,10 @@ type Sessions interface {
 	PutChallenge(ctx context.Context, id string, ch Challenge) error
 	TakeChallenge(ctx context.Context, id string, idx int64) (Challenge, bool, error)
 	DeleteExpiredChallenges(ctx context.Context, t time.Time) (int64, error)
-	// UserHoldsChunk and FileWithContent answer instant upload's questions.
-	UserHoldsChunk(ctx context.Context, uid, chunkID int64) (bool, error)
-	FileWithContent(ctx context.Context, uid int64, fileHash string, size int64) (n Node, own, found bool, err error)
+	// ChunksHeld and FileHeld answer instant upload's questions (instant.go),
+	// each in one read whatever the content.
+	ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]HeldChunk, error)
+	FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h Holders, found bool, err error)
 }
 
 // QuotaRecords are the quota ledger's flush records (quota.go).

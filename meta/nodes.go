@@ -157,8 +157,8 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 			ids[i] = c.ID
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
-			c.SHA256, c.MD5, c.Size, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
+			c.SHA256, c.MD5, c.Size, now, newDraw()); err != nil {
 			return nil, err
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i]); err != nil {
@@ -224,6 +224,9 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 			return err
 		}
 		if err := addFinished(ctx, tx, op, uid, f.Size-old.Size, path); err != nil {
+			return err
+		}
+		if err := drawFile(ctx, tx, f.FileHash); err != nil {
 			return err
 		}
 		for i, id := range ids {

@@ -197,8 +197,8 @@ func (s *SQLite) AddSessionChunk(ctx context.Context, id string, idx int64, c Ch
 		}
 		cid := c.ID
 		if cid == 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
-				c.SHA256, c.MD5, c.Size, now.UnixNano()); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
+				c.SHA256, c.MD5, c.Size, now.UnixNano(), newDraw()); err != nil {
 				return err
 			}
 			if err := tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&cid); err != nil {
@@ -425,40 +425,4 @@ func (s *SQLite) DeleteExpiredChallenges(ctx context.Context, t time.Time) (int6
 		return 0, wrap("meta.DeleteExpiredChallenges", "", err)
 	}
 	return res.RowsAffected()
-}
-
-// UserHoldsChunk reports whether one of uid's files or open sessions
-// references chunk chunkID.
-func (s *SQLite) UserHoldsChunk(ctx context.Context, uid, chunkID int64) (bool, error) {
-	var one int
-	err := s.r.QueryRowContext(ctx, `SELECT 1 WHERE
-		EXISTS (SELECT 1 FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = ? AND n.user_id = ?)
-		OR EXISTS (SELECT 1 FROM session_chunks sc JOIN upload_sessions us ON us.id = sc.session_id WHERE sc.chunk_id = ? AND us.user_id = ?)`,
-		chunkID, uid, chunkID, uid).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return one == 1, wrap("meta.UserHoldsChunk", "", err)
-}
-
-// FileWithContent finds a file of fileHash and size: uid's own when uid has
-// one (own true), else any user's. found is false when no file has it.
-func (s *SQLite) FileWithContent(ctx context.Context, uid int64, fileHash string, size int64) (n Node, own, found bool, err error) {
-	const op = "meta.FileWithContent"
-	n, err = scanNode(s.r.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE file_hash = ? AND is_dir = 0 AND size = ? AND user_id = ? LIMIT 1`,
-		fileHash, size, uid))
-	if err == nil {
-		return n, true, true, nil
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		n, err = scanNode(s.r.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE file_hash = ? AND is_dir = 0 AND size = ? LIMIT 1`,
-			fileHash, size))
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return Node{}, false, false, nil
-	}
-	if err != nil {
-		return Node{}, false, false, wrap(op, "", err)
-	}
-	return n, false, true, nil
 }

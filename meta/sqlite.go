@@ -102,6 +102,11 @@ func (s *SQLite) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
+			if fill := postMigration[name]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return err
+				}
+			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_ns) VALUES (?, ?)`, name, s.now().UnixNano())
 			return err
 		})
@@ -117,6 +122,12 @@ func (s *SQLite) migrate(ctx context.Context) error {
 // the second 002 (after 002_quota, in name order) until they became 003.
 var renamedMigrations = map[string]string{
 	"migrations/002_upload_sessions.sql": "migrations/003_upload_sessions.sql",
+}
+
+// postMigration holds data changes SQL cannot make (crypto/rand draws) that
+// run right after a migration, in its transaction.
+var postMigration = map[string]func(context.Context, *sql.Tx) error{
+	"migrations/007_instant_draws.sql": drawExisting,
 }
 
 // preMigration holds checks that run before a migration to explain, in the

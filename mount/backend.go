@@ -54,8 +54,9 @@ type Quota struct {
 }
 
 // Backend is everything the mount needs from the server. Paths are absolute
-// and cleaned ("/a/b"). Errors are translated to errnos by Errno: *NotFound*
-// etc. come as *client.Error statuses, transport failures as anything else.
+// and cleaned ("/a/b"). Errors are translated to errnos by Errno: the
+// server's answers come as *client.Error, whose code names the kind (not
+// found, exists, quota…); transport failures as anything else.
 type Backend interface {
 	Stat(ctx context.Context, path string) (Entry, error)
 	List(ctx context.Context, dir string) ([]Entry, error)

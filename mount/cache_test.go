@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 	"netdisk/mount"
@@ -25,7 +26,7 @@ func setupCache(t *testing.T, chunkSize, dir string, max int64, opts ...func(*mo
 	testutil.RequireTool(t, "fusermount3")
 	d := testutil.StartDaemon(t, "--chunk-size", chunkSize)
 	admin := client.New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), client.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, d: d, c: client.New(d.URL, "alice", "alice-pass")}

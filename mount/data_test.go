@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/client"
 )
 
@@ -201,7 +202,7 @@ func TestDfShowsQuota(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
-	if _, err := admin.AdminAddUser(ctx, client.NewUser{Name: "bob", Password: "bob-pass", Quota: 100 << 20}); err != nil {
+	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "bob", Password: "bob-pass", Quota: 100 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	e.c = client.New(e.d.URL, "bob", "bob-pass")
@@ -234,7 +235,7 @@ func TestSendAheadNearFullQuota(t *testing.T) {
 	ctx := context.Background()
 	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
 	const quota = 30 * testChunk
-	if _, err := admin.AdminAddUser(ctx, client.NewUser{Name: "carol", Password: "carol-pass", Quota: quota}); err != nil {
+	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "carol", Password: "carol-pass", Quota: quota}); err != nil {
 		t.Fatal(err)
 	}
 	e.c = client.New(e.d.URL, "carol", "carol-pass")

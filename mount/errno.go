@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"syscall"
 	"unicode/utf8"
 
 	"netdisk/client"
+	"netdisk/errs"
 )
 
-// Errno is the one table from backend errors to errnos. Anything that is not
-// an answer of the server (connection refused, timeout) is EIO: the caller
-// gets an error after the deadline instead of a hang.
+// Errno is the one table from backend errors to errnos. An answer of the
+// server is translated by its kind, which its code names (client.KindOf),
+// never by its text; errs.go's comments list the same errnos. Anything that
+// is not an answer of the server (connection refused, timeout) is EIO: the
+// caller gets an error after the deadline instead of a hang.
 func Errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
@@ -41,36 +43,49 @@ func Errno(err error) syscall.Errno {
 	if errors.Is(err, os.ErrNotExist) {
 		return syscall.ENOENT
 	}
-	switch client.StatusOf(err) {
-	case 0:
-		return syscall.EIO
-	case http.StatusNotFound:
+	if client.StatusOf(err) == 0 {
+		return syscall.EIO // not the server's answer
+	}
+	return kindErrno(client.KindOf(err))
+}
+
+// kindErrno is the table proper, one errno per kind of the server's answer.
+func kindErrno(k errs.Kind) syscall.Errno {
+	switch k {
+	case errs.NotFound, errs.NoParent:
 		return syscall.ENOENT
-	case http.StatusConflict:
-		return conflictErrno(err)
-	case http.StatusBadRequest:
+	case errs.Exists:
+		return syscall.EEXIST
+	case errs.NotDir:
+		return syscall.ENOTDIR
+	case errs.IsDir:
+		return syscall.EISDIR
+	case errs.NotEmpty:
+		return syscall.ENOTEMPTY
+	case errs.Invalid:
 		return syscall.EINVAL
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case errs.Permission, errs.Unauthenticated:
 		return syscall.EACCES
-	case http.StatusInsufficientStorage:
-		// Both 507s: the user's quota (EDQUOT) or the server's disk (ENOSPC),
-		// told apart by the body's code.
-		var e *client.Error
-		if errors.As(err, &e) && e.Code == "quota_exceeded" {
-			return syscall.EDQUOT
-		}
-		return syscall.ENOSPC
-	case http.StatusRequestEntityTooLarge:
-		return syscall.EFBIG
-	case http.StatusPreconditionFailed:
-		return syscall.ESTALE
-	case http.StatusLocked:
+	case errs.Locked:
 		// A WebDAV lock held elsewhere (README, "Locks"): EACCES, as Linux
 		// CIFS answers a lock conflict. Tools report it once and stop;
 		// EAGAIN would make some retry in a loop on a blocking descriptor,
 		// EBUSY reads as a busy mount point.
 		return syscall.EACCES
+	case errs.Quota:
+		return syscall.EDQUOT // the user's quota
+	case errs.NoSpace:
+		return syscall.ENOSPC // the server's disk
+	case errs.TooLarge:
+		return syscall.EFBIG
+	case errs.Precondition:
+		return syscall.ESTALE
+	case errs.Canceled:
+		return syscall.EINTR
 	}
+	// Other, Conflict (an upload's state raced: the write failed), Mismatch,
+	// Unavailable, Throttled and TooMany (try again later): the operation
+	// failed.
 	return syscall.EIO
 }
 
@@ -105,34 +120,6 @@ func lookupName(name string) syscall.Errno {
 	return 0
 }
 
-// conflictErrno tells apart the 409s by the server's message, the only
-// place they differ.
-func conflictErrno(err error) syscall.Errno {
-	var e *client.Error
-	errors.As(err, &e)
-	m := e.Message
-	switch {
-	case contains(m, "not empty"), contains(m, "notempty"):
-		return syscall.ENOTEMPTY
-	case contains(m, "not a directory"):
-		return syscall.ENOTDIR
-	case contains(m, "is a directory"):
-		return syscall.EISDIR
-	case contains(m, "parent") || contains(m, "no such"):
-		return syscall.ENOENT
-	}
-	return syscall.EEXIST
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}
-
 // refusedByLock reports whether the server refused a write because of a
 // WebDAV lock (423): a final answer, unlike a transport failure.
-func refusedByLock(err error) bool { return client.StatusOf(err) == http.StatusLocked }
+func refusedByLock(err error) bool { return client.KindOf(err) == errs.Locked }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 	"netdisk/mount"
@@ -29,7 +30,7 @@ func setupVia(t *testing.T, front func(daemonURL string) string, opts ...func(*m
 	testutil.RequireTool(t, "fusermount3")
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	admin := client.New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(context.Background(), client.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, d: d, c: client.New(front(d.URL), "alice", "alice-pass")}

@@ -3,26 +3,25 @@ package mount
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/client"
+	"netdisk/errs"
 )
 
 // ErrStale is returned by ReadRange when the file changed since its chunk
 // list was fetched.
-var ErrStale = errors.New("file changed on the server")
+var ErrStale = client.ErrChanged
 
-// HTTPBackend is the Backend over a daemon: /api/v1/fs/… for metadata,
-// WebDAV GET with Range and If-Match for chunk bytes, and the client's upload
-// for writes.
+// HTTPBackend is the Backend over a daemon, every call through the client:
+// its file operations (/api/v1/fs/…) for metadata, its ranged WebDAV GET
+// (If-Match) for chunk bytes, and its upload for writes.
 type HTTPBackend struct {
 	C *client.Client
 	// RedialFor is how long a request whose connection cannot be made
@@ -92,40 +91,25 @@ func (r *redial) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-type apiNode struct {
-	Path     string `json:"path"`
-	Name     string `json:"name"`
-	IsDir    bool   `json:"isDir"`
-	Size     int64  `json:"size"`
-	Mode     uint32 `json:"mode"`
-	MTime    string `json:"mtime"`
-	FileHash string `json:"fileHash"`
+// entryOf converts a node of the API; the server reports every node's
+// bits, its defaults resolved.
+func entryOf(n apitype.Node) Entry {
+	return Entry{Name: n.Name, IsDir: n.IsDir, Size: n.Size, ModTime: n.MTime.Time, Mode: n.Mode&0o7777 | ModeValid, FileHash: n.FileHash}
 }
-
-func (n apiNode) entry() Entry {
-	t, _ := time.Parse(time.RFC3339Nano, n.MTime)
-	// The server reports every node's bits, its defaults resolved.
-	return Entry{Name: n.Name, IsDir: n.IsDir, Size: n.Size, ModTime: t, Mode: n.Mode&0o7777 | ModeValid, FileHash: n.FileHash}
-}
-
-func pq(p string) url.Values { return url.Values{"path": {p}} }
 
 func (b *HTTPBackend) Stat(ctx context.Context, p string) (Entry, error) {
-	var n apiNode
-	err := b.C.JSON(ctx, http.MethodGet, "/api/v1/fs/stat", pq(p), nil, &n)
-	return n.entry(), err
+	n, err := b.C.Stat(ctx, p)
+	return entryOf(n), err
 }
 
 func (b *HTTPBackend) List(ctx context.Context, dir string) ([]Entry, error) {
-	var out struct {
-		Entries []apiNode `json:"entries"`
-	}
-	if err := b.C.JSON(ctx, http.MethodGet, "/api/v1/fs/list", pq(dir), nil, &out); err != nil {
+	ns, err := b.C.List(ctx, dir)
+	if err != nil {
 		return nil, err
 	}
-	es := make([]Entry, len(out.Entries))
-	for i, n := range out.Entries {
-		es[i] = n.entry()
+	es := make([]Entry, len(ns))
+	for i, n := range ns {
+		es[i] = entryOf(n)
 	}
 	return es, nil
 }
@@ -135,47 +119,15 @@ func (b *HTTPBackend) ChunkList(ctx context.Context, p string) (ChunkList, error
 	if err != nil {
 		return ChunkList{}, err
 	}
-	cl := ChunkList{FileHash: out.FileHash, Size: out.Size, ModTime: out.ModTime}
+	cl := ChunkList{FileHash: out.FileHash, Size: out.Size, ModTime: out.ModTime.Time}
 	for _, c := range out.Chunks {
 		cl.Chunks = append(cl.Chunks, ChunkRef{Offset: c.Offset, Size: c.Size, MD5: c.MD5, SHA256: c.SHA256})
 	}
 	return cl, nil
 }
 
-// davPath escapes each segment of p under /dav.
-func davPath(p string) string {
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return "/dav/" + strings.Join(segs, "/")
-}
-
 func (b *HTTPBackend) ReadRange(ctx context.Context, p, fileHash string, off int64, dest []byte) error {
-	if len(dest) == 0 {
-		return nil
-	}
-	req, err := b.C.NewRequest(ctx, http.MethodGet, davPath(p), nil, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+int64(len(dest))-1))
-	req.Header.Set("If-Match", `"`+fileHash+`"`)
-	resp, err := b.C.Do(req)
-	if err != nil {
-		if client.StatusOf(err) == http.StatusPreconditionFailed {
-			return ErrStale
-		}
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusPartialContent && !(resp.StatusCode == http.StatusOK && off == 0) {
-		return fmt.Errorf("range read of %s: unexpected status %d", p, resp.StatusCode)
-	}
-	if _, err := io.ReadFull(resp.Body, dest); err != nil {
-		return fmt.Errorf("range read of %s: %w", p, err)
-	}
-	return nil
+	return b.C.ReadAt(ctx, p, fileHash, off, dest)
 }
 
 // smallLimit: files below it are sent in one request. It is well under
@@ -222,35 +174,29 @@ func (b *HTTPBackend) Release(ctx context.Context, ids []string) {
 }
 
 func (b *HTTPBackend) Mkdir(ctx context.Context, p string, mode uint32) error {
-	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/mkdir", nil, map[string]any{"path": p, "mode": mode}, nil)
+	_, err := b.C.MkdirMode(ctx, p, mode)
+	return err
 }
 
 func (b *HTTPBackend) Remove(ctx context.Context, p string) error {
-	return b.C.JSON(ctx, http.MethodDelete, "/api/v1/fs", url.Values{"path": {p}}, nil, nil)
+	return b.C.Remove(ctx, p, false)
 }
 
 func (b *HTTPBackend) Rename(ctx context.Context, src, dst string, overwrite bool) error {
-	return b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/move", nil, map[string]any{"from": src, "to": dst, "overwrite": overwrite}, nil)
+	_, err := b.C.Move(ctx, src, dst, overwrite)
+	return err
 }
 
 func (b *HTTPBackend) SetAttr(ctx context.Context, p string, a Attrs) (Entry, error) {
-	req := map[string]any{"path": p}
-	if a.Mode != nil {
-		req["mode"] = *a.Mode
-	}
-	if a.ModTime != nil {
-		req["mtime"] = a.ModTime.UTC().Format(time.RFC3339Nano)
-	}
-	var n apiNode
-	err := b.C.JSON(ctx, http.MethodPost, "/api/v1/fs/setattr", nil, req, &n)
-	return n.entry(), err
+	n, err := b.C.SetAttr(ctx, p, a.ModTime, a.Mode)
+	return entryOf(n), err
 }
 
 // Quota is GET /api/v1/quota; a server without it reports unlimited space.
 func (b *HTTPBackend) Quota(ctx context.Context) (Quota, error) {
 	q, err := b.C.Quota(ctx)
 	if err != nil {
-		if s := client.StatusOf(err); s == http.StatusNotFound || s == http.StatusMethodNotAllowed {
+		if client.KindOf(err) == errs.NotFound { // a server older than the endpoint
 			return Quota{}, nil
 		}
 		return Quota{}, err

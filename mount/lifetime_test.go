@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 	"netdisk/mount"
@@ -21,7 +22,7 @@ func TestInterruptedFetchReturnsEINTR(t *testing.T) {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	ctx := context.Background()
 	admin := client.New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(ctx, client.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
+	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
 		t.Fatal(err)
 	}
 	data := randBytes(testChunk)

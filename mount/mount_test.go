@@ -17,6 +17,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 	"netdisk/mount"
@@ -41,7 +42,7 @@ func setup(t *testing.T, opts ...func(*mount.Options)) *env {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	ctx := context.Background()
 	admin := client.New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(ctx, client.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
+	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, d: d, c: client.New(d.URL, "alice", "alice-pass")}

@@ -91,7 +91,7 @@ func (l *HTTPChunkLocks) Take(ctx context.Context, path, sha256 string) (func(bo
 	if err != nil {
 		return nil, err
 	}
-	switch a.Status {
+	switch lock.Status(a.Status) {
 	case lock.Acquired:
 		_, stop := l.C.KeepLock(client.PullOp, res, l.Node, time.Duration(a.LeaseMs)*time.Millisecond)
 		return func(success bool) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"netdisk/async"
 	"netdisk/davlock"
 	"netdisk/dedup"
 	"netdisk/drive"
@@ -77,6 +78,16 @@ type Options struct {
 	// keys' standing (catching events lost with a Redis restart); 0 means
 	// api.DefaultLockStreamRecheck.
 	LockStreamRecheck time.Duration
+	// Instant says when content only other users hold is an instant upload
+	// (upload.Instant; the zero value is private with owners 2-10).
+	Instant upload.Instant
+	// AsyncWindow and AsyncTick are the async downloads' collection window
+	// (whole seconds) and scheduler period; 0 means the async package's
+	// defaults (15 s, 5 s). AsyncTimeout ends a running job (0: 10 min).
+	AsyncWindow, AsyncTick, AsyncTimeout time.Duration
+	// AsyncRecheck is how often an agent's work stream re-reads its work;
+	// 0 means api.DefaultAsyncRecheck.
+	AsyncRecheck time.Duration
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -87,6 +98,7 @@ type Daemon struct {
 	Server *Server
 	Quota  *quota.Guard
 	Locks  *lock.Manager
+	Async  *async.Service
 	rdb    *redis.Client
 	opts   Options
 	node   string // this process's name among the nodes (pins, leases)
@@ -129,6 +141,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"checksums", func(ctx context.Context) { d.Drive.RunChecksums(ctx, time.Minute, nil) }},
 		{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }},
 		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
+		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -204,6 +217,9 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
+	if err := o.Instant.Check(); err != nil {
+		return nil, err
+	}
 	if err := checkShared(o); err != nil {
 		return nil, err
 	}
@@ -241,7 +257,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if err := ensureAdmin(ctx, d, m, o); err != nil {
 		return fail(err)
 	}
-	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g}})
+	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g},
+		Instant: o.Instant})
 	// SQLite is the truth: the ledger is rebuilt from it at every start, so a
 	// kill -9 (a reservation of a write that died with the process, a
 	// session ended in SQLite but not in the ledger) leaves nothing behind.
@@ -264,12 +281,28 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck}
+	// Async jobs live beside the locks: in SQLite alone, in Redis shared
+	// (nodes sharing the metadata always have Redis: checkShared), so the
+	// embedded store is only ever the one node's own SQLite.
+	var store async.Store
+	if rdb != nil {
+		store = async.NewRedis(rdb, 0)
+	} else {
+		store = async.NewEmbedded(m, 0)
+	}
+	as, err := async.New(ctx, async.Config{Store: store, Files: d, Locks: locks, Node: node,
+		Window: o.AsyncWindow, Tick: o.AsyncTick, Timeout: o.AsyncTimeout, Now: o.Now, Log: o.Logger})
+	if err != nil {
+		locks.Close()
+		return fail(fmt.Errorf("async: %w", err))
+	}
+	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
+		Async: as, AsyncRecheck: o.AsyncRecheck}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}
 	srv := New(sc)
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, rdb: rdb, opts: o, node: node}, nil
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, rdb: rdb, opts: o, node: node}, nil
 }
 
 func closeRedis(rdb *redis.Client) {
@@ -308,6 +341,7 @@ func (d *Daemon) Close() error {
 	d.mu.Unlock()
 	d.stopBackground()
 	d.event("close")
+	d.Async.Close()
 	d.Locks.Close()
 	if d.rdb != nil {
 		d.rdb.Close()

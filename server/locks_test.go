@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"netdisk/apitype"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func newLockEnv(t *testing.T, d *testutil.Daemon) *lockEnv {
 
 func (e *lockEnv) user(name string) *client.Client {
 	e.t.Helper()
-	if _, err := e.admin.AdminAddUser(context.Background(), client.NewUser{Name: name, Password: name + "-pass-1"}); err != nil {
+	if _, err := e.admin.AdminAddUser(context.Background(), apitype.NewUser{Name: name, Password: name + "-pass-1"}); err != nil {
 		e.t.Fatal(err)
 	}
 	return client.New(e.d.URL, name, name+"-pass-1")
@@ -41,12 +42,12 @@ func upload(t *testing.T, c *client.Client, p string, body []byte) string {
 	return r.FileHash
 }
 
-func wantStatus(t *testing.T, what string, a lock.WireAnswer, err error, st lock.Status, pos int) {
+func wantStatus(t *testing.T, what string, a apitype.LockAnswer, err error, st lock.Status, pos int) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	if a.Status != st || a.Position != pos {
+	if lock.Status(a.Status) != st || a.Position != pos {
 		t.Fatalf("%s = %s at %d, want %s at %d", what, a.Status, a.Position, st, pos)
 	}
 }
@@ -67,10 +68,10 @@ func errorsAs(err error, e **client.Error) bool {
 	return ok
 }
 
-func nextEvent(t *testing.T, s *client.EventStream) lock.WireAnswer {
+func nextEvent(t *testing.T, s *client.EventStream) apitype.LockAnswer {
 	t.Helper()
 	type r struct {
-		a   lock.WireAnswer
+		a   apitype.LockAnswer
 		err error
 	}
 	c := make(chan r, 1)
@@ -84,13 +85,13 @@ func nextEvent(t *testing.T, s *client.EventStream) lock.WireAnswer {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no event within 20s")
 	}
-	return lock.WireAnswer{}
+	return apitype.LockAnswer{}
 }
 
 func wantEvent(t *testing.T, s *client.EventStream, event string, st lock.Status, pos int) {
 	t.Helper()
 	a := nextEvent(t, s)
-	if a.Event != event || a.Status != st || a.Position != pos {
+	if a.Event != event || lock.Status(a.Status) != st || a.Position != pos {
 		t.Fatalf("event %s %s at %d, want %s %s at %d", a.Event, a.Status, a.Position, event, st, pos)
 	}
 }

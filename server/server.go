@@ -16,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/api"
+	"netdisk/apitype"
+	"netdisk/async"
 	"netdisk/dav"
 	"netdisk/drive"
 	"netdisk/errs"
@@ -37,6 +39,8 @@ type Config struct {
 	// LockStreamRecheck is how often lock event streams re-read their
 	// keys' standing; 0 means api.DefaultLockStreamRecheck.
 	LockStreamRecheck time.Duration
+	Async             *async.Service // the async download API (/api/v1/async/); nil answers it 503
+	AsyncRecheck      time.Duration  // see api.API.AsyncRecheck
 	// SharedLogins, when set, keeps the login throttle's failure counts in
 	// this Redis, shared by the nodes (throttle_redis.go).
 	SharedLogins *redis.Client
@@ -77,6 +81,7 @@ func New(c Config) *Server {
 	s.api.Upload = c.Upload
 	s.streamsDone = make(chan struct{})
 	s.api.Locks, s.api.StreamsDone, s.api.StreamRecheck = c.Locks, s.streamsDone, c.LockStreamRecheck
+	s.api.Async, s.api.AsyncRecheck = c.Async, c.AsyncRecheck
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -103,9 +108,7 @@ func New(c Config) *Server {
 		}
 		s.mux.HandleFunc(rt.Pattern, s.authed(rt.Admin, h, s.apiUnauthorized))
 	}
-	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		api.WriteJSON(w, http.StatusNotFound, api.ErrorBody{Error: "no such API endpoint: " + r.Method + " " + r.URL.Path})
-	})
+	s.mux.HandleFunc("/api/", s.apiNoRoute)
 	return s
 }
 
@@ -113,6 +116,29 @@ func New(c Config) *Server {
 // graceful shutdown does not wait its whole grace period for them; their
 // clients reconnect to the next daemon.
 func (s *Server) EndStreams() { s.endStreams.Do(func() { close(s.streamsDone) }) }
+
+// apiNoRoute answers a request under /api/ that no route takes: 405 with
+// Allow when the path is an endpoint called with another method, else 404;
+// both with an error body and its code, as every API error.
+func (s *Server) apiNoRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/api/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		api.WriteJSON(w, http.StatusMethodNotAllowed, apitype.Error{
+			Error: r.Method + " is not a method of " + r.URL.Path + " (allowed: " + strings.Join(allow, ", ") + ")",
+			Code:  errs.Invalid.Code(),
+		})
+		return
+	}
+	s.api.WriteError(w, r, errs.Errorf("server.api", errs.NotFound, "no such API endpoint: %s %s", r.Method, r.URL.Path))
+}
 
 // MetricsHandler serves the metrics in Prometheus text format, without
 // authentication (for --metrics-listen; the public route wraps it).
@@ -134,11 +160,11 @@ func refuseDotSegments(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, seg := range strings.Split(r.URL.Path, "/") {
 			if seg == "." || seg == ".." {
-				msg := "invalid path: '" + seg + "' segment"
+				err := errs.Errorf("server", errs.Invalid, "invalid path: '%s' segment", seg)
 				if strings.HasPrefix(r.URL.Path, "/api/") {
-					api.WriteJSON(w, http.StatusBadRequest, api.ErrorBody{Error: msg})
+					api.WriteJSON(w, http.StatusBadRequest, api.ErrorBody(err))
 				} else {
-					http.Error(w, msg, http.StatusBadRequest)
+					http.Error(w, errs.Message(err), http.StatusBadRequest)
 				}
 				return
 			}
@@ -159,20 +185,23 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 	}
 }
 
-type unauthorized func(w http.ResponseWriter, msg string, status int)
+// unauthorized answers a request refused before its handler: err's kind is
+// Unauthenticated (401), Permission (403), Throttled (429) or Unavailable
+// (503). WebDAV answers in text, the API with its error body and code.
+type unauthorized func(w http.ResponseWriter, r *http.Request, err error)
 
-func (s *Server) davUnauthorized(w http.ResponseWriter, msg string, status int) {
-	if status == http.StatusUnauthorized {
+func (s *Server) davUnauthorized(w http.ResponseWriter, _ *http.Request, err error) {
+	if errs.Is(err, errs.Unauthenticated) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="netdisk", charset="UTF-8"`)
 	}
-	http.Error(w, msg, status)
+	http.Error(w, errs.Message(err), dav.Status(err))
 }
 
-func (s *Server) apiUnauthorized(w http.ResponseWriter, msg string, status int) {
-	if status == http.StatusUnauthorized {
+func (s *Server) apiUnauthorized(w http.ResponseWriter, r *http.Request, err error) {
+	if errs.Is(err, errs.Unauthenticated) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="netdisk", charset="UTF-8"`)
 	}
-	api.WriteJSON(w, status, api.ErrorBody{Error: msg})
+	api.WriteJSON(w, api.Status(err), api.ErrorBody(err))
 }
 
 // authed checks HTTP Basic credentials before h. Failed logins are throttled
@@ -185,7 +214,7 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 			return
 		}
 		if admin && !u.IsAdmin {
-			deny(w, "admin rights required", http.StatusForbidden)
+			deny(w, r, errs.Errorf("server.auth", errs.Permission, "admin rights required"))
 			return
 		}
 		h(w, r, u)
@@ -195,9 +224,10 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 // authenticate checks the request's Basic credentials, answering the request
 // itself (401, 429, 503) when they do not make a user.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unauthorized) (meta.User, bool) {
+	const op = "server.auth"
 	name, pass, ok := r.BasicAuth()
 	if !ok {
-		deny(w, "authentication required", http.StatusUnauthorized)
+		deny(w, r, errs.Errorf(op, errs.Unauthenticated, "authentication required"))
 		return meta.User{}, false
 	}
 	ip := clientIP(r)
@@ -205,7 +235,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unaut
 		secs := int64((wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		s.log.Info("auth throttled", "user", name, "ip", ip, "retry_after_s", secs)
-		deny(w, "too many failed logins: retry later", http.StatusTooManyRequests)
+		deny(w, r, errs.Errorf(op, errs.Throttled, "too many failed logins: retry later"))
 		return meta.User{}, false
 	}
 	u, err := s.d.Authenticate(r.Context(), name, pass)
@@ -216,13 +246,14 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unaut
 	case errs.Is(err, errs.Unauthenticated):
 		s.logins.done(name, ip, true, false)
 		s.log.Info("auth failed", "user", name, "ip", ip)
-		deny(w, errs.Message(err), http.StatusUnauthorized)
+		deny(w, r, err)
 	case errs.Is(err, errs.Canceled):
 		s.logins.done(name, ip, false, false) // the client went away while we checked
 	default:
 		s.logins.done(name, ip, false, false)
 		s.log.Error("auth", "err", err)
-		deny(w, "authentication unavailable", http.StatusServiceUnavailable)
+		// The cause (a database error) stays in the log.
+		deny(w, r, errs.Errorf(op, errs.Unavailable, "authentication unavailable"))
 	}
 	return meta.User{}, false
 }

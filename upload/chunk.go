@@ -42,6 +42,10 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 		if int64(n) != want {
 			return errs.Errorf(op, errs.Invalid, "chunk %d must be %d bytes, body has %d", index, want, n)
 		}
+	case err != nil && errs.Classified(err):
+		// The API marks its body's read errors where they happen (too
+		// large, unreadable, client gone): they keep that kind.
+		return errs.E(op, errs.Other, "", fmt.Errorf("reading the chunk body: %w", err))
 	case err != nil:
 		return errs.E(op, errs.Invalid, "", fmt.Errorf("reading the chunk body: %w", err))
 	default: // one byte more than the chunk: refuse without reading the rest
@@ -111,17 +115,19 @@ func checkIndex(op string, ss session, index int64) error {
 
 // HashResult answers patchHash.
 type HashResult struct {
-	Exists    bool       `json:"exists"`
-	Completed bool       `json:"completed,omitempty"`
-	Path      string     `json:"path,omitempty"`
-	Challenge *Challenge `json:"challenge,omitempty"`
+	Exists    bool
+	Completed bool
+	Path      string
+	Challenge *Challenge
 }
 
 // PatchChunk asks whether the server holds chunk index with MD5 hash. A chunk
 // already in this session or held by the same user (files or open sessions)
-// counts as uploaded at once; one held only by others yields a challenge.
-// Several stored chunks sharing that MD5 are ambiguous without the bytes:
-// the answer is then "send the bytes", which are compared by SHA-256.
+// counts as uploaded at once; one held only by others yields a challenge when
+// the instant upload policy reveals it (reveal.go), else the same answer as
+// unknown content. Several stored chunks sharing that MD5 are ambiguous
+// without the bytes: the answer is then "send the bytes", which are compared
+// by SHA-256.
 func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index int64, hash string) (HashResult, error) {
 	const op = "upload.PatchHash"
 	if !validHash(hash) {
@@ -144,30 +150,25 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 	if !ss.open() {
 		return HashResult{}, errMerged(op)
 	}
+	// One lookup whatever the content, then the decision: unknown content
+	// and content the policy hides take the same path to the same answer.
 	want := chunker.ChunkLen(ss.Size, ss.ChunkSize, index)
-	cands, err := s.d.ChunksByMD5(ctx, hash)
+	held, err := s.d.ChunksHeld(ctx, uid, hash, want, s.inst.limit())
 	if err != nil {
 		return HashResult{}, err
 	}
-	var match []meta.Chunk
-	for _, c := range cands {
-		if c.Size == want {
-			match = append(match, c)
-		}
-	}
-	if len(match) != 1 {
+	if len(held) != 1 {
 		return HashResult{}, nil
 	}
-	c := match[0]
-	owned, err := s.d.UserHoldsChunk(ctx, uid, c.ID)
-	if err != nil {
-		return HashResult{}, err
-	}
-	if owned {
-		ok, err := s.claim(ctx, ss, index, c)
+	c := held[0]
+	if c.Own {
+		ok, err := s.claim(ctx, ss, index, c.Chunk)
 		return HashResult{Exists: ok}, err
 	}
-	ch, err := s.challenge(ctx, ss, index, []meta.Chunk{c}, "")
+	if !s.inst.reveals(c.Holders) {
+		return HashResult{}, nil
+	}
+	ch, err := s.challenge(ctx, ss, index, []meta.Chunk{c.Chunk}, "")
 	if gone(err) {
 		return HashResult{}, nil
 	}
@@ -188,7 +189,8 @@ func (s *Service) claim(ctx context.Context, ss session, index int64, c meta.Chu
 
 // PatchFile asks whether the server holds a whole file with this hash and the
 // session's size. The user's own copy completes the upload now; another
-// user's yields a challenge over the whole file.
+// user's yields a challenge over the whole file when the instant upload
+// policy reveals it (reveal.go), else the same answer as unknown content.
 func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string) (HashResult, error) {
 	const op = "upload.PatchHash"
 	if !validHash(fileHash) {
@@ -213,18 +215,23 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 	if ss.Size == 0 {
 		return HashResult{}, nil // nothing to send: merge commits the empty file
 	}
-	fcs, own, found, err := s.d.FileWithContent(ctx, uid, fileHash, ss.Size)
+	// As for chunks: one lookup whatever the content, then the decision.
+	nodeID, h, found, err := s.d.FileHeld(ctx, uid, fileHash, ss.Size, s.inst.limit())
 	if err != nil {
 		return HashResult{}, err
 	}
-	if !found {
+	if !found || !h.Own && !s.inst.reveals(h) {
 		return HashResult{}, nil
+	}
+	fcs, err := s.d.HeldFileChunks(ctx, nodeID)
+	if err != nil {
+		return HashResult{}, err
 	}
 	chunks, ok := sameCut(fcs, ss)
 	if !ok {
 		return HashResult{}, nil
 	}
-	if own {
+	if h.Own {
 		res, err := s.commit(ctx, ss, chunks, fileHash)
 		if gone(err) {
 			return HashResult{}, nil

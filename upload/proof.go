@@ -22,8 +22,8 @@ const (
 
 // Challenge asks the client to prove it holds content it claims by hash.
 type Challenge struct {
-	Nonce  string     `json:"nonce"`
-	Ranges [][2]int64 `json:"ranges"` // [offset, length] pairs
+	Nonce  string
+	Ranges [][2]int64 // [offset, length] pairs
 }
 
 // target is what a right proof unlocks, stored with the challenge.
@@ -86,9 +86,9 @@ func (s *Service) challenge(ctx context.Context, ss session, index int64, chunks
 
 // ProveResult answers prove.
 type ProveResult struct {
-	OK        bool   `json:"ok"`
-	Completed bool   `json:"completed,omitempty"`
-	Path      string `json:"path,omitempty"`
+	OK        bool
+	Completed bool
+	Path      string
 }
 
 // Prove checks the answer to the pending challenge of index (nil: the whole

@@ -12,7 +12,8 @@
 // cannot remove it between the store and the record (drive.StoreChunk).
 //
 // Files: service.go (wiring, sessions), init.go (init, get, abort),
-// chunk.go (chunks and patchHash), proof.go (challenges), merge.go,
+// chunk.go (chunks and patchHash), reveal.go (when others' content is
+// instant), proof.go (challenges), merge.go,
 // account.go (the quota ledger), janitor.go (expiry).
 package upload
 
@@ -54,8 +55,11 @@ type Config struct {
 	MergedRetention time.Duration
 	// ChallengeTTL bounds how long a proof-of-ownership challenge may be answered.
 	ChallengeTTL time.Duration
-	Now          func() time.Time // nil means the drive's clock
-	Logger       *slog.Logger
+	// Instant says when content only other users hold is instant (reveal.go;
+	// the zero value is InstantPrivate with the default owner range).
+	Instant Instant
+	Now     func() time.Time // nil means the drive's clock
+	Logger  *slog.Logger
 }
 
 // Service runs upload sessions.
@@ -66,6 +70,7 @@ type Service struct {
 	ttl   time.Duration
 	keep  time.Duration
 	chTTL time.Duration
+	inst  Instant
 	now   func() time.Time
 	log   *slog.Logger
 
@@ -81,6 +86,11 @@ func New(c Config) *Service {
 	if s.acct == nil {
 		panic("upload: Config.Accountant is required")
 	}
+	inst, err := c.Instant.withDefaults()
+	if err != nil {
+		panic(err) // the daemon parses its flags with ParseInstantMode and ParseOwnerRange
+	}
+	s.inst = inst
 	if s.ttl <= 0 {
 		s.ttl = DefaultTTL
 	}
@@ -104,17 +114,17 @@ func (s *Service) TTL() time.Duration { return s.ttl }
 
 // Info is a session as init and GET session answer it.
 type Info struct {
-	UploadID    string  `json:"uploadId"`
-	ChunkSize   int64   `json:"chunkSize"`
-	TotalChunks int64   `json:"totalChunks"`
-	Uploaded    []int64 `json:"uploaded"`
+	UploadID    string
+	ChunkSize   int64
+	TotalChunks int64
+	Uploaded    []int64
 }
 
 // Result is a committed upload.
 type Result struct {
-	Path     string `json:"path"`
-	Size     int64  `json:"size"`
-	FileHash string `json:"fileHash"`
+	Path     string
+	Size     int64
+	FileHash string
 }
 
 // MissingError is a merge refused because chunks are missing.

@@ -28,7 +28,7 @@ import (
 const testChunk = 1024
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	clock *testutil.Clock
 	m     *meta.SQLite
 	blobs dedup.BlobStore
@@ -42,13 +42,18 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
 // newEnvWith wires it on rdb's Redis ledger (nil: embedded): the test drive
 // (testenv, opened as the daemon opens its data directory) with the service
-// as the ledger's truth.
-func newEnvWith(t *testing.T, rdb *redis.Client) *env {
+// as the ledger's truth, and the instant upload policy inst (the zero value:
+// the daemon's default).
+func newEnvWith(t testing.TB, rdb *redis.Client, inst ...Instant) *env {
 	t.Helper()
 	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	te := testenv.New(t, testenv.Options{ChunkSize: testChunk, Clock: clock, Redis: rdb})
-	s := New(Config{Drive: te.Drive, DB: te.Meta, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Accountant: LedgerAccountant{G: te.Quota}})
+	c := Config{Drive: te.Drive, DB: te.Meta, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Accountant: LedgerAccountant{G: te.Quota}}
+	if len(inst) > 0 {
+		c.Instant = inst[0]
+	}
+	s := New(c)
 	if err := te.Reconcile(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +213,8 @@ func TestMergedSessionIsIdempotentThenRetired(t *testing.T) {
 // A stored chunk whose MD5 equals that of other bytes must never stand in for
 // them: the crafted entry claims MD5(x) but holds y.
 func TestMD5CollisionCraftedEntry(t *testing.T) {
-	e := newEnv(t)
+	// Shared mode: mallory alone must be enough to be offered a challenge.
+	e := newEnvWith(t, nil, Instant{Mode: InstantShared})
 	ctx := context.Background()
 	alice, mallory, carol := e.user("alice", 0), e.user("mallory", 0), e.user("carol", 0)
 	x, y := randBytes(testChunk), randBytes(testChunk)

@@ -214,10 +214,10 @@ func wakeLatency(ctx context.Context, a, b string, n int) (p50, p99 time.Duratio
 	}
 	var lat []time.Duration
 	for range n {
-		if r, err := ca.TryLock(ctx, "update", res, "holder", ""); err != nil || r.Status != lock.Acquired {
+		if r, err := ca.TryLock(ctx, "update", res, "holder", ""); err != nil || lock.Status(r.Status) != lock.Acquired {
 			fatalf("holder: %+v %v", r, err)
 		}
-		if r, err := cb.TryLock(ctx, "update", res, "waiter", ""); err != nil || r.Status != lock.Queued {
+		if r, err := cb.TryLock(ctx, "update", res, "waiter", ""); err != nil || lock.Status(r.Status) != lock.Queued {
 			fatalf("waiter: %+v %v", r, err)
 		}
 		t0 := time.Now()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/apitype"
 	"netdisk/bench/internal/benchflag"
 	"netdisk/client"
 	"netdisk/internal/testutil"
@@ -80,7 +81,7 @@ func run() error {
 	}
 	cleanups = append(cleanups, daemon.Stop)
 	url := daemon.URL
-	if _, err := client.New(url, "admin", daemon.AdminPass).AdminAddUser(ctx, client.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
+	if _, err := client.New(url, "admin", daemon.AdminPass).AdminAddUser(ctx, apitype.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
 		return err
 	}
 

@@ -39,6 +39,7 @@ import (
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/client"
+	"netdisk/server"
 )
 
 func main() {
@@ -64,7 +65,7 @@ func run() error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := inproc.Start(ctx, int64(cs))
+	d, err := inproc.Start(ctx, server.Options{ChunkSize: int64(cs)})
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,13 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/apitype"
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/meta"
+	"netdisk/server"
+	"netdisk/upload"
 )
 
 func main() {
@@ -76,7 +79,9 @@ func run() error {
 	size, cs := *sizeFlag, *csFlag
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := inproc.Start(ctx, int64(cs))
+	// Shared: the instant re-upload by a second user measures the proof
+	// path, which private mode keeps for content held by enough users.
+	d, err := inproc.Start(ctx, server.Options{ChunkSize: int64(cs), Instant: upload.Instant{Mode: upload.InstantShared}})
 	if err != nil {
 		return err
 	}
@@ -154,11 +159,8 @@ func (b *bench) do(user, method, path string, body []byte, out any) error {
 func jsonBody(v any) []byte { b, _ := json.Marshal(v); return b }
 
 func (b *bench) apiUpload(user, path string, md5s []string, fh string, parallel int) error {
-	var in struct {
-		UploadID    string `json:"uploadId"`
-		TotalChunks int64  `json:"totalChunks"`
-	}
-	if err := b.do(user, "POST", "/api/v1/file/init", jsonBody(map[string]any{"path": path, "size": b.size, "fileHash": fh}), &in); err != nil {
+	var in apitype.Session
+	if err := b.do(user, "POST", "/api/v1/file/init", jsonBody(apitype.InitRequest{Path: &path, Size: &b.size, FileHash: fh}), &in); err != nil {
 		return err
 	}
 	next := make(chan int64)
@@ -192,7 +194,7 @@ func (b *bench) apiUpload(user, path string, md5s []string, fh string, parallel 
 		return err
 	default:
 	}
-	return b.do(user, "POST", "/api/v1/file/merge", jsonBody(map[string]any{"uploadId": in.UploadID, "fileHash": fh}), nil)
+	return b.do(user, "POST", "/api/v1/file/merge", jsonBody(apitype.MergeRequest{UploadID: in.UploadID, FileHash: fh}), nil)
 }
 
 // davPut streams a new file (other content, same size) through WebDAV PUT.
@@ -227,20 +229,12 @@ func (b *bench) davPut(user, path string) error {
 // instant re-uploads the first file as another user: patchHash on the file
 // hash, a proof over the challenged ranges, no chunk bytes.
 func (b *bench) instant(user, path, fh string) error {
-	var in struct {
-		UploadID string `json:"uploadId"`
-	}
-	if err := b.do(user, "POST", "/api/v1/file/init", jsonBody(map[string]any{"path": path, "size": b.size, "fileHash": fh}), &in); err != nil {
+	var in apitype.Session
+	if err := b.do(user, "POST", "/api/v1/file/init", jsonBody(apitype.InitRequest{Path: &path, Size: &b.size, FileHash: fh}), &in); err != nil {
 		return err
 	}
-	var pa struct {
-		Exists    bool
-		Challenge *struct {
-			Nonce  string
-			Ranges [][2]int64
-		}
-	}
-	if err := b.do(user, "POST", "/api/v1/file/patchHash", jsonBody(map[string]any{"uploadId": in.UploadID, "fileHash": fh}), &pa); err != nil {
+	var pa apitype.PatchHashResult
+	if err := b.do(user, "POST", "/api/v1/file/patchHash", jsonBody(apitype.PatchHashRequest{UploadID: in.UploadID, FileHash: fh}), &pa); err != nil {
 		return err
 	}
 	if !pa.Exists || pa.Challenge == nil {
@@ -262,8 +256,8 @@ func (b *bench) instant(user, path, fh string) error {
 			}
 		}
 	}
-	var pr struct{ OK, Completed bool }
-	if err := b.do(user, "POST", "/api/v1/file/prove", jsonBody(map[string]any{"uploadId": in.UploadID, "nonce": pa.Challenge.Nonce, "proof": hex.EncodeToString(h.Sum(nil))}), &pr); err != nil {
+	var pr apitype.ProveResult
+	if err := b.do(user, "POST", "/api/v1/file/prove", jsonBody(apitype.ProveRequest{UploadID: in.UploadID, Nonce: pa.Challenge.Nonce, Proof: hex.EncodeToString(h.Sum(nil))}), &pr); err != nil {
 		return err
 	}
 	if !pr.OK || !pr.Completed {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"netdisk/client"
+	"netdisk/errs"
 )
 
 func init() { extraCommands = append(extraCommands, newAdminCmd) }
@@ -74,8 +75,10 @@ func friendly(err error) error {
 	}
 	var ae *client.Error
 	if errors.As(err, &ae) {
-		if ae.Status == 401 {
-			return errors.New("wrong user name or password")
+		// The server's code decides; its message is the detail.
+		switch ae.Kind() {
+		case errs.Unauthenticated, errs.Quota, errs.NoSpace:
+			return errors.New(ae.Error())
 		}
 		return errors.New(ae.Message)
 	}

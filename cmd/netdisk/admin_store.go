@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"netdisk/client"
+	"netdisk/apitype"
 )
 
 func newAdminStatsCmd(env *adminEnv) *cobra.Command {
@@ -42,7 +42,7 @@ for two files that hold it.`,
 	return cmd
 }
 
-func printStats(w io.Writer, s client.Stats) {
+func printStats(w io.Writer, s apitype.Stats) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ratio := "-"
 	if s.PhysicalBytes > 0 {
@@ -147,7 +147,7 @@ could not run.`, exitFsckProblems),
 	return cmd
 }
 
-func printFsck(w io.Writer, r client.FsckResult) {
+func printFsck(w io.Writer, r apitype.FsckResult) {
 	if len(r.Problems) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PROBLEM\tCHUNK (SHA-256)\tDETAIL")

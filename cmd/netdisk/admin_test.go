@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/client"
+	"netdisk/apitype"
 	"netdisk/internal/testutil"
 )
 
@@ -83,13 +83,13 @@ func failCLI(t *testing.T, d *testutil.Daemon, env map[string]string, want int, 
 	}
 }
 
-func listUsers(t *testing.T, d *testutil.Daemon) map[string]client.AdminUser {
+func listUsers(t *testing.T, d *testutil.Daemon) map[string]apitype.AdminUser {
 	t.Helper()
-	var us []client.AdminUser
+	var us []apitype.AdminUser
 	if err := json.Unmarshal([]byte(mustCLI(t, d, "admin", "user", "list", "--json")), &us); err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]client.AdminUser{}
+	m := map[string]apitype.AdminUser{}
 	for _, u := range us {
 		m[u.Name] = u
 	}
@@ -126,9 +126,9 @@ func del(t *testing.T, d *testutil.Daemon, path, user, pass string) {
 	}
 }
 
-func stats(t *testing.T, d *testutil.Daemon) client.Stats {
+func stats(t *testing.T, d *testutil.Daemon) apitype.Stats {
 	t.Helper()
-	var s client.Stats
+	var s apitype.Stats
 	if err := json.Unmarshal([]byte(mustCLI(t, d, "admin", "stats", "--json")), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestAdminGCFreesOnlyUnreferencedChunks(t *testing.T) {
 
 	// While one copy remains, nothing is freed.
 	del(t, d, "/shared.bin", "ann", "ann-pass")
-	var r client.GCResult
+	var r apitype.GCResult
 	json.Unmarshal([]byte(mustCLI(t, d, "admin", "gc", "--json")), &r)
 	if r.Chunks != 0 {
 		t.Fatalf("gc freed %d chunks while ben still holds them", r.Chunks)
@@ -368,7 +368,7 @@ func TestAdminFsckFindsMissingAndCorruptChunks(t *testing.T) {
 	}
 
 	r = runCLI(t, d, nil, "admin", "fsck", "--json")
-	var res client.FsckResult
+	var res apitype.FsckResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != exitFsckProblems {
 		t.Fatalf("fsck --json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"netdisk/client"
+	"netdisk/apitype"
 )
 
 // The password flag of `user add` and `user passwd` is the target user's: it
@@ -65,7 +65,7 @@ func newUserAddCmd(env *adminEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			u, err := c.AdminAddUser(cmd.Context(), client.NewUser{Name: name, Password: pw, Admin: admin, Quota: q})
+			u, err := c.AdminAddUser(cmd.Context(), apitype.NewUser{Name: name, Password: pw, Admin: admin, Quota: q})
 			if err != nil {
 				return err
 			}
@@ -106,7 +106,7 @@ held by unfinished uploads, and when the user was created.`,
 			}
 			if asJSON {
 				if us == nil {
-					us = []client.AdminUser{}
+					us = []apitype.AdminUser{}
 				}
 				return writeJSON(cmd.OutOrStdout(), us)
 			}
@@ -118,7 +118,7 @@ held by unfinished uploads, and when the user was created.`,
 	return cmd
 }
 
-func printUsers(w io.Writer, us []client.AdminUser) {
+func printUsers(w io.Writer, us []apitype.AdminUser) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tADMIN\tQUOTA\tUSED\tUNFINISHED\tUPLOADING\tCREATED")
 	for _, u := range us {

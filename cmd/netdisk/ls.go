@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"netdisk/client"
+	"netdisk/apitype"
 )
 
 func init() { extraCommands = append(extraCommands, newLsCmd) }
@@ -36,7 +36,7 @@ func newLsCmd() *cobra.Command {
 			if err != nil {
 				return cliError(ctx, err)
 			}
-			nodes := []client.Node{n}
+			nodes := []apitype.Node{n}
 			if n.IsDir {
 				if nodes, err = c.List(ctx, p); err != nil {
 					return cliError(ctx, err)

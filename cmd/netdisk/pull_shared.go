@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"netdisk/apitype"
 	"os"
 
 	"netdisk/client"
@@ -20,12 +21,12 @@ func sharedPull(ctx context.Context, c *client.Client, remote, local, cache, nod
 		node = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	so := client.SharedPullOptions{Cache: cache, Node: node, OnProgress: o.OnProgress,
-		OnWait: func(a lock.WireAnswer) {
+		OnWait: func(a apitype.LockAnswer) {
 			switch mode {
 			case outJSON:
 				enc.Encode(map[string]any{"type": "lock", "event": a.Event, "status": a.Status, "position": a.Position})
 			case outBar:
-				if a.Status == lock.Queued {
+				if lock.Status(a.Status) == lock.Queued {
 					fmt.Fprintf(stderr, "another node is pulling this file; waiting (position %d)\n", a.Position)
 				}
 			}

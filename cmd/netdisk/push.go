@@ -82,10 +82,5 @@ func cliError(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return &exitError{code: 130, err: errors.New("interrupted; run the same command again to resume")}
 	}
-	if client.StatusOf(err) == 507 {
-		var ae *client.Error
-		errors.As(err, &ae)
-		return errors.New("over quota: " + ae.Message)
-	}
 	return friendly(err)
 }

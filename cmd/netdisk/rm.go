@@ -1,12 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/spf13/cobra"
 
 	"netdisk/client"
+	"netdisk/errs"
 )
 
 func init() { extraCommands = append(extraCommands, newRmCmd) }
@@ -24,9 +25,19 @@ func newRmCmd() *cobra.Command {
 			c := cf.client()
 			for _, p := range args {
 				err := c.Remove(cmd.Context(), p, recursive)
-				if !recursive && client.StatusOf(err) == http.StatusConflict {
-					// The server words it for API callers; say it in this command's terms.
+				// The server words it for API callers; say it in this
+				// command's terms, by the answer's code.
+				switch client.KindOf(err) {
+				case errs.NotEmpty:
 					return fmt.Errorf("%s: directory not empty (use rm -r)", p)
+				case errs.IsDir:
+					return fmt.Errorf("%s: is a directory (use rm -r)", p)
+				case errs.NotFound:
+					return fmt.Errorf("%s: no such file or directory", p)
+				case errs.Permission:
+					var ae *client.Error
+					errors.As(err, &ae)
+					return fmt.Errorf("%s: cannot be removed: %s", p, ae.Message)
 				}
 				if err != nil {
 					return cliError(cmd.Context(), err)

@@ -15,9 +15,11 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"netdisk/async"
 	"netdisk/lock"
 	"netdisk/quota"
 	"netdisk/server"
+	"netdisk/upload"
 )
 
 // softMemoryLimit is the daemon's default GOMEMLIMIT (override with the
@@ -33,6 +35,8 @@ func newServeCmd() *cobra.Command {
 		logJSON   bool
 		multiNode bool
 		cacheSize string
+		instant   string
+		owners    string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -88,6 +92,23 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.LockLease < 100*time.Millisecond {
 				return fmt.Errorf("--lock-lease %v: want at least 100ms", o.LockLease)
 			}
+			if o.Instant.Mode, err = upload.ParseInstantMode(instant); err != nil {
+				return fmt.Errorf("--instant-upload: %w", err)
+			}
+			if o.Instant.MinOwners, o.Instant.MaxOwners, err = upload.ParseOwnerRange(owners); err != nil {
+				return fmt.Errorf("--instant-upload-owners: %w", err)
+			}
+			if o.AsyncWindow < time.Second || o.AsyncWindow%time.Second != 0 {
+				return fmt.Errorf("--async-window %v: want whole seconds, at least 1s", o.AsyncWindow)
+			}
+			if o.AsyncTick <= 0 || o.AsyncTimeout <= 0 {
+				return fmt.Errorf("--async-tick and --async-timeout must be positive")
+			}
+			if o.AsyncTick >= o.LockLease {
+				// The scheduler renews its jobs' locks once a tick: a longer
+				// tick lets the lock lapse and another daemon take the job.
+				return fmt.Errorf("--async-tick %v: want less than --lock-lease %v", o.AsyncTick, o.LockLease)
+			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -107,7 +128,10 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&maxFile, "max-file-size", "1TiB", "largest file accepted (larger uploads are refused with 413)")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
-	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger and the locks, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
+	f.StringVar(&instant, "instant-upload", "private", "when another user's content is an instant upload: private (once enough distinct users hold it that its existence is no secret; "+
+		"until then the answer is the one for unknown content), shared (whenever anyone holds it: reveals what others store), off (never; a user's own content always is)")
+	f.StringVar(&owners, "instant-upload-owners", "2-10", "private mode: each content's secret threshold of distinct owners is drawn once in this range MIN-MAX")
+	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, the locks and the async jobs, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
 	f.StringVar(&o.Meta, "meta", "", "shared metadata store, postgres://USER:PASS@HOST/DB (empty: SQLite in --data); needs --redis")
 	f.StringVar(&o.Blobs, "blobs", "", "shared chunk store, s3://BUCKET[/PREFIX]?endpoint=HOST:PORT&region=R (empty: chunks in --data); credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile")
 	f.StringVar(&o.CacheDir, "cache-dir", "", "local read cache of --blobs chunks (default: --data/cache)")
@@ -119,6 +143,11 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.DurationVar(&o.LockStreamRecheck, "lock-stream-recheck", 15*time.Second, "how often lock event streams re-read their keys' standing (and send a keep-alive)")
 	_ = f.MarkHidden("lock-stream-recheck")
 	f.DurationVar(&o.LockLease, "lock-lease", lock.DefaultLease, "a lock holder that sends no heartbeat for this long counts as failed; its lock passes to the next waiter")
+	f.DurationVar(&o.AsyncWindow, "async-window", async.DefaultWindow, "async downloads: requests for one file within this window (whole seconds) share one job")
+	f.DurationVar(&o.AsyncTick, "async-tick", async.DefaultTick, "async downloads: how often the scheduler starts, advances and ends jobs")
+	f.DurationVar(&o.AsyncTimeout, "async-timeout", async.DefaultTimeout, "async downloads: a running job ends Timeout after this long")
+	f.DurationVar(&o.AsyncRecheck, "async-recheck", 2*time.Second, "how often agents' work streams re-read their work")
+	_ = f.MarkHidden("async-recheck")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")

@@ -45,3 +45,29 @@ func TestServeRefusesChunkSizeNotMultipleOf4KiB(t *testing.T) {
 		t.Fatalf("--chunk-size 68KiB: chunk size %d, %v", info.ChunkSize, err)
 	}
 }
+
+// A bad instant upload mode or owner range is refused at start with one line
+// naming the flag, before anything is created.
+func TestServeRefusesBadInstantUploadFlags(t *testing.T) {
+	for _, arg := range []string{"--instant-upload=public", "--instant-upload-owners=5-2", "--instant-upload-owners=0-3", "--instant-upload-owners=x"} {
+		data := filepath.Join(t.TempDir(), "data")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, testutil.Binary(t), "serve", "--data", data, "--listen", "127.0.0.1:0", arg)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("%s: %v, want exit 1\n%s", arg, err, out.String())
+		}
+		flag, _, _ := strings.Cut(arg, "=")
+		msg := strings.TrimSpace(out.String())
+		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "netdisk: "+flag+":") {
+			t.Fatalf("%s: output %q is not the one-line refusal", arg, msg)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("%s: the data directory was created before the refusal (%v)", arg, err)
+		}
+	}
+}

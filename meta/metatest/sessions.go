@@ -122,12 +122,11 @@ func testSessionChunks(t *testing.T, e *env) {
 	if ok, _ := e.s.DeleteChunkIfUnreferenced(e.ctx, c1.SHA256); ok {
 		t.Fatal("a session's chunk deleted")
 	}
-	c1rec, _ := e.s.ChunkBySHA256(e.ctx, c1.SHA256)
-	if ok, err := e.s.UserHoldsChunk(e.ctx, a, c1rec.ID); err != nil || !ok {
-		t.Fatalf("UserHoldsChunk(alice) = %v %v", ok, err)
+	if hs, err := e.s.ChunksHeld(e.ctx, a, c1.MD5, c1.Size, 10); err != nil || len(hs) != 1 || !hs[0].Own || hs[0].Owners != 0 {
+		t.Fatalf("ChunksHeld(alice) = %+v %v; want hers, no owner (sessions never own)", hs, err)
 	}
-	if ok, err := e.s.UserHoldsChunk(e.ctx, b, c1rec.ID); err != nil || ok {
-		t.Fatalf("UserHoldsChunk(bob) = %v %v", ok, err)
+	if hs, err := e.s.ChunksHeld(e.ctx, b, c1.MD5, c1.Size, 10); err != nil || len(hs) != 1 || hs[0].Own {
+		t.Fatalf("ChunksHeld(bob) = %+v %v; want not his", hs, err)
 	}
 	open, err := e.s.OpenSessions(e.ctx)
 	e.must(err)
@@ -290,26 +289,6 @@ func testChallenges(t *testing.T, e *env) {
 	e.must(err)
 	if _, ok, _ := e.s.TakeChallenge(e.ctx, "s1", 2); ok {
 		t.Fatal("a dropped session's challenge survived")
-	}
-}
-
-func testLookups(t *testing.T, e *env) {
-	a, b, c := e.user("alice", 0), e.user("bob", 0), e.user("carol", 0)
-	fa := e.commit(a, "/a", chunk("x", 3))
-	n, own, found, err := e.s.FileWithContent(e.ctx, b, fa.FileHash, 3)
-	if err != nil || !found || own || n.ID != fa.ID {
-		t.Fatalf("another user's file: %+v own %v found %v %v", n, own, found, err)
-	}
-	fb := e.commit(b, "/b", chunk("x", 3))
-	n, own, found, err = e.s.FileWithContent(e.ctx, b, fa.FileHash, 3)
-	if err != nil || !found || !own || n.ID != fb.ID {
-		t.Fatalf("the user's own file first: %+v own %v found %v %v", n, own, found, err)
-	}
-	if _, _, found, err := e.s.FileWithContent(e.ctx, c, fa.FileHash, 4); err != nil || found {
-		t.Fatalf("another size matched: %v %v", found, err)
-	}
-	if _, _, found, err := e.s.FileWithContent(e.ctx, c, "none", 3); err != nil || found {
-		t.Fatalf("an unknown hash matched: %v %v", found, err)
 	}
 }
 

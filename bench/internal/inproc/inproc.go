@@ -30,16 +30,18 @@ type Daemon struct {
 	served chan error
 }
 
-// Start opens a daemon over a new temp data directory with the given chunk
-// size (0: the default) and serves it until Close.
-func Start(ctx context.Context, chunkSize int64) (*Daemon, error) {
+// Start opens a daemon over a new temp data directory, configured as o says
+// (its data directory, admin password, logger and output are Start's), and
+// serves it until Close.
+func Start(ctx context.Context, o server.Options) (*Daemon, error) {
 	dir, err := os.MkdirTemp("", "netdisk-bench-data-")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	sd, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), ChunkSize: chunkSize,
-		AdminPass: AdminPass, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+	o.DataDir, o.AdminPass = filepath.Join(dir, "data"), AdminPass
+	o.Logger, o.Out = slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard
+	sd, err := server.Open(ctx, o)
 	if err != nil {
 		cancel()
 		os.RemoveAll(dir)

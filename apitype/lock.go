@@ -1,12 +1,12 @@
-package lock
+package apitype
 
 import "time"
 
-// Wire types of the lock endpoints (/api/v1/lock/…, docs/API.md), shared by
-// the API and the client. (To move into the package of wire types.)
+// The bodies of the lock endpoints (/api/v1/lock/…, docs/API.md, the lock
+// service of seed 003, package lock).
 
-// WireRequest is the body of POST /api/v1/lock/try, /heartbeat and /unlock.
-type WireRequest struct {
+// LockRequest is the body of POST /api/v1/lock/try, /heartbeat and /unlock.
+type LockRequest struct {
 	Op       string `json:"op"`       // e.g. "pull", "update", "delete": [a-z]{1,32}
 	Resource string `json:"resource"` // "content:<file hash>" or "path:/a/b" (the caller's own path)
 	Node     string `json:"node"`     // the caller's node ID: [A-Za-z0-9._:-]{1,128}
@@ -19,15 +19,15 @@ type WireRequest struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-// WireAnswer is the answer of try, heartbeat and state, and the data of
+// LockAnswer is the answer of try, heartbeat and state, and the data of
 // every event of GET /api/v1/lock/events.
-type WireAnswer struct {
+type LockAnswer struct {
 	Op       string `json:"op"`
 	Resource string `json:"resource"`
 	// Event is set on events: "state" (the standing when the stream
 	// opens), "granted", "released" or "lost".
 	Event     string     `json:"event,omitempty"`
-	Status    Status     `json:"status"` // acquired, granted, queued, refused, none
+	Status    string     `json:"status"` // acquired, granted, queued, refused, none (lock.Status)
 	Position  int        `json:"position,omitempty"`
 	Reentered bool       `json:"reentered,omitempty"`
 	Deadline  *time.Time `json:"deadline,omitempty"` // lease end, when acquired or granted

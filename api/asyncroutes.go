@@ -1,0 +1,184 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"netdisk/apitype"
+	"regexp"
+	"strconv"
+	"time"
+
+	"netdisk/async"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// The async download endpoints (seed 002, docs/API.md "Async downloads"): a
+// user asks for one of their files to be delivered to one of their agents,
+// and reads the task's status; agents (logged in as the user) stream their
+// work, fetch the job's pinned content and report per task. Every call is
+// scoped to the caller: another user's task, job or agent is answered as
+// missing.
+
+// DefaultAsyncRecheck is how often an agent's work stream re-reads its work
+// (work handed by another daemon sharing the store wakes no stream here).
+const DefaultAsyncRecheck = 2 * time.Second
+
+func (a *API) asyncRoutes() []Route {
+	return []Route{
+		{Pattern: "POST /api/v1/async/tasks", Handler: a.withAsync(a.asyncAdd)},
+		{Pattern: "GET /api/v1/async/task", Handler: a.withAsync(a.asyncStatus)},
+		{Pattern: "GET /api/v1/async/agents", Handler: a.withAsync(a.asyncAgents)},
+		{Pattern: "GET /api/v1/async/agent/events", Handler: a.withAsync(a.asyncEvents)},
+		{Pattern: "GET /api/v1/async/agent/content", Handler: a.withAsync(a.asyncContent)},
+		{Pattern: "POST /api/v1/async/agent/report", Handler: a.withAsync(a.asyncReport)},
+	}
+}
+
+func (a *API) withAsync(h Handler) Handler {
+	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
+		if a.Async == nil {
+			a.WriteError(w, r, errs.Errorf("api.async", errs.Unavailable, "async downloads are not enabled on this server"))
+			return
+		}
+		h(w, r, u)
+	}
+}
+
+func (a *API) asyncAdd(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req apitype.AsyncAdd
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	t, err := a.Async.Add(r.Context(), async.Request{User: u.ID, Path: req.Path, Agent: req.Agent, Container: req.Container, TargetDir: req.TargetDir})
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusCreated, async.WireOf(async.TaskStatus{Task: t, Status: async.Pending}))
+}
+
+func (a *API) asyncStatus(w http.ResponseWriter, r *http.Request, u meta.User) {
+	ts, err := a.Async.Status(r.Context(), u.ID, r.URL.Query().Get("id"))
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, async.WireOf(ts))
+}
+
+func (a *API) asyncAgents(w http.ResponseWriter, r *http.Request, u meta.User) {
+	WriteJSON(w, http.StatusOK, map[string]any{"agents": a.Async.Agents(u.ID)})
+}
+
+func agentOf(q interface{ Get(string) string }) (agent, container string) {
+	return q.Get("agent"), q.Get("container")
+}
+
+// asyncEvents streams the agent's work as Server-Sent Events ("work", data
+// async.Work), each item once per stream: first what is handed to it now,
+// then what comes. An agent reconnecting gets the unanswered items again.
+func (a *API) asyncEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
+	agent, container := agentOf(r.URL.Query())
+	if !validAgent(agent, container) {
+		a.WriteError(w, r, errs.Errorf("api.async", errs.Invalid, "agent and container: 1–128 of A-Z a-z 0-9 . _ -"))
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		a.WriteError(w, r, errs.Errorf("api.async", errs.Other, "response cannot stream"))
+		return
+	}
+	// Wait before the first read: work handed between the two is not missed.
+	wake, stop := a.Async.Wait(u.ID, agent, container)
+	defer stop()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 1000\n\n")
+	fl.Flush()
+	sent := map[string]bool{}
+	send := func() {
+		ws, err := a.Async.Work(r.Context(), u.ID, agent, container)
+		if err != nil {
+			return // the store is away: the next wake or recheck retries
+		}
+		live := map[string]bool{}
+		for _, it := range ws {
+			live[it.TaskID] = true
+			if sent[it.TaskID] {
+				continue
+			}
+			sent[it.TaskID] = true
+			b, _ := json.Marshal(it)
+			fmt.Fprintf(w, "event: work\ndata: %s\n\n", b)
+		}
+		for id := range sent {
+			if !live[id] {
+				delete(sent, id) // answered or timed out: forget it
+			}
+		}
+	}
+	send()
+	fl.Flush()
+	every := a.AsyncRecheck
+	if every <= 0 {
+		every = DefaultAsyncRecheck
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-a.StreamsDone:
+			return
+		case <-wake:
+			send()
+		case <-tick.C:
+			send()
+			fmt.Fprint(w, ": keep-alive\n\n")
+		}
+		fl.Flush()
+	}
+}
+
+var agentNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+func validAgent(agent, container string) bool {
+	return agentNameRe.MatchString(agent) && (container == "" || agentNameRe.MatchString(container))
+}
+
+// asyncContent serves the pinned version of a task's job (Range, If-Range
+// and the file hash as ETag: a resumed fetch gets the same bytes or starts
+// over).
+func (a *API) asyncContent(w http.ResponseWriter, r *http.Request, u meta.User) {
+	j, err := a.Async.Content(r.Context(), u.ID, r.URL.Query().Get("task"))
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	n := meta.Node{UserID: j.User, Path: j.Path, Size: j.Size, FileHash: j.FileHash, ModTime: j.Started}
+	rd := a.D.OpenVersion(r.Context(), n, j.Chunks)
+	defer rd.Close()
+	w.Header().Set("ETag", strconv.Quote(j.FileHash))
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, "", j.Started, rd)
+}
+
+func (a *API) asyncReport(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req apitype.AsyncReport
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if err := a.Async.Report(r.Context(), u.ID, req.Agent, req.Container, req.TaskID, req.OK, req.Message); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

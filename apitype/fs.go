@@ -1,0 +1,82 @@
+package apitype
+
+import "time"
+
+// File operations (/api/v1/fs/…) and the user's quota.
+
+// Node is a file or directory. Mode is the permission bits (0644 and 0755
+// by default); MTime is UTC; FileHash is "" for directories.
+type Node struct {
+	Path     string `json:"path"`
+	Name     string `json:"name"`
+	IsDir    bool   `json:"isDir"`
+	Size     int64  `json:"size"`
+	Mode     uint32 `json:"mode"`
+	MTime    Time   `json:"mtime"`
+	FileHash string `json:"fileHash"`
+}
+
+// Listing answers GET /api/v1/fs/list: the entries by name.
+type Listing struct {
+	Path    string `json:"path"`
+	Entries []Node `json:"entries"`
+}
+
+// MkdirRequest is the body of POST /api/v1/fs/mkdir. With Parents missing
+// parents are created and an existing directory is success (mkdir -p);
+// Mode, when given, is stored on the directory created.
+type MkdirRequest struct {
+	Path    string  `json:"path"`
+	Parents bool    `json:"parents,omitempty"`
+	Mode    *uint32 `json:"mode,omitempty"`
+}
+
+// MoveRequest is the body of POST /api/v1/fs/move and /api/v1/fs/copy;
+// Recursive is copy's only (default true).
+type MoveRequest struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Overwrite bool   `json:"overwrite"`
+	Recursive *bool  `json:"recursive,omitempty"`
+}
+
+// SetAttrRequest is the body of POST /api/v1/fs/setattr: at least one of
+// MTime and Mode (permission bits, ≤ 0o7777; 0 is a real 000).
+type SetAttrRequest struct {
+	Path  string     `json:"path"`
+	MTime *time.Time `json:"mtime,omitempty"`
+	Mode  *uint32    `json:"mode,omitempty"`
+}
+
+// Chunk is one chunk of a file as GET /api/v1/fs/chunks lists it. SHA256 is
+// the chunk's identity; MD5 is not one (two different chunks may share it).
+type Chunk struct {
+	Index  int64  `json:"index"`
+	Offset int64  `json:"offset"`
+	MD5    string `json:"md5"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// ChunkList answers GET /api/v1/fs/chunks: the current version's identity
+// and its chunks in order.
+type ChunkList struct {
+	Path      string  `json:"path"`
+	Size      int64   `json:"size"`
+	FileHash  string  `json:"fileHash"`
+	ModTime   Time    `json:"modTime"`
+	ChunkSize int64   `json:"chunkSize"`
+	Chunks    []Chunk `json:"chunks"`
+}
+
+// Quota answers GET /api/v1/quota: the user's figures as the quota ledger
+// keeps them (seed 001). Total 0 means unlimited, and then Free is -1. Free
+// is what a new upload may still declare: total - finished - uploading
+// (uploading covers unfinished).
+type Quota struct {
+	Total      int64 `json:"total"`
+	Finished   int64 `json:"finished"`   // sum of the user's file sizes
+	Unfinished int64 `json:"unfinished"` // bytes received by open uploads
+	Uploading  int64 `json:"uploading"`  // sizes declared by open uploads
+	Free       int64 `json:"free"`
+}

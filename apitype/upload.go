@@ -1,0 +1,84 @@
+package apitype
+
+// The upload protocol of shared/API.md (/api/v1/file/…).
+
+// InitRequest is the body of POST /api/v1/file/init. Path and Size are
+// pointers so the server tells a missing field from a zero one.
+type InitRequest struct {
+	Path     *string `json:"path"`
+	Size     *int64  `json:"size"`
+	FileHash string  `json:"fileHash,omitempty"`
+}
+
+// Session is an upload session as init and GET /api/v1/file/session answer
+// it: Uploaded lists the chunk indexes the server already holds for it.
+type Session struct {
+	UploadID    string  `json:"uploadId"`
+	ChunkSize   int64   `json:"chunkSize"`
+	TotalChunks int64   `json:"totalChunks"`
+	Uploaded    []int64 `json:"uploaded"`
+}
+
+// PatchHashRequest is the body of POST /api/v1/file/patchHash: with Index
+// (and Hash) it asks about a chunk, with FileHash about the whole file.
+type PatchHashRequest struct {
+	UploadID string `json:"uploadId"`
+	Index    *int64 `json:"index,omitempty"`
+	Hash     string `json:"hash,omitempty"`
+	FileHash string `json:"fileHash,omitempty"`
+}
+
+// Challenge asks the client to prove it holds content it claims by hash:
+// Ranges are [offset, length] pairs within the chunk (chunk checks) or the
+// whole file (file checks).
+type Challenge struct {
+	Nonce  string     `json:"nonce"`
+	Ranges [][2]int64 `json:"ranges"`
+}
+
+// PatchHashResult answers patchHash: Exists alone means the content counts
+// as uploaded; with Completed the file is committed at Path; with Challenge
+// the client proves possession (ProveRequest) or sends the bytes.
+type PatchHashResult struct {
+	Exists    bool       `json:"exists"`
+	Completed bool       `json:"completed,omitempty"`
+	Path      string     `json:"path,omitempty"`
+	Challenge *Challenge `json:"challenge,omitempty"`
+}
+
+// ProveRequest is the body of POST /api/v1/file/prove: Proof is hex
+// SHA-256 of the nonce's hex string followed by the bytes of each
+// challenged range, in order. Without Index it proves the whole file.
+type ProveRequest struct {
+	UploadID string `json:"uploadId"`
+	Index    *int64 `json:"index,omitempty"`
+	Nonce    string `json:"nonce"`
+	Proof    string `json:"proof"`
+}
+
+// ProveResult answers prove; a wrong or stale proof is OK false, not an
+// error.
+type ProveResult struct {
+	OK        bool   `json:"ok"`
+	Completed bool   `json:"completed,omitempty"`
+	Path      string `json:"path,omitempty"`
+}
+
+// ChunkReceived answers PUT /api/v1/file/uploadChunk.
+type ChunkReceived struct {
+	Index int64 `json:"index"`
+}
+
+// MergeRequest is the body of POST /api/v1/file/merge.
+type MergeRequest struct {
+	UploadID string `json:"uploadId"`
+	FileHash string `json:"fileHash"`
+}
+
+// FileResult is a committed file: the answer of merge and of the one-request
+// upload (PUT /api/v1/file/upload).
+type FileResult struct {
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+	FileHash string `json:"fileHash"`
+}

@@ -1,0 +1,223 @@
+// Package async is netdisk's async download service (seed 002): many
+// requests to deliver the same file to many targets within a time window
+// become one Job, run once, with a status per request (Task).
+//
+// The model, from the seed (its bizID/appID are netdisk's user, its transfer
+// engine netdisk's agents):
+//   - A Task is one request: deliver the user's file at Path to one target
+//     (an agent, optionally a container of it, and a directory under the
+//     agent's root). Its ID is TaskKey(user, path, uuid).
+//   - A Job is (user, path, time bucket), bucket = unix seconds / window
+//     (DefaultWindow 15 s). Tasks of one window share the job; a later one
+//     starts a new job. The job is created once (Store.CreateJob, SetNX)
+//     and each task's target is appended to its list (Store.PushTarget,
+//     LPUSH). Every key lives TTL (DefaultTTL 30 min) from its last write.
+//   - The scheduler (Service.Run, every DefaultTick 5 s; Service.Tick is one
+//     pass) starts each Pending job whose window has ended: it takes the
+//     job's lock (package lock, op LockOp) so that of several daemons
+//     sharing one store only one runs it, pins the file's current version
+//     (every target receives the same bytes even if the file changes
+//     meanwhile), hands each target to its agent (Store.AddWork), and on
+//     later ticks collects the per-target outcomes (Store.SetResult; the
+//     first outcome of a target stands). The job ends Success when every
+//     target succeeded, Failed when all answered and some failed, Timeout
+//     when DefaultTimeout (10 min) passed since it started (the targets
+//     that had not answered are marked Timeout). One target's outcome never
+//     changes another's.
+//   - A Task's status follows its target: Pending while its job collects,
+//     Running once the job runs, then its target's outcome.
+//   - A daemon restarted mid-job finds the job Running in the store and
+//     resumes it (re-pinning its recorded version) once the job's lock is
+//     free: the dead daemon's lease ends, or with the in-process lock state
+//     at once.
+//
+// The order of calls: Service.Add per request (errs.NotFound at once for a
+// path that is no file of the user's); Service.Run in the background; agents
+// read Service.Work (woken by Service.Wait) and answer with Service.Report;
+// Service.Status per task.
+//
+// State lives behind Store: Embedded (SQLite via meta.AsyncJobs, surviving a
+// restart) or Redis (the seed's keys, KeyLayout in redis.go). Both run
+// async/storetest. Time is the Service's clock (and the stores' now), so
+// windows, ticks, TTLs and timeouts are tested with a fake clock.
+package async
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"netdisk/meta"
+)
+
+// Defaults of Config.
+const (
+	DefaultWindow  = 15 * time.Second
+	DefaultTick    = 5 * time.Second
+	DefaultTimeout = 10 * time.Minute
+	DefaultTTL     = 30 * time.Minute
+	// LockOp is the lock op a daemon takes a job under (resource: job ID).
+	LockOp = "asyncjob"
+)
+
+// Status is a job's, a task's or a target's state.
+type Status string
+
+const (
+	Pending Status = "Pending" // collecting targets until the window ends
+	Running Status = "Running"
+	Success Status = "Success"
+	Failed  Status = "Failed"
+	Timeout Status = "Timeout"
+)
+
+// Final reports whether s is an end state.
+func (s Status) Final() bool { return s == Success || s == Failed || s == Timeout }
+
+// Job is one file of one user in one time window, delivered to all its
+// targets at once.
+type Job struct {
+	ID        string    `json:"jobId"`
+	User      int64     `json:"user"`
+	Path      string    `json:"path"`
+	Bucket    int64     `json:"bucket"`
+	WindowEnd time.Time `json:"windowEnd"`
+	Status    Status    `json:"status"`
+	Created   time.Time `json:"createTime"`
+	Started   time.Time `json:"executeTime,omitzero"`
+	Ended     time.Time `json:"endTime,omitzero"`
+	// The pinned version, set when the job starts.
+	FileHash string           `json:"fileSignature,omitempty"`
+	Size     int64            `json:"size"`
+	Chunks   []meta.FileChunk `json:"chunks,omitempty"`
+	// Dispatched is how many targets (in push order) were handed to their
+	// agents; a target pushed late (its task raced the start) is handed
+	// on the next tick.
+	Dispatched int    `json:"dispatched"`
+	Message    string `json:"message,omitempty"`
+}
+
+// Task is one request.
+type Task struct {
+	ID        string    `json:"taskId"`
+	JobID     string    `json:"jobId"`
+	User      int64     `json:"user"`
+	Path      string    `json:"path"`
+	FileName  string    `json:"fileName"`
+	Agent     string    `json:"targetAgentId"`
+	Container string    `json:"targetContainerId,omitempty"`
+	TargetDir string    `json:"targetDir"`
+	Created   time.Time `json:"createTime"`
+}
+
+// Target is a task's entry in its job's targets list.
+type Target struct {
+	TaskID    string `json:"taskId"`
+	Agent     string `json:"agentId"`
+	Container string `json:"containerId,omitempty"`
+	TargetDir string `json:"targetDir"`
+}
+
+// Result is a target's outcome.
+type Result struct {
+	TaskID  string    `json:"taskId"`
+	Status  Status    `json:"status"`
+	Message string    `json:"message,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// Work is a target handed to its agent: what to fetch and where to put it.
+type Work struct {
+	TaskID    string `json:"taskId"`
+	JobID     string `json:"jobId"`
+	Path      string `json:"path"`
+	FileName  string `json:"fileName"`
+	FileHash  string `json:"fileHash"`
+	Size      int64  `json:"size"`
+	Agent     string `json:"agentId"`
+	Container string `json:"containerId,omitempty"`
+	TargetDir string `json:"targetDir"`
+}
+
+// AgentKey names an agent (of a container) of a user: a user's agents are
+// their own namespace.
+func AgentKey(user int64, agent, container string) string {
+	return strconv.FormatInt(user, 10) + ":" + agent + ":" + container
+}
+
+// Bucket is the time bucket of t: unix seconds / window.
+func Bucket(t time.Time, window time.Duration) int64 {
+	return t.Unix() / int64(window/time.Second)
+}
+
+// WindowEnd is when bucket b's window ends.
+func WindowEnd(b int64, window time.Duration) time.Time {
+	return time.Unix((b+1)*int64(window/time.Second), 0)
+}
+
+// JobKey is the seed's job key: AsyncDownloadJob:{user}:{path}:{bucket}.
+func JobKey(user int64, path string, bucket int64) string {
+	return fmt.Sprintf("AsyncDownloadJob:%d:%s:%d", user, path, bucket)
+}
+
+// TargetsKey is the job's targets list key.
+func TargetsKey(jobKey string) string {
+	return strings.Replace(jobKey, "AsyncDownloadJob:", "AsyncDownloadJob:Targets:", 1)
+}
+
+// ResultsKey is the job's outcomes hash key (beyond the seed, which keeps
+// them in the job record: a hash lets agents answer without rewriting it).
+func ResultsKey(jobKey string) string {
+	return strings.Replace(jobKey, "AsyncDownloadJob:", "AsyncDownloadJob:Results:", 1)
+}
+
+// TaskKey is the seed's task key: AsyncDownloadTask:{user}:{path}:{uuid}.
+func TaskKey(user int64, path, uuid string) string {
+	return fmt.Sprintf("AsyncDownloadTask:%d:%s:%s", user, path, uuid)
+}
+
+// BucketOf parses the bucket from a job key; false when it has none.
+func BucketOf(jobKey string) (int64, bool) {
+	i := strings.LastIndexByte(jobKey, ':')
+	if i < 0 {
+		return 0, false
+	}
+	b, err := strconv.ParseInt(jobKey[i+1:], 10, 64)
+	return b, err == nil
+}
+
+// Store keeps jobs, targets, tasks, outcomes and agents' work. Each record
+// lives until now+TTL of its last write (the store's TTL); reads at or
+// after that instant find nothing. Every method is atomic on its own; the
+// Service orders them (the seed's SetNX then LPUSH is not one atomic step).
+//
+// Errors: errs.NotFound for a missing or expired job or task,
+// errs.Unavailable when the backing service is unreachable.
+type Store interface {
+	// CreateJob stores j unless a live job has its ID (SetNX).
+	CreateJob(ctx context.Context, j Job, now time.Time) (created bool, err error)
+	Job(ctx context.Context, id string, now time.Time) (Job, error)
+	// UpdateJob replaces a live job (its targets and outcomes live on as
+	// long); errs.NotFound when it is gone.
+	UpdateJob(ctx context.Context, j Job, now time.Time) error
+	// DeleteJob removes a job; a missing one is success.
+	DeleteJob(ctx context.Context, id string) error
+	// Jobs lists the IDs of live jobs.
+	Jobs(ctx context.Context, now time.Time) ([]string, error)
+	// PushTarget appends to the job's targets (LPUSH); Targets returns
+	// them oldest first.
+	PushTarget(ctx context.Context, jobID string, t Target, now time.Time) error
+	Targets(ctx context.Context, jobID string, now time.Time) ([]Target, error)
+	PutTask(ctx context.Context, t Task, now time.Time) error
+	Task(ctx context.Context, id string, now time.Time) (Task, error)
+	// SetResult records r unless the target has an outcome already.
+	SetResult(ctx context.Context, jobID string, r Result, now time.Time) (set bool, err error)
+	Results(ctx context.Context, jobID string, now time.Time) (map[string]Result, error)
+	// AddWork hands w to its agent; DoneWork takes it back; Work lists an
+	// agent's (AgentKey) items.
+	AddWork(ctx context.Context, user int64, w Work, now time.Time) error
+	DoneWork(ctx context.Context, agentKey, taskID string) error
+	Work(ctx context.Context, agentKey string, now time.Time) ([]Work, error)
+}

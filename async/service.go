@@ -1,0 +1,394 @@
+package async
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"netdisk/errs"
+	"netdisk/lock"
+	"netdisk/meta"
+	"netdisk/vpath"
+)
+
+// Files is what the service needs of the drive.
+type Files interface {
+	// Stat returns the user's file at p (errs.NotFound when there is none).
+	Stat(ctx context.Context, uid int64, p string) (meta.Node, error)
+	// PinVersion returns the current version of the user's file p with its
+	// chunks, kept from garbage collection until unpin is called.
+	PinVersion(ctx context.Context, uid int64, p string) (n meta.Node, chunks []meta.FileChunk, unpin func(), err error)
+	// PinChunks keeps a recorded version's chunks until unpin is called.
+	PinChunks(chunks []meta.FileChunk) (unpin func())
+}
+
+// Config wires a Service.
+type Config struct {
+	Store   Store
+	Files   Files
+	Locks   *lock.Manager // the job locks; nil means an in-process manager
+	Node    string        // this daemon's name in the job locks; random when empty
+	Window  time.Duration // 0 means DefaultWindow; whole seconds
+	Tick    time.Duration // 0 means DefaultTick
+	Timeout time.Duration // 0 means DefaultTimeout
+	Now     func() time.Time
+	Log     *slog.Logger
+}
+
+// Service creates tasks, runs the scheduler and answers agents (see the
+// package doc).
+type Service struct {
+	st      Store
+	files   Files
+	locks   *lock.Manager
+	ownLock bool
+	node    lock.Node
+	window  time.Duration
+	tick    time.Duration
+	timeout time.Duration
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	pins    map[string]func()                     // job ID → unpin, for the jobs this daemon runs
+	waiters map[string]map[chan struct{}]struct{} // agent key → wake channels
+}
+
+// New returns a service; Close releases its pins (and its own lock manager).
+func New(ctx context.Context, c Config) (*Service, error) {
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if c.Window%time.Second != 0 {
+		return nil, fmt.Errorf("async: the window must be whole seconds, not %v", c.Window)
+	}
+	if c.Tick <= 0 {
+		c.Tick = DefaultTick
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Node == "" {
+		c.Node = "daemon-" + randomID()[:12]
+	}
+	s := &Service{st: c.Store, files: c.Files, locks: c.Locks, window: c.Window, tick: c.Tick, timeout: c.Timeout,
+		now: c.Now, log: c.Log, node: lock.Node{User: "async", ID: c.Node},
+		pins: map[string]func(){}, waiters: map[string]map[chan struct{}]struct{}{}}
+	if s.locks == nil {
+		m, err := lock.NewManager(ctx, lock.Config{Now: c.Now, Log: c.Log})
+		if err != nil {
+			return nil, err
+		}
+		s.locks, s.ownLock = m, true
+	}
+	return s, nil
+}
+
+// Close unpins the versions of the jobs this daemon runs.
+func (s *Service) Close() {
+	s.mu.Lock()
+	for id, unpin := range s.pins {
+		unpin()
+		delete(s.pins, id)
+	}
+	s.mu.Unlock()
+	if s.ownLock {
+		s.locks.Close()
+	}
+}
+
+// Window is the collection window.
+func (s *Service) Window() time.Duration { return s.window }
+
+func randomID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Request asks for one delivery.
+type Request struct {
+	User      int64
+	Path      string // the user's file
+	Agent     string
+	Container string
+	TargetDir string // relative to the agent's root
+}
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// CleanTargetDir checks a target directory: relative, no "." or ".."
+// segments, no NUL; "" and "/" mean the agent's root. It returns the
+// cleaned form ("" for the root).
+func CleanTargetDir(d string) (string, error) {
+	d = strings.Trim(d, "/")
+	if d == "" {
+		return "", nil
+	}
+	if strings.ContainsRune(d, 0) || len(d) > 1024 {
+		return "", errs.Errorf("async.Add", errs.Invalid, "targetDir: invalid")
+	}
+	for _, seg := range strings.Split(d, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", errs.Errorf("async.Add", errs.Invalid, "targetDir: no empty, '.' or '..' segments")
+		}
+	}
+	return d, nil
+}
+
+// Add creates the task of r in the job of its file and the current window
+// and returns it. A path that is no file of the user's is errs.NotFound at
+// once; bad names are errs.Invalid.
+func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
+	const op = "async.Add"
+	if !nameRe.MatchString(r.Agent) {
+		return Task{}, errs.Errorf(op, errs.Invalid, "agent: want 1–128 of A-Z a-z 0-9 . _ -")
+	}
+	if r.Container != "" && !nameRe.MatchString(r.Container) {
+		return Task{}, errs.Errorf(op, errs.Invalid, "container: want 1–128 of A-Z a-z 0-9 . _ -")
+	}
+	dir, err := CleanTargetDir(r.TargetDir)
+	if err != nil {
+		return Task{}, err
+	}
+	p, err := vpath.Clean(r.Path)
+	if err != nil {
+		return Task{}, errs.E(op, errs.Invalid, r.Path, err)
+	}
+	n, err := s.files.Stat(ctx, r.User, p)
+	if err != nil {
+		return Task{}, err
+	}
+	if n.IsDir {
+		return Task{}, errs.E(op, errs.IsDir, p, errors.New("async downloads deliver files"))
+	}
+	now := s.now()
+	task := Task{ID: TaskKey(r.User, p, randomID()), User: r.User, Path: p, FileName: path.Base(p),
+		Agent: r.Agent, Container: r.Container, TargetDir: dir, Created: now}
+	// The current window's job, or the next one's if this one started
+	// already (a clock ahead of ours on another daemon): a target is never
+	// added to a job past collecting.
+	b := Bucket(now, s.window)
+	for try := 0; ; try++ {
+		id := JobKey(r.User, p, b)
+		job := Job{ID: id, User: r.User, Path: p, Bucket: b, WindowEnd: WindowEnd(b, s.window), Status: Pending, Created: now}
+		task.JobID = id
+		target := Target{TaskID: task.ID, Agent: r.Agent, Container: r.Container, TargetDir: dir}
+		added, err := s.addTo(ctx, job, target, task, now)
+		if err != nil {
+			return Task{}, err
+		}
+		if added {
+			return task, nil
+		}
+		if try >= 3 {
+			return Task{}, errs.Errorf(op, errs.Unavailable, "job %s is past collecting", id)
+		}
+		b++
+	}
+}
+
+// taskAdder is a store that adds a task in one step (Embedded: one SQLite
+// transaction), with the outcome of addTo's calls in order.
+type taskAdder interface {
+	AddTask(ctx context.Context, j Job, t Target, task Task, now time.Time) (created bool, status Status, err error)
+}
+
+// addTo adds the task to job j, creating it (SetNX) if needed; false when
+// the live job is past collecting.
+func (s *Service) addTo(ctx context.Context, j Job, t Target, task Task, now time.Time) (bool, error) {
+	if a, ok := s.st.(taskAdder); ok {
+		_, st, err := a.AddTask(ctx, j, t, task, now)
+		return st == Pending, err
+	}
+	created, err := s.st.CreateJob(ctx, j, now)
+	if err != nil {
+		return false, err
+	}
+	if !created {
+		live, err := s.st.Job(ctx, j.ID, now)
+		if errs.Is(err, errs.NotFound) {
+			return s.addTo(ctx, j, t, task, now) // expired between the two calls
+		}
+		if err != nil {
+			return false, err
+		}
+		if live.Status != Pending {
+			return false, nil
+		}
+	}
+	if err := s.st.PushTarget(ctx, j.ID, t, now); err != nil {
+		if created {
+			// Roll the create back (the seed's rule): no job without its
+			// first target.
+			s.st.DeleteJob(context.WithoutCancel(ctx), j.ID)
+		}
+		return false, err
+	}
+	return true, s.st.PutTask(ctx, task, now)
+}
+
+// TaskStatus is a task with its current status.
+type TaskStatus struct {
+	Task
+	Status  Status
+	Message string
+}
+
+// Status returns the user's task id and its status; errs.NotFound for a
+// missing, expired or other user's task.
+func (s *Service) Status(ctx context.Context, uid int64, id string) (TaskStatus, error) {
+	now := s.now()
+	t, err := s.st.Task(ctx, id, now)
+	if err != nil {
+		return TaskStatus{}, err
+	}
+	if t.User != uid {
+		return TaskStatus{}, errs.Errorf("async.Status", errs.NotFound, "no such task")
+	}
+	ts := TaskStatus{Task: t, Status: Pending}
+	j, err := s.st.Job(ctx, t.JobID, now)
+	if errs.Is(err, errs.NotFound) {
+		return ts, errs.Errorf("async.Status", errs.NotFound, "the task's job expired")
+	}
+	if err != nil {
+		return TaskStatus{}, err
+	}
+	rs, err := s.st.Results(ctx, j.ID, now)
+	if err != nil {
+		return TaskStatus{}, err
+	}
+	switch r, ok := rs[t.ID]; {
+	case ok:
+		ts.Status, ts.Message = r.Status, r.Message
+	case j.Status == Pending:
+		ts.Status = Pending
+	case j.Status == Running:
+		ts.Status = Running
+	default:
+		ts.Status, ts.Message = j.Status, j.Message
+	}
+	return ts, nil
+}
+
+// Job returns a job (for tests and the benchmark).
+func (s *Service) Job(ctx context.Context, id string) (Job, error) { return s.st.Job(ctx, id, s.now()) }
+
+// Work lists the items handed to an agent and not answered yet.
+func (s *Service) Work(ctx context.Context, uid int64, agent, container string) ([]Work, error) {
+	return s.st.Work(ctx, AgentKey(uid, agent, container), s.now())
+}
+
+// Wait returns a channel that receives when work is handed to the agent on
+// this daemon, and a function to stop waiting. Agents' streams also
+// re-read Work on their own (work handed by another daemon).
+func (s *Service) Wait(uid int64, agent, container string) (<-chan struct{}, func()) {
+	k := AgentKey(uid, agent, container)
+	c := make(chan struct{}, 1)
+	s.mu.Lock()
+	set := s.waiters[k]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		s.waiters[k] = set
+	}
+	set[c] = struct{}{}
+	s.mu.Unlock()
+	return c, func() {
+		s.mu.Lock()
+		delete(s.waiters[k], c)
+		if len(s.waiters[k]) == 0 {
+			delete(s.waiters, k)
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *Service) wake(k string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.waiters[k] {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Agents lists the agent keys with a stream open on this daemon.
+func (s *Service) Agents(uid int64) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prefix := strconv.FormatInt(uid, 10) + ":"
+	var out []string
+	for k := range s.waiters {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// Report records an agent's outcome for one of its targets: ok or failed
+// with a message. Only the agent the target names may answer
+// (errs.NotFound otherwise); an outcome after the target's first one (or
+// after the job timed out) changes nothing.
+func (s *Service) Report(ctx context.Context, uid int64, agent, container, taskID string, ok bool, msg string) error {
+	const op = "async.Report"
+	now := s.now()
+	t, err := s.st.Task(ctx, taskID, now)
+	if err != nil {
+		return err
+	}
+	if t.User != uid || t.Agent != agent || t.Container != container {
+		return errs.Errorf(op, errs.NotFound, "no such task for this agent")
+	}
+	st := Success
+	if !ok {
+		st = Failed
+	}
+	if len(msg) > 1024 {
+		msg = msg[:1024]
+	}
+	if _, err := s.st.SetResult(ctx, t.JobID, Result{TaskID: taskID, Status: st, Message: msg, Time: now}, now); err != nil {
+		return err
+	}
+	return s.st.DoneWork(ctx, AgentKey(uid, agent, container), taskID)
+}
+
+// Content returns the pinned version a task's agent fetches: the job's
+// node and chunks. errs.NotFound unless the job runs and the task is the
+// user's.
+func (s *Service) Content(ctx context.Context, uid int64, taskID string) (Job, error) {
+	now := s.now()
+	t, err := s.st.Task(ctx, taskID, now)
+	if err != nil {
+		return Job{}, err
+	}
+	if t.User != uid {
+		return Job{}, errs.Errorf("async.Content", errs.NotFound, "no such task")
+	}
+	j, err := s.st.Job(ctx, t.JobID, now)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.Status != Running || j.FileHash == "" {
+		return Job{}, errs.Errorf("async.Content", errs.NotFound, "the task's job is not running")
+	}
+	return j, nil
+}

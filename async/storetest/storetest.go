@@ -1,0 +1,177 @@
+// Package storetest is the conformance suite every async.Store runs: the
+// embedded (SQLite) store and the Redis store. It checks the contract of
+// async.Store (SetNX creation, push order, first outcome stands, work sets,
+// TTL expiry), never an implementation's keys or tables.
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"netdisk/async"
+	"netdisk/errs"
+)
+
+// Open returns a fresh, empty store whose records live ttl.
+type Open func(t *testing.T, ttl time.Duration) async.Store
+
+// Run runs the suite.
+func Run(t *testing.T, open Open) {
+	t.Run("JobSetNX", func(t *testing.T) { testJobs(t, open(t, async.DefaultTTL)) })
+	t.Run("TargetsTasksResults", func(t *testing.T) { testTargets(t, open(t, async.DefaultTTL)) })
+	t.Run("Work", func(t *testing.T) { testWork(t, open(t, async.DefaultTTL)) })
+	t.Run("TTL", func(t *testing.T) { testTTL(t, open) })
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func job(id string) async.Job {
+	return async.Job{ID: id, User: 1, Path: "/f", Bucket: 7, Status: async.Pending, Created: time.Now().UTC().Truncate(time.Millisecond)}
+}
+
+func testJobs(t *testing.T, s async.Store) {
+	ctx, now := context.Background(), time.Now()
+	id := async.JobKey(1, "/f", 7)
+	created, err := s.CreateJob(ctx, job(id), now)
+	must(t, err)
+	other := job(id)
+	other.Path = "/other"
+	again, err := s.CreateJob(ctx, other, now)
+	must(t, err)
+	if !created || again {
+		t.Fatalf("CreateJob: %v then %v, want true then false", created, again)
+	}
+	j, err := s.Job(ctx, id, now)
+	must(t, err)
+	if j.Path != "/f" || j.Status != async.Pending || j.Bucket != 7 {
+		t.Fatalf("job %+v: the first create must stand", j)
+	}
+	j.Status, j.FileHash, j.Dispatched = async.Running, "abc", 3
+	must(t, s.UpdateJob(ctx, j, now))
+	if j2, _ := s.Job(ctx, id, now); j2.Status != async.Running || j2.FileHash != "abc" || j2.Dispatched != 3 {
+		t.Fatalf("updated job %+v", j2)
+	}
+	if err := s.UpdateJob(ctx, job("AsyncDownloadJob:1:/none:1"), now); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("update of a missing job: %v, want NotFound", err)
+	}
+	if _, err := s.Job(ctx, "AsyncDownloadJob:1:/none:1", now); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("missing job: %v, want NotFound", err)
+	}
+	ids, err := s.Jobs(ctx, now)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != id {
+		t.Fatalf("Jobs = %v", ids)
+	}
+	must(t, s.DeleteJob(ctx, id))
+	must(t, s.DeleteJob(ctx, id))
+	if ids, _ := s.Jobs(ctx, now); len(ids) != 0 {
+		t.Fatalf("Jobs after delete = %v", ids)
+	}
+}
+
+func testTargets(t *testing.T, s async.Store) {
+	ctx, now := context.Background(), time.Now()
+	id := async.JobKey(1, "/f", 7)
+	_, err := s.CreateJob(ctx, job(id), now)
+	must(t, err)
+	for _, n := range []string{"a", "b", "c"} {
+		must(t, s.PushTarget(ctx, id, async.Target{TaskID: "t-" + n, Agent: n, TargetDir: "d"}, now))
+	}
+	ts, err := s.Targets(ctx, id, now)
+	must(t, err)
+	if len(ts) != 3 || ts[0].TaskID != "t-a" || ts[2].TaskID != "t-c" || ts[1].Agent != "b" {
+		t.Fatalf("targets %+v, want a b c oldest first", ts)
+	}
+	task := async.Task{ID: async.TaskKey(1, "/f", "u1"), JobID: id, User: 1, Path: "/f", Agent: "a", TargetDir: "d"}
+	must(t, s.PutTask(ctx, task, now))
+	got, err := s.Task(ctx, task.ID, now)
+	must(t, err)
+	if got.JobID != id || got.Agent != "a" || got.TargetDir != "d" {
+		t.Fatalf("task %+v", got)
+	}
+	if _, err := s.Task(ctx, "AsyncDownloadTask:1:/f:none", now); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("missing task: %v", err)
+	}
+	set, err := s.SetResult(ctx, id, async.Result{TaskID: "t-a", Status: async.Success}, now)
+	must(t, err)
+	set2, err := s.SetResult(ctx, id, async.Result{TaskID: "t-a", Status: async.Timeout}, now)
+	must(t, err)
+	_, err = s.SetResult(ctx, id, async.Result{TaskID: "t-b", Status: async.Failed, Message: "disk full"}, now)
+	must(t, err)
+	if !set || set2 {
+		t.Fatalf("SetResult: %v then %v: the first outcome must stand", set, set2)
+	}
+	rs, err := s.Results(ctx, id, now)
+	must(t, err)
+	if len(rs) != 2 || rs["t-a"].Status != async.Success || rs["t-b"].Message != "disk full" {
+		t.Fatalf("results %+v", rs)
+	}
+}
+
+func testWork(t *testing.T, s async.Store) {
+	ctx, now := context.Background(), time.Now()
+	w := func(task, agent, container string) async.Work {
+		return async.Work{TaskID: task, JobID: "j", Agent: agent, Container: container, FileHash: "h", Size: 3}
+	}
+	must(t, s.AddWork(ctx, 1, w("t2", "a", ""), now))
+	must(t, s.AddWork(ctx, 1, w("t1", "a", ""), now))
+	must(t, s.AddWork(ctx, 1, w("t3", "a", "c1"), now))
+	must(t, s.AddWork(ctx, 2, w("t4", "a", ""), now))
+	ws, err := s.Work(ctx, async.AgentKey(1, "a", ""), now)
+	must(t, err)
+	if len(ws) != 2 || ws[0].TaskID != "t1" || ws[1].TaskID != "t2" || ws[0].Size != 3 {
+		t.Fatalf("work of 1/a: %+v (another container's or user's work must not show)", ws)
+	}
+	must(t, s.DoneWork(ctx, async.AgentKey(1, "a", ""), "t1"))
+	must(t, s.DoneWork(ctx, async.AgentKey(1, "a", ""), "t1"))
+	if ws, _ := s.Work(ctx, async.AgentKey(1, "a", ""), now); len(ws) != 1 || ws[0].TaskID != "t2" {
+		t.Fatalf("work after done: %+v", ws)
+	}
+}
+
+// testTTL writes records that expire shortly in real time (the Redis store
+// expires keys on Redis's clock) and waits, bounded, for them to go.
+func testTTL(t *testing.T, open Open) {
+	ctx := context.Background()
+	ttl := async.DefaultTTL
+	s := open(t, ttl)
+	start := time.Now().Add(-ttl + 2*time.Second) // expires 2 s from now
+	id := async.JobKey(1, "/f", 9)
+	_, err := s.CreateJob(ctx, job(id), start)
+	must(t, err)
+	must(t, s.PushTarget(ctx, id, async.Target{TaskID: "t"}, start))
+	task := async.Task{ID: async.TaskKey(1, "/f", "ttl"), JobID: id, User: 1}
+	must(t, s.PutTask(ctx, task, start))
+	must(t, s.AddWork(ctx, 1, async.Work{TaskID: "t", Agent: "a"}, start))
+	if _, err := s.Task(ctx, task.ID, time.Now()); err != nil {
+		t.Fatalf("task before its TTL: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		now := time.Now()
+		_, terr := s.Task(ctx, task.ID, now)
+		_, jerr := s.Job(ctx, id, now)
+		ts, _ := s.Targets(ctx, id, now)
+		ids, _ := s.Jobs(ctx, now)
+		ws, _ := s.Work(ctx, async.AgentKey(1, "a", ""), now)
+		if errs.Is(terr, errs.NotFound) && errs.Is(jerr, errs.NotFound) && len(ts) == 0 && len(ids) == 0 && len(ws) == 0 {
+			break
+		}
+		if now.After(deadline) {
+			t.Fatalf("records outlived their TTL: task %v, job %v, targets %d, jobs %v, work %d", terr, jerr, len(ts), ids, len(ws))
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	// The job's key is free again: a new job of that ID is created.
+	created, err := s.CreateJob(ctx, job(id), time.Now())
+	must(t, err)
+	if !created {
+		t.Fatal("an expired job's key is not free")
+	}
+}

@@ -1,0 +1,287 @@
+// Command async measures async downloads (issue 12, seed 002):
+//
+//  1. tasks created per second, embedded (SQLite) and Redis stores side by
+//     side: through the service in process (the store's cost), and over
+//     HTTP (POST /api/v1/async/tasks, Basic auth included);
+//  2. end-to-end delivery of one file (100 MiB) to 100 targets: from the
+//     first request to the last Success, through a real daemon
+//     (server.Open in this process) and agents (client.RunAgent, sharing one
+//     cache folder as agents on one host do), with the collection window's
+//     wait shown apart.
+//
+// Run: go run ./bench/async [-tasks 2000 -workers 8 -size 100MiB -targets 100 -agents 10]
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"netdisk/apitype"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/redis/go-redis/v9"
+
+	"netdisk/async"
+	"netdisk/client"
+	"netdisk/drive"
+	"netdisk/internal/testutil"
+	"netdisk/server"
+)
+
+const adminPass = "bench-admin"
+
+func main() {
+	tasks := flag.Int("tasks", 2000, "tasks created per creation figure")
+	workers := flag.Int("workers", 8, "concurrent requesters")
+	sizeFlag := flag.String("size", "100MiB", "file size delivered")
+	targets := flag.Int("targets", 100, "targets of the delivery")
+	agents := flag.Int("agents", 10, "agent processes (goroutines here) the targets are spread over")
+	flag.Parse()
+	log.SetFlags(0)
+	size, err := humanize.ParseBytes(*sizeFlag)
+	if err != nil {
+		log.Fatalf("-size: %v", err)
+	}
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "netdisk-bench-async-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	rs, err := testutil.LaunchRedis(tmp)
+	if err != nil {
+		log.Fatalf("redis-server: %v", err)
+	}
+	defer rs.Kill()
+
+	fmt.Printf("async download benchmark (%d tasks per creation figure, %d workers)\n\n", *tasks, *workers)
+	fmt.Printf("%-46s %16s %16s\n", "tasks created per second", "embedded", "redis")
+	var inproc, overHTTP [2]float64
+	for i, redisURL := range []string{"", rs.URL} {
+		if redisURL != "" {
+			flushRedis(ctx, redisURL)
+		}
+		d := startDaemon(ctx, filepath.Join(tmp, fmt.Sprint("create", i)), redisURL, time.Second)
+		inproc[i] = createInProcess(ctx, d, *tasks, *workers)
+		overHTTP[i] = createOverHTTP(ctx, d, *tasks, *workers)
+		d.close()
+	}
+	fmt.Printf("%-46s %12.0f t/s %12.0f t/s\n", "  service.Add (in process)", inproc[0], inproc[1])
+	fmt.Printf("%-46s %12.0f t/s %12.0f t/s\n", fmt.Sprintf("  POST /api/v1/async/tasks (HTTP, %d workers)", httpWorkers(*workers)), overHTTP[0], overHTTP[1])
+
+	fmt.Printf("\nend-to-end delivery: %s to %d targets over %d agents sharing one cache (embedded store, 1 s window)\n",
+		humanize.IBytes(size), *targets, *agents)
+	deliver(ctx, filepath.Join(tmp, "deliver"), int64(size), *targets, *agents)
+}
+
+type daemon struct {
+	*server.Daemon
+	url    string
+	cancel context.CancelFunc
+	served chan error
+}
+
+func startDaemon(ctx context.Context, dir, redisURL string, window time.Duration) *daemon {
+	ctx, cancel := context.WithCancel(ctx)
+	sd, err := server.Open(ctx, server.Options{DataDir: dir, AdminPass: adminPass, Redis: redisURL,
+		AsyncWindow: window, AsyncTick: 50 * time.Millisecond, AsyncRecheck: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := &daemon{Daemon: sd, url: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1)}
+	go func() { d.served <- sd.ServeListener(ctx, ln) }()
+	return d
+}
+
+func (d *daemon) close() {
+	d.cancel()
+	if err := <-d.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Print(err)
+	}
+	d.Daemon.Close()
+}
+
+func flushRedis(ctx context.Context, url string) {
+	o, _ := redis.ParseURL(url)
+	c := redis.NewClient(o)
+	c.FlushDB(ctx)
+	c.Close()
+}
+
+// putFile stores a file of admin's directly through the drive.
+func putFile(ctx context.Context, d *daemon, p string, size int64) []byte {
+	admin, err := d.Drive.User(ctx, "admin")
+	if err != nil {
+		log.Fatal(err)
+	}
+	data := make([]byte, size)
+	rand.Read(data)
+	w, err := d.Drive.Create(ctx, admin.ID, p, drive.WriteOptions{ExpectedSize: size})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := w.Commit(); err != nil {
+		log.Fatal(err)
+	}
+	return data
+}
+
+func parallel(workers, n int, f func(i int) error) float64 {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func createInProcess(ctx context.Context, d *daemon, n, workers int) float64 {
+	putFile(ctx, d, "/c.bin", 1024)
+	admin, _ := d.Drive.User(ctx, "admin")
+	return parallel(workers, n, func(i int) error {
+		_, err := d.Async.Add(ctx, async.Request{User: admin.ID, Path: "/c.bin", Agent: fmt.Sprint("a", i%50), TargetDir: fmt.Sprint("t", i)})
+		return err
+	})
+}
+
+// httpWorkers caps the HTTP requesters at 4: the sign-in throttle answers
+// 429 to a sixth sign-in of one user from one address in flight at once.
+func httpWorkers(w int) int { return min(w, 4) }
+
+func createOverHTTP(ctx context.Context, d *daemon, n, workers int) float64 {
+	c := client.New(d.url, "admin", adminPass)
+	if _, err := c.Info(ctx); err != nil {
+		log.Fatal(err)
+	}
+	return parallel(httpWorkers(workers), n, func(i int) error {
+		_, err := c.AsyncAdd(ctx, apitype.AsyncAdd{Path: "/c.bin", Agent: fmt.Sprint("h", i%50), TargetDir: fmt.Sprint("t", i)})
+		return err
+	})
+}
+
+func deliver(ctx context.Context, dir string, size int64, targets, agents int) {
+	d := startDaemon(ctx, filepath.Join(dir, "data"), "", time.Second)
+	defer d.close()
+	data := putFile(ctx, d, "/big.bin", size)
+	c := client.New(d.url, "admin", adminPass)
+	actx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	cache := filepath.Join(dir, "host-cache")
+	for i := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.RunAgent(actx, client.AgentOptions{ID: fmt.Sprint("agent", i), Dir: filepath.Join(dir, fmt.Sprint("agent", i)),
+				Cache: cache, Parallel: 4, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				log.Print(err)
+			}
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	// Wait for the agents' streams, so the figure is delivery, not start-up.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		admin, _ := d.Drive.User(ctx, "admin")
+		if len(d.Async.Agents(admin.ID)) == agents {
+			break
+		}
+		if time.Now().After(deadline) {
+			log.Fatal("agents did not connect")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	ids := make([]string, targets)
+	for i := range targets {
+		t, err := c.AsyncAdd(ctx, apitype.AsyncAdd{Path: "/big.bin", Agent: fmt.Sprint("agent", i%agents), TargetDir: fmt.Sprint("t", i)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		ids[i] = t.TaskID
+	}
+	added := time.Since(start)
+	var running time.Duration
+	for {
+		done, ok := 0, true
+		for _, id := range ids {
+			t, err := c.AsyncStatus(ctx, id)
+			if err != nil {
+				log.Fatal(err)
+			}
+			switch async.Status(t.Status) {
+			case async.Success:
+				done++
+			case async.Pending:
+				ok = false
+			case async.Running:
+				if running == 0 {
+					running = time.Since(start)
+				}
+				ok = false
+			default:
+				log.Fatalf("task %s: %s %s", id, t.Status, t.Message)
+			}
+		}
+		if ok && done == len(ids) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	total := time.Since(start)
+	// Every copy is the file.
+	for i := range targets {
+		got, err := os.ReadFile(filepath.Join(dir, fmt.Sprint("agent", i%agents), fmt.Sprint("t", i), "big.bin"))
+		if err != nil || !bytes.Equal(got, data) {
+			log.Fatalf("target %d: copy differs (%v)", i, err)
+		}
+	}
+	j, _ := d.Async.Status(ctx, mustAdmin(ctx, d), ids[0])
+	fmt.Printf("  %-38s %10.3f s\n", fmt.Sprintf("%d requests sent", targets), added.Seconds())
+	fmt.Printf("  %-38s %10.3f s   (the window ends, the tick starts the job)\n", "first task Running after", running.Seconds())
+	fmt.Printf("  %-38s %10.3f s   (%s)\n", "all targets Success after", total.Seconds(), j.JobID)
+	fmt.Printf("  %-38s %10.3f s   (%.0f MiB/s of target bytes written)\n", "delivery once running", (total - running).Seconds(),
+		float64(size)*float64(targets)/(1<<20)/(total-running).Seconds())
+}
+
+func mustAdmin(ctx context.Context, d *daemon) int64 {
+	u, err := d.Drive.User(ctx, "admin")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return u.ID
+}

@@ -1,0 +1,177 @@
+package metatest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// OpenAsync returns a fresh, empty async record store.
+type OpenAsync func(t *testing.T) meta.AsyncJobs
+
+// RunAsync checks the meta.AsyncJobs contract: SetNX creation, push order,
+// first outcome stands, work sets, and expiry at the given instants.
+func RunAsync(t *testing.T, open OpenAsync) {
+	ctx := context.Background()
+	now := t0
+	ttl := 30 * time.Minute
+	exp := now.Add(ttl)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("JobsSetNX", func(t *testing.T) {
+		s := open(t)
+		created, err := s.AsyncCreateJob(ctx, "j1", "Pending", "a", exp, now)
+		must(err)
+		again, err := s.AsyncCreateJob(ctx, "j1", "Pending", "b", exp, now)
+		must(err)
+		if !created || again {
+			t.Fatalf("create: %v then %v, want true then false", created, again)
+		}
+		st, data, err := s.AsyncJob(ctx, "j1", now)
+		must(err)
+		if st != "Pending" || data != "a" {
+			t.Fatalf("job = %q %q, want the first", st, data)
+		}
+		must(s.AsyncUpdateJob(ctx, "j1", "Running", "c", exp.Add(time.Minute), now))
+		if st, data, _ := s.AsyncJob(ctx, "j1", now); st != "Running" || data != "c" {
+			t.Fatalf("updated job = %q %q", st, data)
+		}
+		wantKind(t, "update of a missing job", s.AsyncUpdateJob(ctx, "nope", "Running", "", exp, now), errs.NotFound)
+		_, _, err = s.AsyncJob(ctx, "nope", now)
+		wantKind(t, "missing job", err, errs.NotFound)
+		ids, err := s.AsyncJobs(ctx, now)
+		must(err)
+		if !slices.Equal(ids, []string{"j1"}) {
+			t.Fatalf("jobs %v", ids)
+		}
+		must(s.AsyncDeleteJob(ctx, "j1"))
+		must(s.AsyncDeleteJob(ctx, "j1"))
+		if _, _, err := s.AsyncJob(ctx, "j1", now); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("deleted job: %v", err)
+		}
+	})
+	t.Run("TargetsTasksResultsWork", func(t *testing.T) {
+		s := open(t)
+		_, err := s.AsyncCreateJob(ctx, "j", "Pending", "", exp, now)
+		must(err)
+		for _, d := range []string{"t1", "t2", "t3"} {
+			must(s.AsyncPushTarget(ctx, "j", d, exp))
+		}
+		ts, err := s.AsyncTargets(ctx, "j", now)
+		must(err)
+		if !slices.Equal(ts, []string{"t1", "t2", "t3"}) {
+			t.Fatalf("targets %v", ts)
+		}
+		must(s.AsyncPutTask(ctx, "task", "x", exp))
+		if d, err := s.AsyncTask(ctx, "task", now); err != nil || d != "x" {
+			t.Fatalf("task %q %v", d, err)
+		}
+		_, err = s.AsyncTask(ctx, "none", now)
+		wantKind(t, "missing task", err, errs.NotFound)
+		set, err := s.AsyncSetResult(ctx, "j", "t1", "ok", exp, now)
+		must(err)
+		set2, err := s.AsyncSetResult(ctx, "j", "t1", "failed", exp, now)
+		must(err)
+		if !set || set2 {
+			t.Fatalf("set result: %v then %v, want the first to stand", set, set2)
+		}
+		rs, err := s.AsyncResults(ctx, "j", now)
+		must(err)
+		if len(rs) != 1 || rs["t1"] != "ok" {
+			t.Fatalf("results %v", rs)
+		}
+		must(s.AsyncAddWork(ctx, "a", "i2", "w2", exp))
+		must(s.AsyncAddWork(ctx, "a", "i1", "w1", exp))
+		must(s.AsyncAddWork(ctx, "b", "i1", "other", exp))
+		must(s.AsyncDoneWork(ctx, "a", "i2"))
+		must(s.AsyncDoneWork(ctx, "a", "i2"))
+		if w, err := s.AsyncWork(ctx, "a", now); err != nil || !slices.Equal(w, []string{"w1"}) {
+			t.Fatalf("work %v %v", w, err)
+		}
+	})
+	t.Run("AddTask", func(t *testing.T) {
+		s := open(t)
+		created, st, err := s.AsyncAddTask(ctx, "j", "Pending", "job", "t1", "task1", "x1", exp, now)
+		must(err)
+		again, st2, err := s.AsyncAddTask(ctx, "j", "Pending", "other", "t2", "task2", "x2", exp, now)
+		must(err)
+		if !created || again || st != "Pending" || st2 != "Pending" {
+			t.Fatalf("AddTask: %v %q then %v %q", created, st, again, st2)
+		}
+		if _, data, _ := s.AsyncJob(ctx, "j", now); data != "job" {
+			t.Fatalf("job %q: the first create must stand", data)
+		}
+		if ts, _ := s.AsyncTargets(ctx, "j", now); !slices.Equal(ts, []string{"t1", "t2"}) {
+			t.Fatalf("targets %v", ts)
+		}
+		// Past collecting: nothing is added, the status tells why.
+		must(s.AsyncUpdateJob(ctx, "j", "Running", "job", exp, now))
+		_, st3, err := s.AsyncAddTask(ctx, "j", "Pending", "job", "t3", "task3", "x3", exp, now)
+		must(err)
+		if st3 != "Running" {
+			t.Fatalf("status %q, want Running", st3)
+		}
+		if ts, _ := s.AsyncTargets(ctx, "j", now); len(ts) != 2 {
+			t.Fatalf("a target was added to a running job: %v", ts)
+		}
+		if _, err := s.AsyncTask(ctx, "task3", now); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("task of a refused add stored: %v", err)
+		}
+		if d, err := s.AsyncTask(ctx, "task2", now); err != nil || d != "x2" {
+			t.Fatalf("task2 %q %v", d, err)
+		}
+	})
+	t.Run("Expiry", func(t *testing.T) {
+		s := open(t)
+		_, err := s.AsyncCreateJob(ctx, "j", "Pending", "old", exp, now)
+		must(err)
+		must(s.AsyncPushTarget(ctx, "j", "t", exp))
+		must(s.AsyncPutTask(ctx, "task", "x", exp))
+		_, err = s.AsyncSetResult(ctx, "j", "t", "ok", exp, now)
+		must(err)
+		must(s.AsyncAddWork(ctx, "a", "i", "w", exp))
+		just := exp.Add(-time.Nanosecond)
+		if _, err := s.AsyncTask(ctx, "task", just); err != nil {
+			t.Fatalf("task before its TTL: %v", err)
+		}
+		if _, _, err := s.AsyncJob(ctx, "j", exp); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("job at its TTL: %v, want NotFound", err)
+		}
+		if _, err := s.AsyncTask(ctx, "task", exp); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("task at its TTL: %v, want NotFound", err)
+		}
+		if ts, _ := s.AsyncTargets(ctx, "j", exp); len(ts) != 0 {
+			t.Fatalf("targets at TTL %v", ts)
+		}
+		if ids, _ := s.AsyncJobs(ctx, exp); len(ids) != 0 {
+			t.Fatalf("jobs at TTL %v", ids)
+		}
+		if w, _ := s.AsyncWork(ctx, "a", exp); len(w) != 0 {
+			t.Fatalf("work at TTL %v", w)
+		}
+		// An expired job's id is free again, with nothing of the old one.
+		created, err := s.AsyncCreateJob(ctx, "j", "Pending", "new", exp.Add(ttl), exp)
+		must(err)
+		if !created {
+			t.Fatal("an expired job's id was not free")
+		}
+		if ts, _ := s.AsyncTargets(ctx, "j", exp); len(ts) != 0 {
+			t.Fatalf("new job inherits targets %v", ts)
+		}
+		if set, _ := s.AsyncSetResult(ctx, "j", "t", "again", exp.Add(ttl), exp); !set {
+			t.Fatal("new job inherits the old outcome")
+		}
+		must(s.AsyncPurge(ctx, exp))
+		if _, err := s.AsyncTask(ctx, "task", now); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("purged task still read: %v", err)
+		}
+	})
+}
