@@ -13,12 +13,16 @@ import (
 // children (foreign keys), with their columns. Ids are copied as they are:
 // nothing outside the database refers to them, but keeping them makes the
 // copy checkable row by row.
+// Instant upload's draws are copied, not drawn afresh: a content's threshold
+// stays what it was. The embedded async tables are not: their records live
+// 30 minutes, and nodes sharing the metadata keep async jobs in Redis.
 var copyTables = []struct {
 	name, cols, ids string // ids: the identity column whose sequence is reset ("" for none)
 }{
 	{"users", "id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, created_ns", "id"},
 	{"nodes", "id, user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1", "id"},
-	{"chunks", "id, sha256, md5, size, created_ns", "id"},
+	{"chunks", "id, sha256, md5, size, created_ns, reveal_draw", "id"},
+	{"file_draws", "file_hash, draw", ""},
 	{"file_chunks", "node_id, idx, chunk_id", ""},
 	{"props", "node_id, ns, name, value, lang", ""},
 	{"quota_flushes", "upload, user_id, seq, flushed, settled_ns", ""},

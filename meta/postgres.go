@@ -101,6 +101,11 @@ func (p *Postgres) migrate(ctx context.Context) error {
 					return err
 				}
 			}
+			if fill := pgPostMigration[name]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return err
+				}
+			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_ns) VALUES (?, ?)`, name, p.now().UnixNano())
 			return err
 		}()
@@ -114,6 +119,13 @@ func (p *Postgres) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// pgPostMigration is postMigration (sqlite.go) for the PostgreSQL schema:
+// the same Go fills, run after the migration that matches SQLite's, in its
+// transaction.
+var pgPostMigration = map[string]func(context.Context, *sql.Tx) error{
+	"pgmigrations/002_instant_draws.sql": drawExisting,
 }
 
 // splitSQL cuts a migration file into statements at semicolons ending a

@@ -18,7 +18,7 @@ import (
 // methods through a database/sql connector that adapts each statement to
 // PostgreSQL on the way in. The differences are few and mechanical:
 //
-//   - placeholders: ? becomes $1, $2, …;
+//   - placeholders: ? becomes $1, $2, …, and a numbered ?N becomes $N;
 //   - ifnull(a, b) is coalesce(a, b);
 //   - `col = ? COLLATE NOCASE` is lower(col) = lower(?) (names are ASCII,
 //     and the unique index is on lower(name));
@@ -184,16 +184,20 @@ func pgSQL(q string) pgStatement {
 	t = ifnullRe.ReplaceAllString(t, "coalesce(")
 	var b strings.Builder
 	n, quoted := 0, false
-	for _, r := range t {
+	for i := 0; i < len(t); i++ {
+		c := t[i]
 		switch {
-		case r == '\'':
+		case c == '\'':
 			quoted = !quoted
-			b.WriteRune(r)
-		case r == '?' && !quoted:
+			b.WriteByte(c)
+		case c == '?' && !quoted && i+1 < len(t) && t[i+1] >= '0' && t[i+1] <= '9':
+			// ?N names parameter N, as $N does.
+			b.WriteByte('$')
+		case c == '?' && !quoted:
 			n++
 			b.WriteString("$" + strconv.Itoa(n))
 		default:
-			b.WriteRune(r)
+			b.WriteByte(c)
 		}
 	}
 	s := pgStatement{text: b.String()}
