@@ -90,7 +90,7 @@ type authEntry struct {
 
 // New returns a Drive over the given stores.
 func New(c Config) *Drive {
-	d := &Drive{meta: c.Meta, blobs: c.Blobs, pins: dedup.NewPins(), chunkSize: c.ChunkSize,
+	d := &Drive{meta: c.Meta, blobs: inlineStore(c.Blobs, c.Meta), pins: dedup.NewPins(), chunkSize: c.ChunkSize,
 		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota, locks: c.Locks,
 		sumKick: make(chan struct{}, 1)}
 	if c.Quota == nil {

@@ -267,6 +267,23 @@ func (w *Writer) store(b []byte, idx int64) {
 	w.mu.Unlock()
 }
 
+// keepInline hashes the file's only chunk, idx 0, and records its sum like
+// store, but leaves the bytes to the commit (meta.Chunk.Data). The key is
+// pinned as for a blob: GC must not delete an existing record of the same
+// content between the hash and the commit.
+func (w *Writer) keepInline(b []byte, idx int64) []byte {
+	w.hashSem <- struct{}{}
+	sum := chunker.HashChunk(b)
+	<-w.hashSem
+	key := dedup.Key(sum.SHA256)
+	w.d.pins.Pin(key)
+	w.mu.Lock()
+	w.pinned = append(w.pinned, key)
+	w.sums[idx] = sum
+	w.mu.Unlock()
+	return b
+}
+
 func (w *Writer) fail(err error) {
 	w.mu.Lock()
 	if w.err == nil {
@@ -325,11 +342,19 @@ func (w *Writer) Commit() (meta.Node, error) {
 		w.finish()
 		return meta.Node{}, err
 	}
+	var inline []byte
 	if len(w.buf) > 0 {
 		// The last chunk is stored here, in the caller's goroutine: Commit
 		// waits for it anyway, and for a small file (one short chunk) a
 		// worker goroutine and its semaphores are pure overhead.
-		w.store(w.take())
+		if w.next == 0 && len(w.buf) <= InlineMax {
+			// The whole file is one small chunk: its bytes go into the
+			// commit's transaction (inline.go), no blob is written.
+			inline = w.keepInline(w.take())
+			defer w.d.putBuf(inline)
+		} else {
+			w.store(w.take())
+		}
 	} else if w.buf != nil {
 		w.d.putBuf(w.buf)
 	}
@@ -351,6 +376,9 @@ func (w *Writer) Commit() (meta.Node, error) {
 	for _, s := range w.sums {
 		fh.Add(s.MD5)
 		f.Chunks = append(f.Chunks, meta.Chunk{SHA256: s.SHA256, MD5: s.MD5, Size: s.Size})
+	}
+	if inline != nil {
+		f.Chunks[0].Data = inline
 	}
 	f.FileHash = fh.Sum()
 	// The commit must not be cut short by the request's context once every

@@ -157,11 +157,26 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 			ids[i] = c.ID
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
-			c.SHA256, c.MD5, c.Size, now); err != nil {
+		res, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
+			c.SHA256, c.MD5, c.Size, now)
+		if err != nil {
 			return nil, err
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i]); err != nil {
+			return nil, err
+		}
+		if c.Data == nil {
+			continue
+		}
+		// Inline bytes go with a record this commit creates; an existing
+		// record's bytes are stored already (blob or inline).
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			continue
+		}
+		if int64(len(c.Data)) != c.Size {
+			return nil, errs.Errorf("meta.CommitFile", errs.Invalid, "inline chunk %s has %d bytes, %d recorded", c.SHA256, len(c.Data), c.Size)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_data(chunk_id, data) VALUES (?,?)`, ids[i], c.Data); err != nil {
 			return nil, err
 		}
 	}

@@ -25,6 +25,8 @@ type SQLite struct {
 	w   *sql.DB // the single writer
 	r   *sql.DB // readers
 	now func() time.Time
+
+	group groupCommit // GroupTx's queue (group.go)
 }
 
 var _ Store = (*SQLite)(nil)

@@ -131,7 +131,8 @@ func TestRenamedMigrationNotReapplied(t *testing.T) {
 		names = append(names, n)
 	}
 	want := []string{"migrations/001_init.sql", "migrations/002_quota.sql", "migrations/003_upload_sessions.sql",
-		"migrations/004_nodes_cover.sql", "migrations/005_users_name_nocase.sql", "migrations/006_checksums.sql"}
+		"migrations/004_nodes_cover.sql", "migrations/005_users_name_nocase.sql", "migrations/006_checksums.sql",
+		"migrations/007_inline_chunks.sql"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("recorded %v, want %v", names, want)
 	}
