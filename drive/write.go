@@ -46,6 +46,7 @@ type Writer struct {
 	hold *quota.Hold // the bytes reserved for this write
 
 	wantMD5, wantSHA1 string // claimed content checksums (WriteOptions)
+	wantFileHash      string
 
 	// The whole content's MD5 and SHA-1 (what WebDAV clients compare), fed
 	// chunk by chunk in order as take hands chunks out: no second read.
@@ -113,6 +114,10 @@ type WriteOptions struct {
 	// client claims them (lowercase hex, ownCloud's OC-Checksum): Commit
 	// refuses a body that does not match (errs.Mismatch), keeping the old version.
 	WantMD5, WantSHA1 string
+	// WantFileHash, when not "", is the content's file hash (DESIGN.md's
+	// content identity) as the client claims it: Commit refuses other
+	// content (errs.Mismatch), keeping the old version.
+	WantFileHash string
 }
 
 // Create starts writing a new version of p. The parent must exist and p must
@@ -156,7 +161,7 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
 		expected: max(o.ExpectedSize, -1), existed: existed,
 		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
-		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1}, nil
+		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1, wantFileHash: o.WantFileHash}, nil
 }
 
 // statWithParent looks p and its parent up, in one query when the store can.
@@ -381,6 +386,9 @@ func (w *Writer) Commit() (meta.Node, error) {
 		f.Chunks[0].Data = inline
 	}
 	f.FileHash = fh.Sum()
+	if w.wantFileHash != "" && w.wantFileHash != f.FileHash {
+		return meta.Node{}, errs.E("drive.Commit", errs.Mismatch, w.path, errors.New("the content does not match the file hash the client sent"))
+	}
 	// The commit must not be cut short by the request's context once every
 	// byte is stored: a client that hangs up after sending still gets its file.
 	ctx := context.WithoutCancel(w.ctx)
