@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+
+	"netdisk/internal/crashpoint"
 )
 
 // Group commit: concurrent write transactions share one COMMIT, and so one
@@ -121,6 +123,7 @@ func (s *SQLite) runGroup(batch []*groupMember) {
 		fail(fmt.Errorf("meta: commit: %w", err))
 		return
 	}
+	crashpoint.Synced()
 	for i, m := range batch {
 		m.done <- results[i]
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/crashpoint"
 )
 
 //go:embed migrations/*.sql
@@ -177,6 +178,7 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("meta: commit: %w", err)
 	}
+	crashpoint.Synced()
 	return nil
 }
 

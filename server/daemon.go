@@ -18,6 +18,7 @@ import (
 
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/crashpoint"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
@@ -297,6 +298,7 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
+	crashpoint.Arm() // a crash test's count starts once the daemon serves
 	if err := d.startBackground(ctx); err != nil {
 		ln.Close()
 		return err
