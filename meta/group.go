@@ -30,13 +30,14 @@ const maxGroup = 64
 type groupMember struct {
 	ctx  context.Context
 	fn   func(*sql.Tx) error
-	done chan error
+	done chan error    // the outcome, after the commit
+	lead chan struct{} // this member is to commit the next batch
 }
 
 type groupCommit struct {
 	mu      sync.Mutex
 	queue   []*groupMember
-	running bool
+	running bool // a leader is committing; false only with an empty queue
 }
 
 // GroupTx runs fn in a write transaction like Tx, possibly sharing the
@@ -44,37 +45,49 @@ type groupCommit struct {
 // must not be cancellable (context.WithoutCancel): a statement interrupted by
 // a cancelled context can roll back the whole shared transaction, so a
 // cancellable ctx falls back to a transaction of its own.
+//
+// Each batch is committed by its first member, which then hands the next
+// batch to the first caller queued meanwhile: no caller commits for others
+// longer than its own batch (callers may hold locks, e.g. a quota Step).
 func (s *SQLite) GroupTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if ctx.Done() != nil {
 		return s.Tx(ctx, fn)
 	}
-	m := &groupMember{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	m := &groupMember{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, m)
 	lead := !g.running
-	if lead {
-		g.running = true
-	}
+	g.running = true
 	g.mu.Unlock()
-	if lead {
-		// The leader commits batches until the queue is empty; its own
-		// member is in the first one.
-		for {
-			g.mu.Lock()
-			n := min(len(g.queue), maxGroup)
-			batch := g.queue[:n:n]
-			g.queue = g.queue[n:]
-			if n == 0 {
-				g.running = false
-				g.mu.Unlock()
-				break
-			}
-			g.mu.Unlock()
-			s.runGroup(batch)
+	if !lead {
+		select {
+		case err := <-m.done:
+			return wrap("meta.Tx", "", err)
+		case <-m.lead:
 		}
 	}
+	s.leadGroup()
 	return wrap("meta.Tx", "", <-m.done)
+}
+
+// leadGroup commits the batch at the head of the queue (its caller is the
+// head) and passes the lead on.
+func (s *SQLite) leadGroup() {
+	g := &s.group
+	g.mu.Lock()
+	n := min(len(g.queue), maxGroup)
+	batch := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+	s.runGroup(batch)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		g.running = false
+		return
+	}
+	g.queue[0].lead <- struct{}{}
 }
 
 // runGroup runs one batch in one transaction and tells each member how it

@@ -100,3 +100,44 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatal("a duplicate path committed")
 	}
 }
+
+// TestGroupCommitMany: many concurrent callers all commit, each exactly once,
+// whatever batches they fall into.
+func TestGroupCommitMany(t *testing.T) {
+	ctx := context.WithoutCancel(context.Background())
+	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 400)
+	for w := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				p := fmt.Sprintf("/w%d-%d", w, i)
+				errc <- s.GroupTx(ctx, func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,'/',?,1,0)`, u.ID, p, p[1:])
+					return err
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns, err := s.List(ctx, u.ID, "/")
+	if err != nil || len(ns) != 400 {
+		t.Fatalf("%d entries, %v; want 400", len(ns), err)
+	}
+}
