@@ -157,20 +157,20 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 			ids[i] = c.ID
 			continue
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
-			c.SHA256, c.MD5, c.Size, now)
+		// One statement for a new record (RETURNING); a record that exists
+		// returns no row and is looked up.
+		err := tx.QueryRowContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns) VALUES (?,?,?,?) ON CONFLICT(sha256) DO NOTHING RETURNING id`,
+			c.SHA256, c.MD5, c.Size, now).Scan(&ids[i])
+		created := err == nil
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i])
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i]); err != nil {
-			return nil, err
-		}
-		if c.Data == nil {
-			continue
-		}
 		// Inline bytes go with a record this commit creates; an existing
 		// record's bytes are stored already (blob or inline).
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if c.Data == nil || !created {
 			continue
 		}
 		if int64(len(c.Data)) != c.Size {
@@ -188,15 +188,18 @@ func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFi
 	const op = "meta.CommitFile"
 	var n Node
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
-		n, err = s.commitFileTx(ctx, tx, op, uid, path, f)
+		n, _, err = s.commitFileTx(ctx, tx, op, uid, path, f)
 		return err
 	})
 	return n, wrap(op, path, err)
 }
 
-// commitFileTx is CommitFile inside the caller's transaction.
-func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile) (Node, error) {
+// commitFileTx is CommitFile inside the caller's transaction; it returns
+// how the commit moved the user's finished bytes (the new size less the old
+// version's, which addFinished applied).
+func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile) (Node, int64, error) {
 	var n Node
+	var delta int64
 	err := func() error {
 		ids, err := s.chunkIDs(ctx, tx, f.Chunks)
 		if err != nil {
@@ -238,7 +241,8 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		default:
 			return err
 		}
-		if err := addFinished(ctx, tx, op, uid, f.Size-old.Size, path); err != nil {
+		delta = f.Size - old.Size
+		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {
 			return err
 		}
 		for i, id := range ids {
@@ -250,7 +254,7 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		n.ModTime = time.Unix(0, f.ModTime.UnixNano())
 		return nil
 	}()
-	return n, err
+	return n, delta, err
 }
 
 // removeTx deletes path and its subtree and gives back the bytes of the files.
