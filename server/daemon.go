@@ -19,6 +19,7 @@ import (
 	"netdisk/async"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/crashpoint"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
@@ -328,6 +329,7 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
+	crashpoint.Arm() // a crash test's count starts once the daemon serves
 	if err := d.startBackground(ctx); err != nil {
 		ln.Close()
 		return err
