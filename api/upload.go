@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"netdisk/apitype"
 	"netdisk/chunker"
@@ -167,12 +168,24 @@ func (a *API) deleteSession(w http.ResponseWriter, r *http.Request, u meta.User)
 // smallUpload stores a whole small file in one request through the same
 // streaming writer as WebDAV PUT, so it is cut into the same chunks. Missing
 // parent directories are created, as merge does.
+//
+// With fileHash (an extension, docs/API.md): when the user already holds a
+// file of that hash and the announced size, the new version is committed
+// from it and the answer goes out before the body is read, so a client that
+// sent Expect: 100-continue never sends it. Otherwise the body is read and
+// must hash to fileHash (422 when not). Only the user's own files count: the
+// answer never tells whether someone else holds the content.
 func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 	const op = "api.Upload"
 	ctx := r.Context()
 	p, err := vpath.Clean(r.URL.Query().Get("path"))
 	if err != nil {
 		a.WriteError(w, r, errs.E(op, errs.Invalid, r.URL.Query().Get("path"), err))
+		return
+	}
+	fileHash := r.URL.Query().Get("fileHash")
+	if fileHash != "" && !isHash(fileHash) {
+		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits"))
 		return
 	}
 	limit := int64(chunker.SmallFileLimit)
@@ -190,7 +203,20 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 			return
 		}
 	}
-	fw, err := a.D.Create(ctx, u.ID, p, driveOpts(r.ContentLength))
+	if fileHash != "" && r.ContentLength > 0 {
+		node, ok, err := a.D.CommitHeldContent(ctx, u.ID, p, fileHash, r.ContentLength, time.Time{})
+		if err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+		if ok {
+			WriteJSON(w, http.StatusOK, apitype.FileResult{Path: node.Path, Size: node.Size, FileHash: node.FileHash, Instant: true})
+			return
+		}
+	}
+	o := driveOpts(r.ContentLength)
+	o.WantFileHash = fileHash
+	fw, err := a.D.Create(ctx, u.ID, p, o)
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -213,4 +239,18 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, apitype.FileResult{Path: node.Path, Size: node.Size, FileHash: node.FileHash})
+}
+
+// isHash reports whether h is a file hash as the protocol writes it: 32
+// lowercase hex digits.
+func isHash(h string) bool {
+	if len(h) != 32 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

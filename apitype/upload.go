@@ -81,4 +81,7 @@ type FileResult struct {
 	Path     string `json:"path"`
 	Size     int64  `json:"size"`
 	FileHash string `json:"fileHash"`
+	// Instant is set by the one-request upload given a fileHash the user
+	// already holds: committed without the body being read.
+	Instant bool `json:"instant,omitempty"`
 }

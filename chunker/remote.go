@@ -69,17 +69,6 @@ type Restarter interface {
 	Restart(ctx context.Context, fileHash string) error
 }
 
-// CheckFile is the pipeline's file check on its own, for content sent another
-// way (e.g. a small file in one request): patchHash on fileHash and, when the
-// remote asks, the proof of ownership over file. True means the remote
-// committed the file (an instant upload). Calls are retried as o says.
-func CheckFile(ctx context.Context, r FileChecker, fileHash string, file io.ReaderAt, o Options) (bool, error) {
-	o = o.withDefaults()
-	return checkFile(ctx, r, fileHash, file, func(ctx context.Context, f func(context.Context) error) error {
-		return Retry(ctx, o, f)
-	})
-}
-
 // checkFile is patchHash on the file, then the proof when asked; retry runs
 // each call under the caller's policy.
 func checkFile(ctx context.Context, r FileChecker, fileHash string, file io.ReaderAt, retry func(context.Context, func(context.Context) error) error) (bool, error) {

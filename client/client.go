@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"netdisk/apitype"
 	"netdisk/errs"
@@ -47,7 +48,18 @@ func New(server, user, password string) *Client {
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
 	}
-	return &Client{Server: strings.TrimRight(server, "/"), User: user, Password: password, HTTP: &http.Client{}}
+	return &Client{Server: strings.TrimRight(server, "/"), User: user, Password: password, HTTP: &http.Client{Transport: newTransport()}}
+}
+
+// newTransport is the default transport with room for the parallel uploads
+// of push (idle connections per host: the default 2 would re-dial for most
+// small files) and an explicit wait for 100 Continue, which the one-request
+// upload with a file hash relies on to skip sending bytes the server holds.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	t.ExpectContinueTimeout = time.Second
+	return t
 }
 
 // Error is an error answer of the API (or of the WebDAV GET downloads use).

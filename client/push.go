@@ -245,13 +245,12 @@ type fileOutcome struct {
 	result         apitype.FileResult
 }
 
-// pushSmall sends a file below the small-file limit. Its hash comes first:
-// the file check of a session (the pipeline's own, chunker.CheckFile:
-// patchHash on the file hash, with a proof of ownership when only others
-// hold the content) makes content the server holds an instant upload.
-// Otherwise the session is dropped and the bytes go in one request. Every
-// call is retried like the pipeline's: backoff with jitter, transport errors
-// and 5xx only (a full quota or a too large file is final).
+// pushSmall sends a file below the small-file limit in one request: the
+// one-request upload with the file's hash, so content the user already holds
+// is committed without its bytes being sent (Expect: 100-continue), and other
+// content is sent and checked against the hash. The request is retried like
+// the pipeline's calls: backoff with jitter, transport errors and 5xx only (a
+// full quota or a too large file is final).
 func (c *Client) pushSmall(ctx context.Context, f PushFile, chunkSize int64, o PushOptions, emit func(PushEvent)) (fileOutcome, error) {
 	out := fileOutcome{small: true}
 	fh, err := os.Open(f.Local)
@@ -267,62 +266,33 @@ func (c *Client) pushSmall(ctx context.Context, f PushFile, chunkSize int64, o P
 		return out, fmt.Errorf("read %s: %w", f.Local, err)
 	}
 	po := c.pipelineOptions(o, f, emit)
+	var fileHash string
 	if f.Size > 0 && chunkSize > 0 {
-		instant, res, err := c.checkSmall(ctx, f, data, chunkSize, po)
-		if err != nil {
-			return out, err
+		hashes := make([]string, 0, chunker.ChunkCount(f.Size, chunkSize))
+		for off := int64(0); off < f.Size; off += chunkSize {
+			hashes = append(hashes, chunker.ChunkMD5(data[off:min(off+chunkSize, f.Size)]))
 		}
-		if instant {
-			out.instant, out.skipped, out.result = true, f.Size, res
-			return out, nil
-		}
+		fileHash = chunker.FileHash(hashes)
 	}
-	r, err := c.uploadSmall(ctx, f.Remote, data, po)
+	var r apitype.FileResult
+	var instant bool
+	err = chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
+		r, instant, err = c.UploadHashed(ctx, f.Remote, data, fileHash)
+		return err
+	})
 	if err != nil {
 		return out, err
 	}
-	out.sent, out.result = f.Size, r
-	return out, nil
-}
-
-// checkSmall asks the server whether it holds data by its file hash, in a
-// session opened for the purpose. When it does not, the session is abandoned
-// before the one-request upload, which reserves the size again.
-func (c *Client) checkSmall(ctx context.Context, f PushFile, data []byte, chunkSize int64, po chunker.Options) (bool, apitype.FileResult, error) {
-	hashes := make([]string, 0, chunker.ChunkCount(f.Size, chunkSize))
-	for off := int64(0); off < f.Size; off += chunkSize {
-		hashes = append(hashes, chunker.ChunkMD5(data[off:min(off+chunkSize, f.Size)]))
-	}
-	fileHash := chunker.FileHash(hashes)
-	var in apitype.Session
-	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
-		in, err = c.Init(ctx, f.Remote, f.Size, fileHash)
-		return err
-	})
-	if err != nil {
-		return false, apitype.FileResult{}, err
-	}
-	s := &Session{C: c, UploadID: in.UploadID, Path: f.Remote, Size: f.Size}
-	instant, err := chunker.CheckFile(ctx, s, fileHash, bytes.NewReader(data), po)
-	if ctx.Err() != nil {
-		return false, apitype.FileResult{}, ctx.Err()
-	}
-	if err == nil && instant {
-		r := s.Result
+	if r.Size == 0 {
 		r.Size = f.Size
-		return true, r, nil
 	}
-	// Not held, or the check failed (then the bytes decide, as in the
-	// pipeline). An abort that fails leaves the session to expire; the upload
-	// is tried all the same.
-	chunker.Retry(ctx, po, func(ctx context.Context) error {
-		err := c.Abort(ctx, in.UploadID)
-		if StatusOf(err) == http.StatusNotFound {
-			return nil
-		}
-		return err
-	})
-	return false, apitype.FileResult{}, nil
+	out.instant, out.result = instant, r
+	if instant {
+		out.skipped = f.Size
+	} else {
+		out.sent = f.Size
+	}
+	return out, nil
 }
 
 // uploadSmall is the one-request upload, retried under po.

@@ -507,7 +507,7 @@ func TestPushResumedAfterLocalChange(t *testing.T) {
 }
 
 // A small file (one request) survives a 500 and a dropped connection: the
-// request is retried with backoff, after the file check by hash.
+// request is retried with backoff; no other call is made.
 func TestPushSmallFileRetries(t *testing.T) {
 	d := startDaemon(t)
 	p := newFaultProxy(t, d.URL)
@@ -531,8 +531,8 @@ func TestPushSmallFileRetries(t *testing.T) {
 	if reqs != 3 || log.count(chunker.ChunkRetry) != 2 || res.Files != 1 || res.Instant != 0 || res.BytesSent != int64(len(data)) {
 		t.Fatalf("%d one-request uploads, %d retries, %+v; want 3 and 2", reqs, log.count(chunker.ChunkRetry), res)
 	}
-	if p.calls("/api/v1/file/patchHash") != 1 || p.calls("/api/v1/file/uploadChunk") != 0 {
-		t.Fatalf("%d file checks, %d chunk uploads; want 1 and 0", p.calls("/api/v1/file/patchHash"), p.calls("/api/v1/file/uploadChunk"))
+	if calls := p.calls("/api/v1/file/init") + p.calls("/api/v1/file/patchHash") + p.calls("/api/v1/file/uploadChunk"); calls != 0 {
+		t.Fatalf("%d session calls beside the one-request upload, want 0", calls)
 	}
 	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/s.bin"); !bytes.Equal(got, data) {
 		t.Fatal("pulled bytes differ")
@@ -543,20 +543,30 @@ func TestPushSmallFileRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.reset()
+	p.setUploadFault(nil)
 	log = eventLog{}
 	dan := New(p.URL, "dan", "dan-pass-123")
 	if _, err := dan.Push(context.Background(), local, "/s.bin", PushOptions{OnEvent: log.on, Pipeline: fastRetries()}); StatusOf(err) != http.StatusInsufficientStorage {
 		t.Fatalf("over quota: %v, want 507", err)
 	}
-	if reqs, _ := p.uploads(); reqs != 0 || log.count(chunker.ChunkRetry) != 0 {
-		t.Fatalf("over quota: %d uploads, %d retries; want none", reqs, log.count(chunker.ChunkRetry))
+	if reqs, _ := p.uploads(); reqs != 1 || log.count(chunker.ChunkRetry) != 0 {
+		t.Fatalf("over quota: %d uploads, %d retries; want 1 and none", reqs, log.count(chunker.ChunkRetry))
 	}
 }
 
-// A small file whose content the server holds is an instant upload, for its
-// owner (no proof) and for another user (with a proof of ownership): no
-// content byte crosses the wire. Content the server lacks goes in exactly one
-// request.
+// sessionCalls counts the calls of the chunked protocol the proxy saw.
+func sessionCalls(p *faultProxy) int {
+	n := 0
+	for _, c := range []string{"init", "patchHash", "prove", "uploadChunk", "merge", "session"} {
+		n += p.calls("/api/v1/file/" + c)
+	}
+	return n
+}
+
+// A small file is one request carrying its file hash: content its user
+// already holds is committed without a byte crossing the wire (Expect:
+// 100-continue), content the server lacks, or that only another user holds,
+// goes in that one request (the answer never tells a user what others hold).
 func TestPushSmallFileHashFirst(t *testing.T) {
 	d := startDaemon(t, "--instant-upload=shared") // bob's copy is proved, not sent
 	p := newFaultProxy(t, d.URL)
@@ -570,31 +580,30 @@ func TestPushSmallFileHashFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reqs, n := p.uploads(); reqs != 1 || n != int64(len(data)) || res.Instant != 0 || p.calls("/api/v1/file/uploadChunk") != 0 {
-		t.Fatalf("new content: %d requests carrying %d bytes (want 1 and %d), %+v", reqs, n, len(data), res)
+	if reqs, n := p.uploads(); reqs != 1 || n != int64(len(data)) || res.Instant != 0 || sessionCalls(p) != 0 {
+		t.Fatalf("new content: %d requests carrying %d bytes (want 1 and %d), %+v, calls %v", reqs, n, len(data), res, p.paths)
 	}
 
 	for _, tc := range []struct {
-		c      *Client
-		path   string
-		proofs bool
+		c       *Client
+		path    string
+		instant bool
 	}{
-		{admin, "/b/copy.bin", false},
-		{New(p.URL, "bob", "bob-pass-123"), "/mine.bin", true},
+		{admin, "/b/copy.bin", true},
+		{New(p.URL, "bob", "bob-pass-123"), "/mine.bin", false},
 	} {
 		p.reset()
-		var log eventLog
-		res, err := tc.c.Push(context.Background(), local, tc.path, PushOptions{OnEvent: log.on})
+		res, err := tc.c.Push(context.Background(), local, tc.path, PushOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		reqs, n := p.uploads()
-		_, _, chunkBytes := p.stats()
-		if res.Instant != 1 || reqs != 0 || n != 0 || chunkBytes != 0 || res.BytesSent != 0 {
-			t.Fatalf("%s: held content sent %d requests, %d + %d bytes; %+v", tc.path, reqs, n, chunkBytes, res)
+		want := int64(len(data))
+		if tc.instant {
+			want = 0
 		}
-		if got := p.calls("/api/v1/file/prove") > 0; got != tc.proofs {
-			t.Fatalf("%s: proof answered %v, want %v", tc.path, got, tc.proofs)
+		if (res.Instant == 1) != tc.instant || reqs != 1 || n != want || res.BytesSent != want || sessionCalls(p) != 0 {
+			t.Fatalf("%s: %d requests carrying %d bytes (want 1 and %d), %+v, calls %v", tc.path, reqs, n, want, res, p.paths)
 		}
 		if got := pullBytes(t, New(d.URL, tc.c.User, tc.c.Password), tc.path); !bytes.Equal(got, data) {
 			t.Fatalf("%s differs", tc.path)

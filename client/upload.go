@@ -113,6 +113,38 @@ func (c *Client) Upload(ctx context.Context, path string, body io.Reader, size i
 	return r, nil
 }
 
+// UploadHashed is the one-request upload of data with its file hash (the
+// extension in docs/API.md): when this user already holds that content, the
+// server commits at once and answers before the body is sent (Expect:
+// 100-continue; instant is true); otherwise it reads the body and refuses it
+// (422) unless it hashes to fileHash.
+func (c *Client) UploadHashed(ctx context.Context, path string, data []byte, fileHash string) (r apitype.FileResult, instant bool, err error) {
+	q := url.Values{"path": {path}}
+	if fileHash != "" {
+		q.Set("fileHash", fileHash)
+	}
+	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/upload", q, bytes.NewReader(data))
+	if err != nil {
+		return r, false, err
+	}
+	req.ContentLength = int64(len(data))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if fileHash != "" && len(data) > 0 {
+		// The transport waits (ExpectContinueTimeout) for the server's
+		// 100 Continue or its final answer before sending the body.
+		req.Header.Set("Expect", "100-continue")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return r, false, err
+	}
+	defer resp.Body.Close()
+	if err := decodeJSON(resp.Body, &r); err != nil {
+		return r, false, fmt.Errorf("decode upload answer: %w", err)
+	}
+	return r, r.Instant, nil
+}
+
 // Retryable says whether a failed call is worth repeating: transport errors
 // and 5xx (but not 507) are; other answers will not change by asking again.
 func Retryable(err error) bool {

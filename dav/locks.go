@@ -88,8 +88,28 @@ func (h *Handler) changesMembership(r *http.Request, fs *FS, name string) bool {
 	case http.MethodDelete, "MKCOL", "MOVE", "COPY":
 		return true
 	case http.MethodPut:
+		// Membership matters only under a depth-0 lock on the parent
+		// (davlock.Check): without one, the answer cannot change anything
+		// and a small PUT is spared a lookup.
+		if !h.parentLocked(fs, name) {
+			return false
+		}
 		_, err := fs.D.Stat(r.Context(), fs.UID, name)
 		return errs.Is(err, errs.NotFound)
+	}
+	return false
+}
+
+// parentLocked reports whether name's parent carries a depth-0 lock.
+func (h *Handler) parentLocked(fs *FS, name string) bool {
+	parent := vpath.Parent(name)
+	if h.Locks == nil || parent == "" {
+		return false
+	}
+	for _, l := range h.Locks.Covering(fs.UID, parent) {
+		if l.Root == parent && !l.Infinite {
+			return true
+		}
 	}
 	return false
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"netdisk/internal/crashpoint"
 )
 
 // DiskStore keeps blobs as files under dir/ab/cd/<key>, two levels of fan-out
@@ -134,6 +136,7 @@ func writeSync(f *os.File, b []byte) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync: %w", err)
 	}
+	crashpoint.Synced()
 	return nil
 }
 
@@ -196,6 +199,7 @@ func syncDir(dir string) error {
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("dedup: fsync dir: %w", err)
 	}
+	crashpoint.Synced()
 	return nil
 }
 

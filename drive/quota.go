@@ -47,7 +47,9 @@ func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *s
 func (d *Drive) stepTx(ctx context.Context, change func(tx *sql.Tx) (int64, error), ledger func(delta int64)) error {
 	defer d.quota.Step()()
 	var delta int64
-	err := d.tree().Tx(ctx, func(tx *sql.Tx) (err error) {
+	// A change whose context cannot be cancelled (a commit once every byte
+	// arrived) may share its WAL fsync with concurrent ones (group commit).
+	err := d.txFunc()(ctx, func(tx *sql.Tx) (err error) {
 		delta, err = change(tx)
 		return err
 	})

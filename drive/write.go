@@ -46,6 +46,7 @@ type Writer struct {
 	hold *quota.Hold // the bytes reserved for this write
 
 	wantMD5, wantSHA1 string // claimed content checksums (WriteOptions)
+	wantFileHash      string
 
 	// The whole content's MD5 and SHA-1 (what WebDAV clients compare), fed
 	// chunk by chunk in order as take hands chunks out: no second read.
@@ -113,6 +114,10 @@ type WriteOptions struct {
 	// client claims them (lowercase hex, ownCloud's OC-Checksum): Commit
 	// refuses a body that does not match (errs.Mismatch), keeping the old version.
 	WantMD5, WantSHA1 string
+	// WantFileHash, when not "", is the content's file hash (DESIGN.md's
+	// content identity) as the client claims it: Commit refuses other
+	// content (errs.Mismatch), keeping the old version.
+	WantFileHash string
 }
 
 // Create starts writing a new version of p. The parent must exist and p must
@@ -156,7 +161,7 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
 		expected: max(o.ExpectedSize, -1), existed: existed,
 		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
-		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1}, nil
+		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1, wantFileHash: o.WantFileHash}, nil
 }
 
 // statWithParent looks p and its parent up, in one query when the store can.
@@ -267,6 +272,23 @@ func (w *Writer) store(b []byte, idx int64) {
 	w.mu.Unlock()
 }
 
+// keepInline hashes the file's only chunk, idx 0, and records its sum like
+// store, but leaves the bytes to the commit (meta.Chunk.Data). The key is
+// pinned as for a blob: GC must not delete an existing record of the same
+// content between the hash and the commit.
+func (w *Writer) keepInline(b []byte, idx int64) []byte {
+	w.hashSem <- struct{}{}
+	sum := chunker.HashChunk(b)
+	<-w.hashSem
+	key := dedup.Key(sum.SHA256)
+	w.d.pins.Pin(key)
+	w.mu.Lock()
+	w.pinned = append(w.pinned, key)
+	w.sums[idx] = sum
+	w.mu.Unlock()
+	return b
+}
+
 func (w *Writer) fail(err error) {
 	w.mu.Lock()
 	if w.err == nil {
@@ -325,11 +347,19 @@ func (w *Writer) Commit() (meta.Node, error) {
 		w.finish()
 		return meta.Node{}, err
 	}
+	var inline []byte
 	if len(w.buf) > 0 {
 		// The last chunk is stored here, in the caller's goroutine: Commit
 		// waits for it anyway, and for a small file (one short chunk) a
 		// worker goroutine and its semaphores are pure overhead.
-		w.store(w.take())
+		if w.next == 0 && len(w.buf) <= InlineMax {
+			// The whole file is one small chunk: its bytes go into the
+			// commit's transaction (inline.go), no blob is written.
+			inline = w.keepInline(w.take())
+			defer w.d.putBuf(inline)
+		} else {
+			w.store(w.take())
+		}
 	} else if w.buf != nil {
 		w.d.putBuf(w.buf)
 	}
@@ -352,7 +382,13 @@ func (w *Writer) Commit() (meta.Node, error) {
 		fh.Add(s.MD5)
 		f.Chunks = append(f.Chunks, meta.Chunk{SHA256: s.SHA256, MD5: s.MD5, Size: s.Size})
 	}
+	if inline != nil {
+		f.Chunks[0].Data = inline
+	}
 	f.FileHash = fh.Sum()
+	if w.wantFileHash != "" && w.wantFileHash != f.FileHash {
+		return meta.Node{}, errs.E("drive.Commit", errs.Mismatch, w.path, errors.New("the content does not match the file hash the client sent"))
+	}
 	// The commit must not be cut short by the request's context once every
 	// byte is stored: a client that hangs up after sending still gets its file.
 	ctx := context.WithoutCancel(w.ctx)

@@ -42,6 +42,19 @@ func (s *SQLite) ChunkBySHA256(ctx context.Context, sha string) (Chunk, error) {
 	return c, wrap("meta.ChunkBySHA256", "", err)
 }
 
+// ChunkData returns the bytes of an inline chunk (migration 007).
+func (s *SQLite) ChunkData(ctx context.Context, sha string) ([]byte, bool, error) {
+	var b []byte
+	err := s.r.QueryRowContext(ctx, `SELECT d.data FROM chunks c JOIN chunk_data d ON d.chunk_id = c.id WHERE c.sha256 = ?`, sha).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, wrap("meta.ChunkData", "", err)
+	}
+	return b, true, nil
+}
+
 // unreferenced is the condition under which a chunk is garbage: no file holds
 // it and no upload session (migration 003) has received it.
 const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)

@@ -54,6 +54,11 @@ type Chunk struct {
 	SHA256 string
 	MD5    string
 	Size   int64
+	// Data, only in a NewFile being committed, is the chunk's content to keep
+	// inline in the store (small chunks: see ChunkData) when the commit
+	// creates the chunk's record; nil when the bytes are in the blob store.
+	// A record that exists already keeps its bytes where they are.
+	Data []byte
 }
 
 // FileChunk is a chunk at a position in a file.
@@ -190,6 +195,10 @@ type Chunks interface {
 	DeleteChunkIfUnreferenced(ctx context.Context, sha string) (bool, error)
 	// EachChunk calls fn for every chunk record.
 	EachChunk(ctx context.Context, fn func(Chunk) error) error
+	// ChunkData returns the bytes of a chunk kept inline (committed with
+	// Chunk.Data); found is false for a chunk whose bytes are in the blob
+	// store, or that has no record.
+	ChunkData(ctx context.Context, sha string) (data []byte, found bool, err error)
 	// Stats sums the store.
 	Stats(ctx context.Context) (Stats, error)
 }

@@ -157,11 +157,26 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 			ids[i] = c.ID
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
-			c.SHA256, c.MD5, c.Size, now, newDraw()); err != nil {
+		// One statement for a new record (RETURNING); a record that exists
+		// returns no row and is looked up.
+		err := tx.QueryRowContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING RETURNING id`,
+			c.SHA256, c.MD5, c.Size, now, newDraw()).Scan(&ids[i])
+		created := err == nil
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i])
+		}
+		if err != nil {
 			return nil, err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i]); err != nil {
+		// Inline bytes go with a record this commit creates; an existing
+		// record's bytes are stored already (blob or inline).
+		if c.Data == nil || !created {
+			continue
+		}
+		if int64(len(c.Data)) != c.Size {
+			return nil, errs.Errorf("meta.CommitFile", errs.Invalid, "inline chunk %s has %d bytes, %d recorded", c.SHA256, len(c.Data), c.Size)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_data(chunk_id, data) VALUES (?,?)`, ids[i], c.Data); err != nil {
 			return nil, err
 		}
 	}
@@ -173,15 +188,18 @@ func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFi
 	const op = "meta.CommitFile"
 	var n Node
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
-		n, err = s.commitFileTx(ctx, tx, op, uid, path, f)
+		n, _, err = s.commitFileTx(ctx, tx, op, uid, path, f)
 		return err
 	})
 	return n, wrap(op, path, err)
 }
 
-// commitFileTx is CommitFile inside the caller's transaction.
-func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile) (Node, error) {
+// commitFileTx is CommitFile inside the caller's transaction; it returns
+// how the commit moved the user's finished bytes (the new size less the old
+// version's, which addFinished applied).
+func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile) (Node, int64, error) {
 	var n Node
+	var delta int64
 	err := func() error {
 		ids, err := s.chunkIDs(ctx, tx, f.Chunks)
 		if err != nil {
@@ -223,7 +241,8 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		default:
 			return err
 		}
-		if err := addFinished(ctx, tx, op, uid, f.Size-old.Size, path); err != nil {
+		delta = f.Size - old.Size
+		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {
 			return err
 		}
 		if err := drawFile(ctx, tx, f.FileHash); err != nil {
@@ -238,7 +257,7 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		n.ModTime = time.Unix(0, f.ModTime.UnixNano())
 		return nil
 	}()
-	return n, err
+	return n, delta, err
 }
 
 // removeTx deletes path and its subtree and gives back the bytes of the files.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/crashpoint"
 )
 
 //go:embed migrations/*.sql
@@ -25,6 +26,8 @@ type SQLite struct {
 	w   *sql.DB // the single writer
 	r   *sql.DB // readers
 	now func() time.Time
+
+	group groupCommit // GroupTx's queue (group.go)
 }
 
 var _ Store = (*SQLite)(nil)
@@ -186,6 +189,7 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("meta: commit: %w", err)
 	}
+	crashpoint.Synced()
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/crashpoint"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
@@ -385,6 +386,7 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
+	crashpoint.Arm() // a crash test's count starts once the daemon serves
 	if err := d.startBackground(ctx); err != nil {
 		ln.Close()
 		return err

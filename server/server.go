@@ -231,6 +231,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unaut
 		return meta.User{}, false
 	}
 	ip := clientIP(r)
+	if u, ok := s.d.AuthenticateCached(r.Context(), name, pass); ok && s.logins.admitVerified(name, ip) {
+		return u, true
+	}
 	if wait, ok := s.logins.admit(name, ip); !ok {
 		secs := int64((wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))

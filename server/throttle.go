@@ -141,6 +141,44 @@ func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
 	return 0, true
 }
 
+// admitVerified is admit for a password the drive has verified before and
+// vouches for without evaluating it again (drive.AuthenticateCached): it is
+// refused only by a lockout from failures, not by attempts in flight, since
+// it cannot be a guess; parallel connections of a logged-in client (rclone
+// --transfers 8) are not turned away. When admitted it counts as a success
+// (the pair's failures are cleared, as done does).
+func (t *throttle) admitVerified(account, addr string) bool {
+	account = accountKey(account)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	pk := pairKey{account, addr}
+	settled := func(c *counter) *counter { // the failures only
+		if c == nil {
+			return nil
+		}
+		return &counter{n: c.n, last: c.last}
+	}
+	pair := live(t.pairs, pk, now)
+	wait := max(settled(pair).lockedFor(PairLimit, now), settled(live(t.addrs, addr, now)).lockedFor(AddrLimit, now))
+	if pair != nil && pair.n > 0 {
+		wait = max(wait, settled(live(t.accts, account, now)).lockedFor(AcctLimit, now))
+	}
+	if wait > 0 {
+		return false
+	}
+	if pair != nil && pair.n > 0 {
+		a, acct := ensure(t.addrs, addr), ensure(t.accts, account)
+		a.n = max(a.n-pair.n, 0)
+		acct.n = max(acct.n-pair.n, 0)
+		pair.n = 0
+		dropIdle(t.pairs, pk)
+		dropIdle(t.addrs, addr)
+		dropIdle(t.accts, account)
+	}
+	return true
+}
+
 // done records the outcome of an admitted attempt: a failure counts on the
 // pair, the address and the account; a success clears the pair's failures
 // (and takes them off the address's and account's sums) and nothing else.

@@ -131,3 +131,35 @@ func TestThrottleAccountAndAddress(t *testing.T) {
 	e.want(429, v, "bob", "pw-bob")
 	e.want(200, "10.3.0.2", "alice", "pw-alice")
 }
+
+// TestThrottleVerifiedParallel: once a password has been verified, parallel
+// requests carrying it (a client's 8 connections) are not counted as
+// attempts in flight and none is turned away; failures still lock.
+func TestThrottleVerifiedParallel(t *testing.T) {
+	e := newThrottleEnv(t)
+	const x = "10.0.0.20"
+	e.want(200, x, "dave", "pw-dave") // verified once (bcrypt), remembered
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, _ := e.login(x, "dave", "pw-dave")
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if codes[429] != 0 || codes[401] != 0 {
+		t.Fatalf("50 parallel requests with a verified password: %v, want none refused", codes)
+	}
+	// Failures from x lock the pair even for the remembered password.
+	for i := 0; i < PairLimit; i++ {
+		e.want(401, x, "dave", "guess"+strconv.Itoa(i))
+	}
+	e.want(429, x, "dave", "pw-dave")
+	e.want(200, "10.0.0.21", "dave", "pw-dave")
+}

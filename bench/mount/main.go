@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,8 +47,13 @@ func run() error {
 	randReads := flag.Int("randreads", 2000, "4 KiB random reads")
 	srcTree := flag.String("src", "./mount", "source tree copied with cp -r (all of it)")
 	work := flag.String("work", "", "scratch directory (default a temp dir, removed)")
+	smallFiles := flag.Int("small", 10000, "small files created, written and closed (issue 14's goal)")
+	smallSize := flag.Int("small-size", 1024, "size of each small file (≤ 1 MiB)")
 	flag.Parse()
 	size := *sizeFlag
+	if *smallSize < 2 || *smallSize > 1<<20 {
+		return fmt.Errorf("-small-size must be 2 B to 1 MiB")
+	}
 	for _, tool := range []string{"fusermount3", "rclone", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is required: %w", tool, err)
@@ -95,7 +101,7 @@ func run() error {
 	if err := m.Start(); err != nil {
 		return err
 	}
-	cleanups = append(cleanups, func() { exec.Command("fusermount3", "-u", nd).Run(); m.Wait() })
+	cleanups = append(cleanups, func() { exec.Command("fusermount3", "-u", nd).Run(); m.Wait() }) // m: the latest mount process
 	if err := waitMounted(nd, 30*time.Second); err != nil {
 		return err
 	}
@@ -128,12 +134,14 @@ func run() error {
 	fmt.Printf("%-14s %14s %14s %16s %12s %12s\n", "target", "seq write", "seq read", "rand 4K read", "ls -l", "cp -r")
 	payload := make([]byte, 1<<20)
 	rand.Read(payload)
+	writeTime := map[string]time.Duration{}
 	for _, t := range targets {
 		f := filepath.Join(t.dir, "seq.bin")
 		w, err := timed(func() error { return seqWrite(f, int64(size), payload) })
 		if err != nil {
 			return fmt.Errorf("%s: write: %w", t.name, err)
 		}
+		writeTime[t.name] = w
 		rd, err := timed(func() error { return seqRead(f) })
 		if err != nil {
 			return fmt.Errorf("%s: read: %w", t.name, err)
@@ -167,7 +175,91 @@ func run() error {
 		fmt.Printf("%-14s %14s %14s %16s %12s %12s\n", t.name, mbps(w), mbps(rd),
 			fmt.Sprintf("%.0f IOPS", float64(*randReads)/rr.Seconds()), ls.Round(time.Millisecond), cp.Round(time.Millisecond))
 	}
+
+	// The goals of issue 14, as ratios in this run.
+	fmt.Printf("\nissue 14 goals (netdisk mount vs rclone mount --vfs-cache-mode writes, this run)\n")
+	wn, wr := writeTime["netdisk mount"], writeTime["rclone mount"]
+	fmt.Printf("%-46s netdisk %6.0f MB/s  rclone %6.0f MB/s  %.2f× (goal ≥ 0.80×)\n", "sequential write + fsync",
+		float64(size)/wn.Seconds()/1e6, float64(size)/wr.Seconds()/1e6, wr.Seconds()/wn.Seconds())
+	var rates [2]float64
+	for i, t := range targets[:2] {
+		d, err := timed(func() error { return makeSmall(filepath.Join(t.dir, "small"), *smallFiles, payload[:*smallSize]) })
+		if err != nil {
+			return fmt.Errorf("%s: create %d small files: %w", t.name, *smallFiles, err)
+		}
+		rates[i] = float64(*smallFiles) / d.Seconds()
+	}
+	fmt.Printf("%-46s netdisk %6.0f files/s rclone %6.0f files/s %.2f× (goal ≥ 1.00×)\n",
+		fmt.Sprintf("create+write+close %d files of %d B", *smallFiles, *smallSize), rates[0], rates[1], rates[0]/rates[1])
+
+	// Cold read: a new mount process with an empty cache (the kernel's page
+	// cache of a FUSE file does not outlive the mount), beside a plain
+	// WebDAV GET of the same file from the same daemon.
+	exec.Command("fusermount3", "-u", nd).Run()
+	m.Wait()
+	m2 := exec.Command(bin, "mount", "--server", url, "--user", "bench",
+		"--cache-dir", filepath.Join(dir, "ndcache-cold"), "--cache-size", "4GiB", nd)
+	m2.Env, m2.Stderr = m.Env, os.Stderr
+	if err := m2.Start(); err != nil {
+		return err
+	}
+	m = m2
+	if err := waitMounted(nd, 30*time.Second); err != nil {
+		return err
+	}
+	dropCaches() // best effort: the daemon's chunk files, for both readers alike
+	cold, err := timed(func() error { return seqRead(filepath.Join(nd, "seq.bin")) })
+	if err != nil {
+		return fmt.Errorf("cold read: %w", err)
+	}
+	dropCaches()
+	get, err := timed(func() error { return httpGet(url+"/dav/seq.bin", "bench", "bench-pass", int64(size)) })
+	if err != nil {
+		return fmt.Errorf("WebDAV GET: %w", err)
+	}
+	fmt.Printf("%-46s mount %6.0f MB/s  GET %6.0f MB/s     %.2f× (goal ≥ 0.50×)\n", "cold sequential read vs WebDAV GET",
+		float64(size)/cold.Seconds()/1e6, float64(size)/get.Seconds()/1e6, get.Seconds()/cold.Seconds())
 	return nil
+}
+
+// makeSmall creates n files of data in dir, each written and closed.
+func makeSmall(dir string, n int, data []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		data[0] = byte(i)
+		data[1] = byte(i >> 8) // distinct content: no instant upload
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%05d", i)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropCaches asks the kernel to drop clean page cache (needs root; ignored
+// when not allowed).
+func dropCaches() {
+	exec.Command("sync").Run()
+	os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0o200)
+}
+
+func httpGet(u, user, pass string, want int64) error {
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(user, pass)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.CopyBuffer(io.Discard, resp.Body, make([]byte, 1<<20))
+	if err == nil && (resp.StatusCode != 200 || n != want) {
+		err = fmt.Errorf("GET %s: %s, %d bytes (want %d)", u, resp.Status, n, want)
+	}
+	return err
 }
 
 func timed(f func() error) (time.Duration, error) {

@@ -12,8 +12,9 @@
 //   - curl -T to WebDAV: one streaming PUT, no hashing on the client.
 //
 // Then -files small files pushed as a directory, -concurrency at once: each is
-// checked by file hash first (init + patchHash), then, as the server lacks it,
-// its session is dropped and the bytes go in one request.
+// one request (the one-request upload with its file hash; the server lacks
+// the content, so it reads the body), against `rclone copy` of the same
+// folder to `rclone serve webdav` with as many transfers, interleaved rounds.
 package main
 
 import (
@@ -24,11 +25,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +58,7 @@ func run() error {
 	files := flag.Int("files", 10000, "number of small files")
 	smallFlag := benchflag.Bytes("small-size", 4<<10, "size of each small file")
 	conc := flag.Int("concurrency", 3, "chunk uploads (and small files) at once")
+	smallRounds := flag.Int("small-rounds", 1, "rounds of the small-file comparison (netdisk push, then rclone copy; rclone's WebDAV pacer makes each of its rounds minutes long)")
 	bwFlag := benchflag.Bytes("bandwidth", 0, "limit upload bandwidth (e.g. 100MiB), like a real link; 0 = loopback speed")
 	flag.Parse()
 	size, cs, small, bw := *sizeFlag, *csFlag, *smallFlag, *bwFlag
@@ -152,26 +156,116 @@ func run() error {
 	if *files <= 0 {
 		return nil
 	}
-	// Small files.
+	// Small files, new content every round (a second push of the same
+	// content would be instant: the user holds it).
 	sd := filepath.Join(dir, "small")
-	for i := range *files {
-		sub := filepath.Join(sd, fmt.Sprintf("d%02d", i%100))
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return err
+	fill := func(round int) error {
+		for i := range *files {
+			sub := filepath.Join(sd, fmt.Sprintf("d%02d", i%100))
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				return err
+			}
+			if err := writeRandom(filepath.Join(sub, fmt.Sprintf("f%05d", i)), uint64(1000+i+round<<24), int64(small)); err != nil {
+				return err
+			}
 		}
-		if err := writeRandom(filepath.Join(sub, fmt.Sprintf("f%05d", i)), uint64(1000+i), int64(small)); err != nil {
-			return err
-		}
+		return nil
 	}
-	t0 = time.Now()
-	sres, err := c.Push(ctx, sd, "/small", client.PushOptions{Concurrency: *conc})
+	// netdisk push and rclone copy to rclone serve webdav, interleaved rounds,
+	// the same files and the same number of transfers at once.
+	rc, err := startRclone(dir)
 	if err != nil {
 		return err
 	}
-	el := time.Since(t0)
-	fmt.Printf("%-28s %10v  %d files, %.0f files/s, %s/s\n", "push of small files", el.Round(time.Millisecond),
-		sres.Files, float64(sres.Files)/el.Seconds(), humanize.IBytes(uint64(float64(sres.BytesSent)/el.Seconds())))
+	defer rc.stop()
+	var ndRate, rcRate []float64
+	for r := range *smallRounds {
+		if err := fill(r); err != nil {
+			return err
+		}
+		t0 = time.Now()
+		sres, err := c.Push(ctx, sd, fmt.Sprintf("/small-%d", r), client.PushOptions{Concurrency: *conc})
+		if err != nil {
+			return err
+		}
+		if sres.Files != *files || sres.Instant != 0 {
+			return fmt.Errorf("push of small files: %+v, want %d files sent", sres, *files)
+		}
+		el := time.Since(t0)
+		ndRate = append(ndRate, float64(sres.Files)/el.Seconds())
+		t0 = time.Now()
+		if err := rc.copy(ctx, sd, fmt.Sprintf("small-%d", r), *conc); err != nil {
+			return err
+		}
+		rcRate = append(rcRate, float64(*files)/time.Since(t0).Seconds())
+		fmt.Printf("%-28s round %d: netdisk push %.0f files/s, rclone copy %.0f files/s\n", "small files", r+1, ndRate[r], rcRate[r])
+	}
+	nd, rcm := median(ndRate), median(rcRate)
+	fmt.Printf("%-28s netdisk push %.0f files/s, rclone copy → rclone serve webdav %.0f files/s: %.2f× (median of %d, %d at once)\n",
+		"small files", nd, rcm, nd/rcm, *smallRounds, *conc)
 	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// rcloneServer is `rclone serve webdav` on a temp folder, the reference
+// server rclone copy uploads to.
+type rcloneServer struct {
+	cmd  *exec.Cmd
+	url  string
+	work string
+}
+
+func startRclone(work string) (*rcloneServer, error) {
+	root := filepath.Join(work, "rclone-root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command("rclone", "serve", "webdav", root, "--addr", addr, "--config", "/dev/null")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("rclone serve webdav: %w", err)
+	}
+	s := &rcloneServer{cmd: cmd, url: "http://" + addr + "/", work: work}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		req, _ := http.NewRequest("PROPFIND", s.url, nil)
+		req.Header.Set("Depth", "0")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("rclone serve webdav not ready after 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *rcloneServer) copy(ctx context.Context, src, dst string, transfers int) error {
+	out, err := exec.CommandContext(ctx, "rclone", "copy", src, ":webdav:"+dst, "--webdav-url", s.url,
+		"--transfers", fmt.Sprint(transfers), "--config", "/dev/null").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("rclone copy: %v: %s", err, out)
+	}
+	return nil
+}
+
+func (s *rcloneServer) stop() {
+	s.cmd.Process.Signal(os.Interrupt)
+	s.cmd.Wait()
 }
 
 func report(what string, d time.Duration, bytes int64) {

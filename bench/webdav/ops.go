@@ -147,7 +147,9 @@ func propfind(ctx context.Context, c *http.Client, s *server, path, depth string
 // measured results of one round on one server.
 type sample struct {
 	putMBps, getMBps float64
-	smallTotal       time.Duration
+	smallTotal       time.Duration // one connection, one PUT after another
+	smallPar         time.Duration // 8 connections in parallel
+	smallAPI         time.Duration // netdisk: the upload API's one-request upload (rclone: WebDAV PUT again)
 	propfind         time.Duration
 }
 
@@ -177,20 +179,46 @@ func bigPutGet(ctx context.Context, c *http.Client, s *server, random []byte, se
 	return del(ctx, c, s, path)
 }
 
-// smallPuts uploads count 4 KiB files one after another into a new folder.
-func smallPuts(ctx context.Context, c *http.Client, s *server, random []byte, seed uint64, count int, smp *sample) error {
+// smallPuts uploads count 4 KiB files into a new folder, parallel at a time
+// (1: one after another on one keep-alive connection), and returns the time
+// taken. With api (netdisk only) each file goes through the upload API's
+// one-request upload instead of a WebDAV PUT.
+func smallPuts(ctx context.Context, c *http.Client, s *server, random []byte, seed uint64, count, parallel int, api bool) (time.Duration, error) {
 	dir := fmt.Sprintf("/small-%d", seed)
 	if err := mkcol(ctx, c, s, dir); err != nil {
+		return 0, err
+	}
+	one := func(i int) error {
+		body := newStream(random, seed<<20|uint64(i), 4096)
+		p := fmt.Sprintf("%s/f%05d", dir, i)
+		if !api {
+			return put(ctx, c, s, p, body, 4096)
+		}
+		req, err := http.NewRequestWithContext(ctx, "PUT", s.api+"/api/v1/file/upload?path="+p, body)
+		if err != nil {
+			return err
+		}
+		req.ContentLength = 4096
+		req.SetBasicAuth(s.user, s.pass)
+		_, err = send(c, req, http.StatusOK)
 		return err
 	}
 	t0 := time.Now()
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
 	for i := range count {
-		if err := put(ctx, c, s, fmt.Sprintf("%s/f%05d", dir, i), newStream(random, seed<<20|uint64(i), 4096), 4096); err != nil {
-			return err
+		if parallel == 1 {
+			if err := one(i); err != nil {
+				return 0, err
+			}
+			continue
 		}
+		g.Go(func() error { return one(i) })
 	}
-	smp.smallTotal = time.Since(t0)
-	return nil
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
 }
 
 // fillFolder creates /many with entries tiny files, 8 uploads at a time.

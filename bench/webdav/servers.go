@@ -21,6 +21,7 @@ import (
 type server struct {
 	name       string
 	base       string // URL of the WebDAV root, no trailing slash
+	api        string // netdisk: URL of the server root (for /api/v1); "" for rclone
 	user, pass string
 	daemon     *testutil.Daemon
 	log        *os.File // the daemon's output
@@ -86,7 +87,7 @@ func startNetdisk(ctx context.Context, bin, work string) (*server, error) {
 		logf.Close()
 		return nil, err
 	}
-	return &server{name: "netdisk", base: d.URL + "/dav", user: "admin", pass: d.AdminPass, daemon: d, log: logf}, nil
+	return &server{name: "netdisk", base: d.URL + "/dav", api: d.URL, user: "admin", pass: d.AdminPass, daemon: d, log: logf}, nil
 }
 
 func startRclone(ctx context.Context, c *http.Client, work string) (*server, error) {

@@ -143,6 +143,7 @@ func Run(t *testing.T, open Open) {
 		{"Props", testProps},
 		{"Checksums", testChecksums},
 		{"ChunksAndGC", testChunks},
+		{"InlineChunks", testInlineChunks},
 		{"Sessions", testSessions},
 		{"SessionChunks", testSessionChunks},
 		{"MergeSession", testMergeSession},

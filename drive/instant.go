@@ -1,0 +1,94 @@
+package drive
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"netdisk/dedup"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// CommitHeldContent makes p a new version whose content is that of a file uid
+// already holds with this file hash and size, without any byte being sent:
+// the one-request upload's instant path (fileHash given, the user holds the
+// content). ok is false, with no error and nothing changed, when uid holds
+// no such file (or it went away meanwhile): the caller then reads the bytes.
+// Only uid's own files count, so the answer never tells whether another user
+// holds the content. mtime zero means now.
+func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
+	const op = "drive.CommitHeldContent"
+	if p, err = clean(op, p); err != nil {
+		return n, false, err
+	}
+	if size <= 0 {
+		return n, false, nil // an empty file has nothing to save; the write path commits it
+	}
+	// FileHeld answers with uid's own file first when there is one.
+	srcID, h, found, err := d.meta.FileHeld(ctx, uid, fileHash, size, 1)
+	if err != nil || !found || !h.Own {
+		return n, false, err
+	}
+	fcs, err := d.meta.FileChunks(ctx, srcID)
+	if err != nil {
+		return n, false, err
+	}
+	// Pinned, GC cannot delete the chunks before the commit; their records
+	// are re-checked under the pins (as CommitSession does): one collected
+	// before the pin means the bytes are read instead.
+	for _, c := range fcs {
+		d.pins.Pin(dedup.Key(c.SHA256))
+	}
+	defer func() {
+		for _, c := range fcs {
+			d.pins.Unpin(dedup.Key(c.SHA256))
+		}
+	}()
+	for _, c := range fcs {
+		got, err := d.meta.ChunkBySHA256(ctx, c.SHA256)
+		if errs.Is(err, errs.NotFound) || err == nil && got.ID != c.ID {
+			return n, false, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	// The content checksums come from the background pass, as for a merge.
+	f := meta.NewFile{Size: size, FileHash: fileHash, ModTime: mtime}
+	if f.ModTime.IsZero() {
+		f.ModTime = d.now()
+	}
+	for _, c := range fcs {
+		f.Chunks = append(f.Chunks, c.Chunk)
+	}
+	old, existed, parent, hasParent, err := d.statWithParent(ctx, uid, p)
+	switch {
+	case err != nil:
+		return n, false, err
+	case existed && old.IsDir:
+		return n, false, errs.E(op, errs.IsDir, p, nil)
+	case !hasParent:
+		return n, false, errs.E(op, errs.NoParent, p, nil)
+	case !parent.IsDir:
+		return n, false, errs.E(op, errs.NotDir, p, nil)
+	}
+	if err := d.checkLocks(ctx, uid, writeTarget(p, existed)); err != nil {
+		return n, false, err
+	}
+	hold := d.quota.NewHold(uid)
+	if err := hold.Grow(ctx, size); err != nil {
+		return n, false, err
+	}
+	defer hold.Release(context.WithoutCancel(ctx))
+	cctx := context.WithoutCancel(ctx)
+	err = d.holdCommit(cctx, hold, func(tx *sql.Tx) (delta int64, err error) {
+		n, delta, err = d.tree().CommitFileTx(cctx, tx, uid, p, f, hold.Reserved())
+		return delta, err
+	})
+	if err != nil {
+		return meta.Node{}, false, err
+	}
+	d.KickChecksums()
+	return n, true, nil
+}

@@ -1,0 +1,143 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// TestGroupCommit: callers arriving while a batch commits share the next
+// transaction (one commit for all of them); a member whose fn fails is
+// rolled back alone; every member learns its outcome only after the commit.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.WithoutCancel(context.Background())
+	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkdir := func(p string) func(tx *sql.Tx) error {
+		return func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,'/',?,1,0)`, u.ID, p, p[1:])
+			return err
+		}
+	}
+	// The first caller leads; its fn blocks until five more have queued.
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	var wg sync.WaitGroup
+	results := make([]error, 6)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		results[0] = s.GroupTx(ctx, func(tx *sql.Tx) error {
+			close(entered)
+			<-release
+			return mkdir("/d0")(tx)
+		})
+	}()
+	<-entered
+	before := WriteTxCount()
+	boom := errors.New("boom")
+	for i := 1; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn := mkdir(fmt.Sprintf("/d%d", i))
+			if i == 3 {
+				fn = func(tx *sql.Tx) error {
+					if err := mkdir("/d3")(tx); err != nil {
+						return err
+					}
+					return boom // its insert must not survive
+				}
+			}
+			results[i] = s.GroupTx(ctx, fn)
+		}()
+	}
+	for queued := 0; queued < 5; {
+		s.group.mu.Lock()
+		queued = len(s.group.queue)
+		s.group.mu.Unlock()
+		runtime.Gosched() // waiting for the queue to fill, not timing a result
+	}
+	close(release)
+	wg.Wait()
+	if got := WriteTxCount() - before; got != 1 {
+		t.Fatalf("five queued callers took %d transactions, want 1", got)
+	}
+	for i, err := range results {
+		want := i != 3
+		if (err == nil) != want || (i == 3 && !errors.Is(err, boom)) {
+			t.Fatalf("member %d: %v", i, err)
+		}
+		_, serr := s.Stat(ctx, u.ID, fmt.Sprintf("/d%d", i))
+		if (serr == nil) != want {
+			t.Fatalf("member %d committed %v (stat: %v)", i, want, serr)
+		}
+	}
+	// A cancellable context runs alone (a statement it interrupts could roll
+	// the shared transaction back), and still commits.
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.GroupTx(cctx, mkdir("/alone")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stat(ctx, u.ID, "/alone"); err != nil {
+		t.Fatal(err)
+	}
+	// A failing statement is that member's error.
+	if err := s.GroupTx(ctx, mkdir("/d1")); err == nil {
+		t.Fatal("a duplicate path committed")
+	}
+}
+
+// TestGroupCommitMany: many concurrent callers all commit, each exactly once,
+// whatever batches they fall into.
+func TestGroupCommitMany(t *testing.T) {
+	ctx := context.WithoutCancel(context.Background())
+	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 400)
+	for w := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				p := fmt.Sprintf("/w%d-%d", w, i)
+				errc <- s.GroupTx(ctx, func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,'/',?,1,0)`, u.ID, p, p[1:])
+					return err
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns, err := s.List(ctx, u.ID, "/")
+	if err != nil || len(ns) != 400 {
+		t.Fatalf("%d entries, %v; want 400", len(ns), err)
+	}
+}
