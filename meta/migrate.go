@@ -13,22 +13,25 @@ import (
 // children (foreign keys), with their columns. Ids are copied as they are:
 // nothing outside the database refers to them, but keeping them makes the
 // copy checkable row by row.
-// Instant upload's draws are copied, not drawn afresh: a content's threshold
+// Small chunks kept inline (chunk_data) move with the metadata, not to the
+// chunk store. Instant upload's draws are copied, not drawn afresh: a content's threshold
 // stays what it was. The embedded async tables are not: their records live
 // 30 minutes, and nodes sharing the metadata keep async jobs in Redis.
 var copyTables = []struct {
 	name, cols, ids string // ids: the identity column whose sequence is reset ("" for none)
+	binary          bool   // holds a BLOB column: bytes stay bytes
 }{
-	{"users", "id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, created_ns", "id"},
-	{"nodes", "id, user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1", "id"},
-	{"chunks", "id, sha256, md5, size, created_ns, reveal_draw", "id"},
-	{"file_draws", "file_hash, draw", ""},
-	{"file_chunks", "node_id, idx, chunk_id", ""},
-	{"props", "node_id, ns, name, value, lang", ""},
-	{"quota_flushes", "upload, user_id, seq, flushed, settled_ns", ""},
-	{"upload_sessions", "id, user_id, path, size, chunk_size, file_hash, state, received, replaces, result_hash, created_ns, touched_ns", ""},
-	{"session_chunks", "session_id, idx, chunk_id", ""},
-	{"upload_challenges", "session_id, idx, nonce, proof, target, expires_ns", ""},
+	{"users", "id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, created_ns", "id", false},
+	{"nodes", "id, user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1", "id", false},
+	{"chunks", "id, sha256, md5, size, created_ns, reveal_draw", "id", false},
+	{"file_draws", "file_hash, draw", "", false},
+	{"file_chunks", "node_id, idx, chunk_id", "", false},
+	{"chunk_data", "chunk_id, data", "", true},
+	{"props", "node_id, ns, name, value, lang", "", false},
+	{"quota_flushes", "upload, user_id, seq, flushed, settled_ns", "", false},
+	{"upload_sessions", "id, user_id, path, size, chunk_size, file_hash, state, received, replaces, result_hash, created_ns, touched_ns", "", false},
+	{"session_chunks", "session_id, idx, chunk_id", "", false},
+	{"upload_challenges", "session_id, idx, nonce, proof, target, expires_ns", "", false},
 }
 
 // TableCount is one table's row count in the source and the destination.
@@ -83,7 +86,7 @@ func (s *SQLite) CopyTo(ctx context.Context, dst *Postgres) (CopyResult, error) 
 	}
 	err = dst.tx(ctx, func(tx *sql.Tx) error {
 		for _, t := range copyTables {
-			if err := copyTable(ctx, s.r, tx, t.name, t.cols); err != nil {
+			if err := copyTable(ctx, s.r, tx, t.name, t.cols, t.binary); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			if t.ids != "" {
@@ -113,7 +116,7 @@ func (s *SQLite) CopyTo(ctx context.Context, dst *Postgres) (CopyResult, error) 
 }
 
 // copyTable copies one table in batches of multi-row INSERTs.
-func copyTable(ctx context.Context, from *sql.DB, to *sql.Tx, table, cols string) error {
+func copyTable(ctx context.Context, from *sql.DB, to *sql.Tx, table, cols string, binary bool) error {
 	ncol := len(strings.Split(cols, ","))
 	rows, err := from.QueryContext(ctx, `SELECT `+cols+` FROM `+table)
 	if err != nil {
@@ -143,7 +146,7 @@ func copyTable(ctx context.Context, from *sql.DB, to *sql.Tx, table, cols string
 			return err
 		}
 		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
+			if b, ok := v.([]byte); ok && !binary {
 				vals[i] = string(b) // SQLite hands TEXT back as bytes at times
 			}
 		}

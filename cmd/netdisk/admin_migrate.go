@@ -83,9 +83,16 @@ func migrate(ctx context.Context, out io.Writer, dataDir, toMeta, toBlobs string
 	defer dst.Close()
 
 	// 1. Chunks: every chunk the metadata references, verified on the way.
-	var copied, present, bytes int64
+	// Small chunks kept inline in the metadata go with it (step 2).
+	var copied, present, inline, bytes int64
 	err = src.EachChunk(ctx, func(c meta.Chunk) error {
 		k := dedup.Key(c.SHA256)
+		if _, ok, err := src.ChunkData(ctx, c.SHA256); err != nil {
+			return err
+		} else if ok {
+			inline++
+			return nil
+		}
 		ok, err := dstBlobs.Has(ctx, k)
 		if err != nil {
 			return err
@@ -119,7 +126,7 @@ func migrate(ctx context.Context, out io.Writer, dataDir, toMeta, toBlobs string
 	if err != nil {
 		return fmt.Errorf("copying chunks: %w", err)
 	}
-	fmt.Fprintf(out, "chunks: %d copied (%s), %d already there\n", copied, ibytes(bytes), present)
+	fmt.Fprintf(out, "chunks: %d copied (%s), %d already there, %d inline (they go with the metadata)\n", copied, ibytes(bytes), present, inline)
 
 	// 2. Metadata, in one transaction.
 	res, err := src.CopyTo(ctx, dst)
