@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"netdisk/internal/testutil"
 )
 
 // TestGroupCommit: callers arriving while a batch commits share the next
@@ -21,6 +23,23 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	testGroupCommit(t, s)
+}
+
+// The same on PostgreSQL, where a failed statement aborts the transaction
+// until the member's savepoint is rolled back to.
+func TestPostgresGroupCommit(t *testing.T) {
+	ctx := context.WithoutCancel(context.Background())
+	p, err := OpenPostgres(ctx, testutil.SharedPostgres(t).NewDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	testGroupCommit(t, p.SQLite)
+}
+
+func testGroupCommit(t *testing.T, s *SQLite) {
+	ctx := context.WithoutCancel(context.Background())
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -48,11 +67,22 @@ func TestGroupCommit(t *testing.T) {
 	<-entered
 	before := WriteTxCount()
 	boom := errors.New("boom")
+	queued := func() int {
+		s.group.mu.Lock()
+		defer s.group.mu.Unlock()
+		return len(s.group.queue)
+	}
+	// Members queue one after another, so the batch runs them in order:
+	// member 4's statement fails (a path member 0 committed), and member 5,
+	// after it, still commits.
 	for i := 1; i < 6; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			fn := mkdir(fmt.Sprintf("/d%d", i))
+			if i == 4 {
+				fn = mkdir("/d0")
+			}
 			if i == 3 {
 				fn = func(tx *sql.Tx) error {
 					if err := mkdir("/d3")(tx); err != nil {
@@ -63,12 +93,9 @@ func TestGroupCommit(t *testing.T) {
 			}
 			results[i] = s.GroupTx(ctx, fn)
 		}()
-	}
-	for queued := 0; queued < 5; {
-		s.group.mu.Lock()
-		queued = len(s.group.queue)
-		s.group.mu.Unlock()
-		runtime.Gosched() // waiting for the queue to fill, not timing a result
+		for queued() < i {
+			runtime.Gosched() // waiting for the queue to fill, not timing a result
+		}
 	}
 	close(release)
 	wg.Wait()
@@ -76,7 +103,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("five queued callers took %d transactions, want 1", got)
 	}
 	for i, err := range results {
-		want := i != 3
+		want := i != 3 && i != 4
 		if (err == nil) != want || (i == 3 && !errors.Is(err, boom)) {
 			t.Fatalf("member %d: %v", i, err)
 		}
@@ -110,6 +137,21 @@ func TestGroupCommitMany(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	testGroupCommitMany(t, s)
+}
+
+func TestPostgresGroupCommitMany(t *testing.T) {
+	ctx := context.WithoutCancel(context.Background())
+	p, err := OpenPostgres(ctx, testutil.SharedPostgres(t).NewDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	testGroupCommitMany(t, p.SQLite)
+}
+
+func testGroupCommitMany(t *testing.T, s *SQLite) {
+	ctx := context.WithoutCancel(context.Background())
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)
