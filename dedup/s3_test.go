@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"netdisk/dedup"
 	"netdisk/dedup/storetest"
@@ -120,5 +121,56 @@ func TestS3CacheVerifiesAndRaces(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, string(k))); !os.IsNotExist(err) {
 		t.Fatalf("cached copy after Delete: %v", err)
+	}
+}
+
+// A reader announcing its chunks finds the next ones fetched ahead: once
+// they are in the cache, they read even after the remote objects are gone.
+func TestS3CacheReadAhead(t *testing.T) {
+	ctx := context.Background()
+	remote := openS3(t)
+	dir := t.TempDir()
+	c, err := dedup.NewCache(remote, dedup.CacheConfig{Dir: dir, Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []dedup.Key
+	for i := range 5 {
+		b := bytes.Repeat([]byte{byte('a' + i)}, 10000)
+		k := sha(b)
+		if err := remote.Put(ctx, k, b); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	c.Prefetch(keys)
+	r, err := c.Open(ctx, keys[0]) // starts keys[1..3]
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range keys[1:4] {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, string(k))); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("chunk %s not fetched ahead within 10s", k)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for _, k := range keys[1:4] {
+		if err := remote.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range keys[1:4] {
+		r, err := c.Open(ctx, k)
+		if err != nil {
+			t.Fatalf("chunk fetched ahead: %v", err)
+		}
+		r.Close()
 	}
 }

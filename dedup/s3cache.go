@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 )
@@ -48,7 +49,29 @@ type Cache struct {
 	tick    uint64
 	entries map[Key]*cacheEntry
 	fetch   singleflight.Group
+
+	// Read-ahead (Prefetch): ahead maps a chunk to the ones a reader will
+	// want after it; reading it starts fetching them in the background, at
+	// most readAheadFetches at a time across the node.
+	ahead    map[Key][]Key
+	fetching map[Key]bool // background fetches under way
+	fetches  chan struct{}
 }
+
+// Prefetcher is a BlobStore that can fetch blobs ahead of their reads: a
+// reader about to read keys in order says so, and the store keeps a few of
+// them on their way.
+type Prefetcher interface {
+	Prefetch(keys []Key)
+}
+
+var _ Prefetcher = (*Cache)(nil)
+
+const (
+	readAhead        = 3   // chunks fetched ahead of a sequential reader
+	readAheadFetches = 4   // background fetches at once, per node
+	maxAheadTracked  = 1e5 // read-ahead entries kept before forgetting them all
+)
 
 type cacheEntry struct {
 	size     int64
@@ -61,7 +84,8 @@ var _ BlobStore = (*Cache)(nil)
 // NewCache opens the cache directory, indexing the chunks an earlier run
 // left there and removing unfinished temporary files.
 func NewCache(remote BlobStore, cc CacheConfig) (*Cache, error) {
-	c := &Cache{remote: remote, dir: cc.Dir, max: cc.Size, entries: map[Key]*cacheEntry{}}
+	c := &Cache{remote: remote, dir: cc.Dir, max: cc.Size, entries: map[Key]*cacheEntry{},
+		ahead: map[Key][]Key{}, fetching: map[Key]bool{}, fetches: make(chan struct{}, readAheadFetches)}
 	if c.max <= 0 {
 		c.max = DefaultCacheSize
 	}
@@ -103,9 +127,90 @@ func (c *Cache) Open(ctx context.Context, key Key) (io.ReadSeekCloser, error) {
 	if !key.Valid() {
 		return nil, fmt.Errorf("cache open: invalid key %q: %w", key, ErrNotFound)
 	}
+	c.readAhead(key)
 	if f := c.hit(key); f != nil {
 		return f, nil
 	}
+	v, err := c.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if f := c.hit(key); f != nil {
+		return f, nil
+	}
+	// Evicted already (a tiny cache): serve the fetched bytes.
+	return nopCloser{bytes.NewReader(v)}, nil
+}
+
+// Prefetch notes that keys will be read in this order: reading one starts
+// fetching the next few, and the first few start now. Bytes already cached
+// cost nothing.
+func (c *Cache) Prefetch(keys []Key) {
+	if len(keys) < 2 {
+		return
+	}
+	c.mu.Lock()
+	if len(c.ahead) > maxAheadTracked {
+		c.ahead = map[Key][]Key{} // readers that went away: forget them
+	}
+	for i, k := range keys[:len(keys)-1] {
+		c.ahead[k] = keys[i+1 : min(i+1+readAhead, len(keys))]
+	}
+	c.mu.Unlock()
+	c.startFetches(keys[:min(readAhead, len(keys))])
+}
+
+// readAhead starts fetching what a reader of key will want next.
+func (c *Cache) readAhead(key Key) {
+	c.mu.Lock()
+	next, ok := c.ahead[key]
+	delete(c.ahead, key)
+	c.mu.Unlock()
+	if ok {
+		c.startFetches(next)
+	}
+}
+
+// startFetches fetches the keys not cached in the background, skipping
+// them when the node's background fetches are all busy (the read then
+// fetches its chunk itself).
+func (c *Cache) startFetches(keys []Key) {
+	for _, k := range keys {
+		if !k.Valid() {
+			continue
+		}
+		c.mu.Lock()
+		_, cached := c.entries[k]
+		busy := cached || c.fetching[k]
+		if !busy {
+			select {
+			case c.fetches <- struct{}{}:
+				c.fetching[k] = true
+			default:
+				busy = true // all background fetches taken: the read fetches it
+			}
+		}
+		c.mu.Unlock()
+		if busy {
+			continue
+		}
+		go func() {
+			defer func() {
+				c.mu.Lock()
+				delete(c.fetching, k)
+				c.mu.Unlock()
+				<-c.fetches
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c.get(ctx, k) // an error is met again, and reported, by the read itself
+		}()
+	}
+}
+
+// get fetches a chunk into the cache, once however many ask at a time, and
+// returns its bytes.
+func (c *Cache) get(ctx context.Context, key Key) ([]byte, error) {
 	v, err, _ := c.fetch.Do(string(key), func() (any, error) {
 		// The fetch serves every waiter: it must not die with the first
 		// caller's request.
@@ -127,11 +232,7 @@ func (c *Cache) Open(ctx context.Context, key Key) (io.ReadSeekCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f := c.hit(key); f != nil {
-		return f, nil
-	}
-	// Evicted already (a tiny cache): serve the fetched bytes.
-	return nopCloser{bytes.NewReader(v.([]byte))}, nil
+	return v.([]byte), nil
 }
 
 type nopCloser struct{ *bytes.Reader }

@@ -151,6 +151,9 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		// Nodes share the store: the jobs that must run once run under a
 		// lease (lease.go). The quota ledger and lock leases keep running
 		// on every node: each reconciles its own view after a Redis outage.
+		// So does the checksum pass: a node's writes kick its own pass at
+		// once, and recording a checksum twice is harmless (SetChecksums
+		// records only for the version it was computed on).
 		ttl := d.opts.LeaseTTL
 		if ttl <= 0 {
 			ttl = DefaultLeaseTTL
@@ -158,7 +161,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger}
 		for i, j := range jobs {
 			switch j.name {
-			case "gc", "upload-janitor", "checksums":
+			case "gc", "upload-janitor":
 				run := j.run
 				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
 			}

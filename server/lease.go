@@ -10,8 +10,8 @@ import (
 )
 
 // Run-once work. Nodes sharing a metadata store would otherwise all run the
-// same periodic jobs (GC, upload session expiry, the checksum pass): wasted
-// work at best, and GC on every node at once. Each such job runs under a
+// same periodic jobs (GC, upload session expiry): wasted work at best, and
+// GC on every node at once. Each such job runs under a
 // lease in Redis, on one node at a time; the holder renews it, and when it
 // dies (kill -9 included) the lease lapses and another node's job starts
 // within a lease period.

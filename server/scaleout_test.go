@@ -393,3 +393,55 @@ func TestLoginThrottleAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+// Uploads racing through the balancer for one user with a quota never take
+// the user past it, and every node reports the same, exact usage: the sum
+// of the files that were stored.
+func TestQuotaExactAcrossNodes(t *testing.T) {
+	c := startCluster(t, 2)
+	a := c.nodes[0]
+	if code, body := fetch(t, a, "POST", "/api/v1/admin/users", "admin", a.AdminPass, []byte(`{"name":"dora","password":"dora-pass-123","quota":1000000}`)); code != http.StatusCreated {
+		t.Fatalf("add user: %d %s", code, body)
+	}
+	const files, size = 12, 150000 // 1.8 MB offered for a 1 MB quota
+	codes := make(chan int, files)
+	for i := range files {
+		go func() {
+			b := make([]byte, size)
+			rand.Read(b)
+			req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/dav/f%d.bin", c.lb.URL, i), bytes.NewReader(b))
+			req.SetBasicAuth("dora", "dora-pass-123")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	stored := 0
+	for range files {
+		switch code := <-codes; code {
+		case http.StatusCreated:
+			stored++
+		case http.StatusInsufficientStorage, http.StatusTooManyRequests:
+			// over quota, or throttled by the in-flight login limit: not stored
+		default:
+			t.Fatalf("PUT through the balancer: %d", code)
+		}
+	}
+	if stored == 0 || stored*size > 1000000 {
+		t.Fatalf("%d files of %d bytes stored under a 1,000,000-byte quota", stored, size)
+	}
+	for _, d := range c.nodes {
+		var q struct{ Finished, Unfinished, Uploading int64 }
+		if code := jsonDo(t, d, "GET", "/api/v1/quota", "dora", "dora-pass-123", nil, &q); code != 200 {
+			t.Fatalf("quota on %s: %d", d.Addr, code)
+		}
+		if q.Finished != int64(stored*size) || q.Unfinished != 0 {
+			t.Fatalf("quota on %s: %+v; want finished %d (the %d files stored) and nothing in flight", d.Addr, q, stored*size, stored)
+		}
+	}
+}
