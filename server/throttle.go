@@ -149,10 +149,39 @@ func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
 // (the pair's failures are cleared, as done does).
 func (t *throttle) admitVerified(account, addr string) bool {
 	account = accountKey(account)
+	var sn [3]int
+	var slast [3]int64
+	shared := false
+	if t.shared != nil {
+		// Nodes sharing the users lock a pair out together: the failures
+		// another node saw refuse a remembered password here too.
+		sn, slast, shared = t.shared.load(account, addr)
+	}
+	ok, cleared := t.admitVerifiedLocal(account, addr, shared, sn, slast)
+	if ok && cleared && t.shared != nil {
+		t.shared.record(account, addr, true, t.now())
+	}
+	return ok
+}
+
+// admitVerifiedLocal is admitVerified on this node's counters (loaded with
+// the shared counts when shared); cleared reports that the pair had failures
+// that the success cleared.
+func (t *throttle) admitVerifiedLocal(account, addr string, shared bool, sn [3]int, slast [3]int64) (ok, cleared bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	pk := pairKey{account, addr}
+	if shared {
+		for i, c := range []*counter{ensure(t.pairs, pk), ensure(t.addrs, addr), ensure(t.accts, account)} {
+			c.n, c.last = sn[i], time.Unix(0, slast[i])
+		}
+		defer func() {
+			dropIdle(t.pairs, pk)
+			dropIdle(t.addrs, addr)
+			dropIdle(t.accts, account)
+		}()
+	}
 	settled := func(c *counter) *counter { // the failures only
 		if c == nil {
 			return nil
@@ -165,7 +194,7 @@ func (t *throttle) admitVerified(account, addr string) bool {
 		wait = max(wait, settled(live(t.accts, account, now)).lockedFor(AcctLimit, now))
 	}
 	if wait > 0 {
-		return false
+		return false, false
 	}
 	if pair != nil && pair.n > 0 {
 		a, acct := ensure(t.addrs, addr), ensure(t.accts, account)
@@ -175,8 +204,9 @@ func (t *throttle) admitVerified(account, addr string) bool {
 		dropIdle(t.pairs, pk)
 		dropIdle(t.addrs, addr)
 		dropIdle(t.accts, account)
+		return true, true
 	}
-	return true
+	return true, false
 }
 
 // done records the outcome of an admitted attempt: a failure counts on the
