@@ -8,10 +8,8 @@ import (
 
 func TestListDirTreePropsUnder(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t)
+	s, alice, bob := openAliceAndBob(t)
 	now := time.Unix(1700000000, 0)
-	alice, _ := s.CreateUser(ctx, "alice", "h", false, 0)
-	bob, _ := s.CreateUser(ctx, "bob", "h", false, 0)
 	for _, u := range []User{alice, bob} {
 		for _, d := range []string{"/a", "/a/b", "/a/b/c", "/ab"} {
 			if _, err := s.Mkdir(ctx, u.ID, d, now); err != nil {

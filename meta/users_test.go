@@ -23,6 +23,22 @@ func openTestStore(t *testing.T) *SQLite {
 	return s
 }
 
+// openAliceAndBob is openTestStore with two plain users, for tests of what
+// one user's tree must never show of the other's.
+func openAliceAndBob(t *testing.T) (s *SQLite, alice, bob User) {
+	t.Helper()
+	s = openTestStore(t)
+	ctx := context.Background()
+	var err error
+	if alice, err = s.CreateUser(ctx, "alice", "h", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if bob, err = s.CreateUser(ctx, "bob", "h", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	return s, alice, bob
+}
+
 // TestUserNamesIgnoreCase: ALICE and alice are one user: creating the second
 // is Exists, and either spelling finds the account.
 func TestUserNamesIgnoreCase(t *testing.T) {
