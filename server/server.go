@@ -19,6 +19,7 @@ import (
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/upload"
+	"netdisk/web"
 )
 
 // MaxHeaderBytes bounds request headers (huge headers get 431 from net/http).
@@ -42,7 +43,8 @@ type Server struct {
 	metrics *Metrics
 	mux     *http.ServeMux
 
-	logins *throttle // failed logins by account and address (throttle.go)
+	logins *throttle    // failed logins by account and address (throttle.go)
+	web    *web.Handler // the browser interface (web.go)
 }
 
 // New builds the server and its routes.
@@ -85,6 +87,7 @@ func New(c Config) *Server {
 		}
 		s.mux.HandleFunc(rt.Pattern, s.authed(rt.Admin, h, s.apiUnauthorized))
 	}
+	s.mountWeb()
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		api.WriteJSON(w, http.StatusNotFound, api.ErrorBody{Error: "no such API endpoint: " + r.Method + " " + r.URL.Path})
 	})
@@ -172,11 +175,21 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 // authenticate checks the request's Basic credentials, answering the request
 // itself (401, 429, 503) when they do not make a user.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unauthorized) (meta.User, bool) {
+	if u, ok, handled := s.cookieUser(w, r); handled {
+		return u, ok
+	}
 	name, pass, ok := r.BasicAuth()
 	if !ok {
 		deny(w, "authentication required", http.StatusUnauthorized)
 		return meta.User{}, false
 	}
+	return s.login(w, r, name, pass, deny)
+}
+
+// login checks a name and password under the login throttle (Basic auth and
+// the web page's sign-in alike), answering the request itself when they do
+// not make a user.
+func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string, deny unauthorized) (meta.User, bool) {
 	ip := clientIP(r)
 	if wait, ok := s.logins.admit(name, ip); !ok {
 		secs := int64((wait + time.Second - 1) / time.Second)

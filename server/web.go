@@ -1,0 +1,70 @@
+package server
+
+import (
+	"net/http"
+
+	"netdisk/meta"
+	"netdisk/web"
+)
+
+// The browser interface (package web) hooks in here: its routes, and the
+// session cookie as a second way to authenticate /api/ and /dav/ requests.
+//
+// A request with Basic credentials is judged by them alone, exactly as
+// before. Without them, a request carrying the session cookie is judged by
+// the session (web.Handler.Authenticate: expiry, CSRF token on
+// state-changing methods); its failures are answered without
+// WWW-Authenticate so the browser shows the page's message, not its own
+// password dialog. On /dav/ the cookie is good for GET and HEAD only
+// (downloads, previews): the page changes files through the API.
+
+func (s *Server) mountWeb() {
+	s.web = web.New(web.Config{
+		Drive:    s.d,
+		Sessions: web.NewSessions(s.now),
+		Logger:   s.log,
+		Login: func(w http.ResponseWriter, r *http.Request, name, pass string) (meta.User, bool) {
+			return s.login(w, r, name, pass, func(w http.ResponseWriter, msg string, status int) {
+				web.WriteError(w, status, codeOf(status), msg)
+			})
+		},
+	})
+	for _, rt := range s.web.Routes() {
+		s.mux.HandleFunc(rt.Pattern, rt.Handler)
+	}
+	s.mux.HandleFunc("GET /web/zip", s.authed(false, s.web.ServeZip, s.apiUnauthorized))
+}
+
+// Web is the browser interface (for tests and the daemon's wiring).
+func (s *Server) Web() *web.Handler { return s.web }
+
+// cookieUser authenticates by session cookie when the request has no Basic
+// credentials and carries one. handled is false when the cookie does not
+// apply (then Basic auth decides, as before).
+func (s *Server) cookieUser(w http.ResponseWriter, r *http.Request) (u meta.User, ok, handled bool) {
+	if s.web == nil || !web.HasCookie(r) {
+		return meta.User{}, false, false
+	}
+	if _, _, basic := r.BasicAuth(); basic {
+		return meta.User{}, false, false
+	}
+	if isDAV(r.URL.Path) && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return meta.User{}, false, false
+	}
+	u, ok = s.web.Authenticate(w, r)
+	return u, ok, true
+}
+
+func isDAV(p string) bool { return p == "/dav" || len(p) >= 5 && p[:5] == "/dav/" }
+
+func codeOf(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "unauthenticated"
+	case http.StatusTooManyRequests:
+		return "too_many_requests"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	}
+	return "invalid"
+}
