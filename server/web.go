@@ -42,10 +42,20 @@ func (s *Server) Web() *web.Handler { return s.web }
 // credentials and carries one. handled is false when the cookie does not
 // apply (then Basic auth decides, as before).
 func (s *Server) cookieUser(w http.ResponseWriter, r *http.Request) (u meta.User, ok, handled bool) {
-	if s.web == nil || !web.HasCookie(r) {
+	if s.web == nil {
 		return meta.User{}, false, false
 	}
 	if _, _, basic := r.BasicAuth(); basic {
+		return meta.User{}, false, false
+	}
+	if !web.HasCookie(r) {
+		if r.Header.Get(web.PageHeader) != "" {
+			// The page after its cookie expired in the browser: answer
+			// without WWW-Authenticate, so the page can show its sign-in
+			// form instead of the browser's password dialog.
+			web.WriteError(w, http.StatusUnauthorized, "unauthenticated", "your session has ended: sign in again")
+			return meta.User{}, false, true
+		}
 		return meta.User{}, false, false
 	}
 	if isDAV(r.URL.Path) && r.Method != http.MethodGet && r.Method != http.MethodHead {

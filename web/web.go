@@ -48,6 +48,10 @@ const CookieName = "netdisk_session"
 // CSRFHeader carries the session's CSRF token.
 const CSRFHeader = "X-CSRF-Token"
 
+// PageHeader marks the page's own requests: a 401 to them never carries
+// WWW-Authenticate (which would make the browser pop its password dialog).
+const PageHeader = "X-Netdisk-Web"
+
 // LoginFunc checks a name and password with the server's throttling. On
 // failure it has answered the request itself (401, 429 with Retry-After, 503).
 type LoginFunc func(w http.ResponseWriter, r *http.Request, name, password string) (meta.User, bool)

@@ -13,7 +13,7 @@ export class APIError extends Error {
 }
 
 export async function api(method, url, body) {
-  const opt = { method, credentials: 'same-origin', headers: { 'X-CSRF-Token': state.csrf } };
+  const opt = { method, credentials: 'same-origin', headers: { 'X-CSRF-Token': state.csrf, 'X-Netdisk-Web': '1' } };
   if (body !== undefined) { opt.body = JSON.stringify(body); opt.headers['Content-Type'] = 'application/json'; }
   let r;
   try {
@@ -314,7 +314,7 @@ async function preview(n, t) {
     pre.textContent = 'Loading…';
     body.appendChild(pre);
     try {
-      const r = await fetch('/dav' + enc(n.path), { headers: { Range: 'bytes=0-' + (TEXT_PREVIEW_MAX - 1) } });
+      const r = await fetch('/dav' + enc(n.path), { headers: { Range: 'bytes=0-' + (TEXT_PREVIEW_MAX - 1), 'X-Netdisk-Web': '1' } });
       if (!r.ok) throw new Error('HTTP ' + r.status);
       let text = await r.text();
       if (n.size > TEXT_PREVIEW_MAX) text += '\n\n… (preview shows the first 1 MB)';

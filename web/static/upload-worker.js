@@ -52,7 +52,7 @@ function describe(e) {
 }
 
 async function call(method, url, body, signal) {
-  const opt = { method, signal, credentials: 'same-origin', headers: { 'X-CSRF-Token': csrf } };
+  const opt = { method, signal, credentials: 'same-origin', headers: { 'X-CSRF-Token': csrf, 'X-Netdisk-Web': '1' } };
   if (body instanceof ArrayBuffer) {
     opt.body = body;
     opt.headers['Content-Type'] = 'application/octet-stream';
@@ -128,6 +128,7 @@ class Upload {
     this.ctl = new AbortController();
     this.hashedBytes = 0; this.sentBytes = 0; this.skippedBytes = 0; this.resumedChunks = 0; this.retries = 0;
     this.queue = []; this.wakers = []; this.hashes = [];
+    this.checkStarted = false; this.checking = null;
     this.post({ type: 'state', state: 'running' });
     try {
       if (!info) info = await this.retry(() => call('GET', '/api/v1/info', undefined, this.ctl.signal));
@@ -248,6 +249,10 @@ class Upload {
       try {
         how = await this.retry(() => this.task(i), i);
       } catch (e) {
+        // A task failing while the file check runs waits for it: the server
+        // may have just committed the file (instant upload) and refuse
+        // further chunks, which is then no failure (as chunker/pipeline.go).
+        if (this.checkStarted) await this.checking;
         this.c.inFlight--;
         if (this.stopped || this.aborted || e.name === 'AbortError') { this.c.cancelled++; continue; }
         // A failure for good: QueueAborted cancels everything.
@@ -298,9 +303,15 @@ class Upload {
     hashing.catch(() => {}); // an abort also rejects it; abortedP reports that
     const fileHash = await Promise.race([hashing, this.abortedP]);
     let instant = null;
+    let checked;
+    this.checking = new Promise(r => { checked = r; });
+    this.checkStarted = true;
     try {
       instant = await Promise.race([this.checkFile(fileHash), this.abortedP]);
+      if (instant) { this.stopped = true; this.ctl.abort(); this.wake(); }
+      checked();
     } catch (e) {
+      checked();
       if (this.aborted) throw this.abortErr;
       if (e instanceof HTTPError && (e.code === 'unauthenticated' || e.code === 'quota_exceeded')) throw e;
       // Otherwise a failing file check is not fatal: the chunks and merge decide.
