@@ -336,3 +336,52 @@ func TestBrowserFailingServer(t *testing.T) {
 		t.Fatalf("file after retry: %d", code)
 	}
 }
+
+// TestBrowserOverQuota: a file over the user's quota is refused with a clear
+// message and nothing is written; the session ending mid-way is reported as
+// such.
+func TestBrowserOverQuota(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Chromium(t))
+	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
+	resp, err := d.Do(context.Background(), "POST", "/api/v1/admin/users", "admin", d.AdminPass,
+		[]byte(`{"name":"bob","password":"bob-password","quota":100000}`), map[string]string{"Content-Type": "application/json"})
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create bob: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	f := writeFile(t, t.TempDir(), "big.iso", randomBytes(4, 3*chunk))
+	b.SignIn(t, d.URL, "bob", "bob-password")
+	b.Run(t, "pick a file", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{f}, chromedp.ByQuery))
+	row := b.WaitUpload(t, "/big.iso", 60*time.Second, "error", "done")
+	if row.State != "error" || row.Sent != 0 || !strings.Contains(row.Text, "Not enough space") {
+		t.Fatalf("over quota: %+v", row)
+	}
+	resp, err = d.Do(context.Background(), "GET", "/api/v1/fs/stat?path=/big.iso", "bob", "bob-password", nil, nil)
+	if err != nil || resp.StatusCode != 404 {
+		t.Fatalf("over-quota file visible: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	// The session ends (sign-out elsewhere): the next call says so and the
+	// page offers the sign-in form.
+	var status int
+	b.Run(t, "sign out behind the page's back", 20*time.Second, chromedp.Evaluate(
+		`fetch('/web/session').then(r => r.json()).then(s => fetch('/web/logout', {method: 'POST', headers: {'X-CSRF-Token': s.csrf}})).then(r => r.status)`, &status, awaitPromise))
+	if status != 204 {
+		t.Fatalf("sign-out behind the page's back: %d", status)
+	}
+	b.Run(t, "retry after the session ended", 30*time.Second,
+		chromedp.Click(`li.up[data-path="/big.iso"] .up-retry`, chromedp.ByQuery),
+		chromedp.WaitVisible("#signin-error", chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById('signin-error').textContent.includes('session has ended')`, nil),
+	)
+	// Signing in again resumes the upload stopped by the session's end (here
+	// it fails again, for the quota: the same clear message).
+	b.Run(t, "sign in again", 30*time.Second,
+		chromedp.SetValue("#signin-name", "bob", chromedp.ByQuery),
+		chromedp.SetValue("#signin-pass", "bob-password", chromedp.ByQuery),
+		chromedp.Click("#signin-submit", chromedp.ByQuery),
+		chromedp.WaitVisible("#app", chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('li.up[data-path="/big.iso"]').dataset.state === 'error' && document.querySelector('li.up[data-path="/big.iso"] .up-meta').textContent.includes('Not enough space')`, nil),
+	)
+}

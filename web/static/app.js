@@ -441,8 +441,12 @@ export async function refreshQuota() {
       bar.setAttribute('aria-valuenow', Math.round((fin + up) / total * 100));
       $('quota-text').textContent = `${fmtBytes(fin)} of ${fmtBytes(total)} used` + (up ? ` · ${fmtBytes(up)} uploading` : '') + ` · ${fmtBytes(Math.max(0, q.free))} free`;
     } else {
-      document.querySelector('.q-fin').style.width = fin ? '2%' : '0';
-      document.querySelector('.q-up').style.width = '0';
+      // No limit: the bar shows the split between stored and in-flight bytes
+      // over a fixed half, so it never looks full.
+      const all = fin + up;
+      document.querySelector('.q-fin').style.width = all ? (fin / all * 50) + '%' : '0';
+      document.querySelector('.q-up').style.width = all ? (up / all * 50) + '%' : '0';
+      bar.removeAttribute('aria-valuenow');
       $('quota-text').textContent = `${fmtBytes(fin)} used` + (up ? ` · ${fmtBytes(up)} uploading` : '') + ' · no limit';
     }
   } catch (_) { /* the bar keeps its last figures */ }
@@ -572,6 +576,7 @@ function wire() {
   setupKeys();
   uploads.onFinished = () => { refresh(); refreshQuota(); };
   uploads.onStarted = () => refreshQuota();
+  uploads.onSignedOut = () => { if (state.user) sessionEnded(); };
 }
 
 async function boot() {

@@ -123,6 +123,7 @@ class Panel {
     this.csrf = '';
     this.onFinished = () => {};
     this.onStarted = () => {};
+    this.onSignedOut = () => {};
   }
 
   ensureWorker() {
@@ -231,6 +232,7 @@ class Panel {
       case 'error':
         row.state = 'error'; row.error = m.message; row.code = m.code;
         this.onFinished(row);
+        if (m.code === 'unauthenticated') this.onSignedOut();
         break;
       case 'cancelled':
         row.state = 'cancelled';
