@@ -55,19 +55,33 @@ type Browser struct {
 // profile; it is closed at test cleanup.
 func Start(t testing.TB, chromium string) *Browser {
 	t.Helper()
-	dir := t.TempDir()
+	b, closeFn, err := Launch(t.TempDir(), chromium, func(f string, a ...any) { t.Logf(f, a...) })
+	if err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(closeFn)
+	return b
+}
+
+// Launch starts Chromium with a fresh profile and a download folder under
+// dir (for callers without a testing.TB, such as the benchmark). close ends
+// the browser and waits for it.
+func Launch(dir, chromium string, logf func(string, ...any)) (b *Browser, close func(), err error) {
 	opts := append(Flags(filepath.Join(dir, "profile")), chromedp.ExecPath(chromium))
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	// chromedp logs CDP events it does not model (newer Chromium sends more);
 	// they are noise, not failures.
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(f string, a ...any) {
 		if !strings.Contains(f, "unhandled") && !strings.Contains(fmt.Sprint(a...), "unhandled") {
-			t.Logf("chromedp: "+f, a...)
+			logf("chromedp: "+f, a...)
 		}
 	}))
-	t.Cleanup(func() { cancel(); acancel() })
-	b := &Browser{Ctx: ctx, Downloads: filepath.Join(dir, "downloads"), all: make(chan string, 64)}
-	os.MkdirAll(b.Downloads, 0o755)
+	close = func() { cancel(); acancel() }
+	b = &Browser{Ctx: ctx, Downloads: filepath.Join(dir, "downloads"), all: make(chan string, 64)}
+	if err := os.MkdirAll(b.Downloads, 0o755); err != nil {
+		close()
+		return nil, nil, err
+	}
 	seen := map[string]bool{}
 	onEvent := func(ev any) {
 		if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
@@ -84,19 +98,25 @@ func Start(t testing.TB, chromium string) *Browser {
 	chromedp.ListenTarget(ctx, onEvent)
 	if err := chromedp.Run(ctx, browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).
 		WithDownloadPath(b.Downloads).WithEventsEnabled(true)); err != nil {
-		t.Fatalf("start chromium: %v", err)
+		close()
+		return nil, nil, err
 	}
-	return b
+	return b, close, nil
 }
 
 // Run runs actions with a deadline, failing the test with what was being done.
 func (b *Browser) Run(t testing.TB, what string, timeout time.Duration, actions ...chromedp.Action) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.Ctx, timeout)
-	defer cancel()
-	if err := chromedp.Run(ctx, actions...); err != nil {
+	if err := b.Do(timeout, actions...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// Do runs actions with a deadline.
+func (b *Browser) Do(timeout time.Duration, actions ...chromedp.Action) error {
+	ctx, cancel := context.WithTimeout(b.Ctx, timeout)
+	defer cancel()
+	return chromedp.Run(ctx, actions...)
 }
 
 // NextDownload waits for the next completed download and returns its bytes.
@@ -129,15 +149,20 @@ type UploadRow struct {
 func (b *Browser) WaitUpload(t testing.TB, path string, timeout time.Duration, states ...string) UploadRow {
 	t.Helper()
 	var row UploadRow
-	js := fmt.Sprintf(`(() => {
+	b.Run(t, "wait for upload of "+path+" to be "+strings.Join(states, "/"), timeout,
+		chromedp.Poll(WaitUploadJS(path, states...), &row, chromedp.WithPollingInterval(50*time.Millisecond)))
+	return row
+}
+
+// WaitUploadJS is an expression that is the panel's row for path once it is
+// in one of states, null before.
+func WaitUploadJS(path string, states ...string) string {
+	return fmt.Sprintf(`(() => {
 		const r = document.querySelector('li.up[data-path=%q]');
 		if (!r || !%s.includes(r.dataset.state)) return null;
 		return {state: r.dataset.state, sent: +r.dataset.sent, resumed: +r.dataset.resumed, retries: +r.dataset.retries,
 			instant: r.dataset.instant === '1', text: r.querySelector('.up-meta').textContent};
 	})()`, path, jsList(states))
-	b.Run(t, "wait for upload of "+path+" to be "+strings.Join(states, "/"), timeout,
-		chromedp.Poll(js, &row, chromedp.WithPollingInterval(50*time.Millisecond)))
-	return row
 }
 
 // UploadState reads the row's state now ("" when there is none).
@@ -163,15 +188,20 @@ func jsList(ss []string) string {
 // SignIn fills the sign-in form and waits for the file browser.
 func (b *Browser) SignIn(t testing.TB, base, user, pass string) {
 	t.Helper()
-	b.Run(t, "sign in", 30*time.Second,
-		chromedp.Navigate(base+"/"),
+	b.Run(t, "sign in", 30*time.Second, SignInActions(base, user, pass)...)
+}
+
+// SignInActions sign in through the form and wait for the file browser.
+func SignInActions(base, user, pass string) []chromedp.Action {
+	return []chromedp.Action{
+		chromedp.Navigate(base + "/"),
 		chromedp.WaitVisible("#signin-name", chromedp.ByQuery),
 		chromedp.SendKeys("#signin-name", user, chromedp.ByQuery),
 		chromedp.SendKeys("#signin-pass", pass, chromedp.ByQuery),
 		chromedp.Click("#signin-submit", chromedp.ByQuery),
 		chromedp.WaitVisible("#app", chromedp.ByQuery),
 		chromedp.WaitVisible(`#crumbs button[aria-current="page"]`, chromedp.ByQuery),
-	)
+	}
 }
 
 // Proxy is a reverse proxy in front of the daemon that counts chunk uploads
