@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -384,4 +385,109 @@ func TestBrowserOverQuota(t *testing.T) {
 		chromedp.WaitVisible("#app", chromedp.ByQuery),
 		chromedp.Poll(`document.querySelector('li.up[data-path="/big.iso"]').dataset.state === 'error' && document.querySelector('li.up[data-path="/big.iso"] .up-meta').textContent.includes('Not enough space')`, nil),
 	)
+}
+
+// TestBrowserPauseCancel: Pause stops new chunk work until Resume; Cancel
+// abandons the session and releases its quota reservation.
+func TestBrowserPauseCancel(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Chromium(t))
+	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
+	p := browsertest.NewProxy(t, d.URL)
+	tmp := t.TempDir()
+	data := randomBytes(5, 10*chunk)
+	f := writeFile(t, tmp, "video.mkv", data)
+	g := writeFile(t, tmp, "backup.tar", randomBytes(6, 10*chunk))
+	b.SignIn(t, p.URL, "admin", d.AdminPass)
+
+	p.Hold(2)
+	b.Run(t, "pick a file", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{f}, chromedp.ByQuery))
+	p.WaitChunksOK(t, 2, 60*time.Second)
+	b.Run(t, "pause", 20*time.Second,
+		chromedp.Click(`li.up[data-path="/video.mkv"] .up-pause`, chromedp.ByQuery),
+		chromedp.WaitVisible(`li.up[data-path="/video.mkv"][data-state="paused"]`, chromedp.ByQuery),
+	)
+	p.Release()
+	// The requests already in flight finish (N = 3 at most); no new one starts.
+	p.WaitChunksOK(t, 5, 30*time.Second)
+	if row := b.UploadState(t, "/video.mkv"); row.State != "paused" || row.Sent > 5*chunk {
+		t.Fatalf("paused upload: %+v", row)
+	}
+	b.Run(t, "resume", 20*time.Second, chromedp.Click(`li.up[data-path="/video.mkv"] .up-resume`, chromedp.ByQuery))
+	if row := b.WaitUpload(t, "/video.mkv", 60*time.Second, "done", "error"); row.State != "done" || row.Sent != int64(len(data)) {
+		t.Fatalf("resumed after pause: %+v", row)
+	}
+
+	p.Hold(0)
+	b.Run(t, "pick another", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{g}, chromedp.ByQuery))
+	b.Run(t, "reserved", 20*time.Second, chromedp.WaitVisible(`li.up[data-path="/backup.tar"][data-state="running"]`, chromedp.ByQuery))
+	if q := quota(t, d); q.Uploading != int64(10*chunk) {
+		t.Fatalf("uploading while held: %+v", q)
+	}
+	b.Run(t, "cancel", 20*time.Second,
+		chromedp.Click(`li.up[data-path="/backup.tar"] .up-cancel`, chromedp.ByQuery),
+		chromedp.WaitVisible(`li.up[data-path="/backup.tar"][data-state="cancelled"]`, chromedp.ByQuery),
+	)
+	p.Release()
+	deadline := time.Now().Add(20 * time.Second)
+	for q := quota(t, d); q.Uploading != 0; q = quota(t, d) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a cancelled upload keeps its reservation: %+v", q)
+		}
+		time.Sleep(50 * time.Millisecond) // the DELETE is sent by the worker, asynchronously to the click
+	}
+	if code, _ := davGet(t, d, "/backup.tar"); code != 404 {
+		t.Fatalf("cancelled file visible: %d", code)
+	}
+}
+
+type quotaBody struct{ Finished, Uploading, Unfinished int64 }
+
+func quota(t *testing.T, d *testutil.Daemon) quotaBody {
+	t.Helper()
+	resp, err := d.Do(context.Background(), "GET", "/api/v1/quota", "admin", d.AdminPass, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var q quotaBody
+	if err := json.NewDecoder(resp.Body).Decode(&q); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// TestBrowserProof: bytes only another user holds are not sent again: the
+// page answers the server's challenge with a proof (crypto.subtle in the
+// Worker) and the upload completes instantly.
+func TestBrowserProof(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Chromium(t))
+	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
+	data := randomBytes(7, 4*chunk+99)
+	resp, err := d.Do(context.Background(), "PUT", "/dav/original.bin", "admin", d.AdminPass, data, nil)
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("admin's PUT: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	resp, err = d.Do(context.Background(), "POST", "/api/v1/admin/users", "admin", d.AdminPass,
+		[]byte(`{"name":"carol","password":"carol-password"}`), map[string]string{"Content-Type": "application/json"})
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create carol: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	f := writeFile(t, t.TempDir(), "mine.bin", data)
+	b.SignIn(t, d.URL, "carol", "carol-password")
+	b.Run(t, "pick the file", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{f}, chromedp.ByQuery))
+	row := b.WaitUpload(t, "/mine.bin", 60*time.Second, "done", "error")
+	if row.State != "done" || !row.Instant || row.Sent != 0 {
+		t.Fatalf("upload of content another user holds: %+v, want instant by proof", row)
+	}
+	resp, err = d.Do(context.Background(), "GET", "/dav/mine.bin", "carol", "carol-password", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, data) {
+		t.Fatalf("carol's file: %d, equal %v", resp.StatusCode, bytes.Equal(got, data))
+	}
 }

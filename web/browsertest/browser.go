@@ -55,11 +55,28 @@ type Browser struct {
 // profile; it is closed at test cleanup.
 func Start(t testing.TB, chromium string) *Browser {
 	t.Helper()
-	b, closeFn, err := Launch(t.TempDir(), chromium, func(f string, a ...any) { t.Logf(f, a...) })
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser closed, and t.TempDir's
+	// cleanup fails the test on a directory that is not empty.
+	dir, err := os.MkdirTemp("", "netdisk-chromium-")
 	if err != nil {
+		t.Fatal(err)
+	}
+	b, closeFn, err := Launch(dir, chromium, func(f string, a ...any) { t.Logf(f, a...) })
+	if err != nil {
+		os.RemoveAll(dir)
 		t.Fatalf("start chromium: %v", err)
 	}
-	t.Cleanup(closeFn)
+	t.Cleanup(func() {
+		closeFn()
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("could not remove %s", dir)
+	})
 	return b
 }
 
