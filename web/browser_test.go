@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"netdisk/internal/testutil"
 	"netdisk/web/browsertest"
@@ -489,5 +490,56 @@ func TestBrowserProof(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !bytes.Equal(got, data) {
 		t.Fatalf("carol's file: %d, equal %v", resp.StatusCode, bytes.Equal(got, data))
+	}
+}
+
+// TestBrowserKeyboard: the listing works without a mouse: arrows move
+// between rows, Enter opens a folder, Backspace goes back up, Space selects,
+// F2 renames.
+func TestBrowserKeyboard(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Chromium(t))
+	d := testutil.StartDaemon(t)
+	for _, dir := range []string{"/alpha", "/beta", "/alpha/inner"} {
+		resp, err := d.Do(context.Background(), "MKCOL", "/dav"+dir, "admin", d.AdminPass, nil, nil)
+		if err != nil || resp.StatusCode != 201 {
+			t.Fatalf("MKCOL %s: %v %v", dir, err, resp)
+		}
+		resp.Body.Close()
+	}
+	b.SignIn(t, d.URL, "admin", d.AdminPass)
+	var focused, current string
+	b.Run(t, "arrows and Enter", 20*time.Second,
+		chromedp.WaitVisible(`tr[data-path="/beta"]`, chromedp.ByQuery),
+		chromedp.KeyEvent(kb.ArrowDown),
+		chromedp.KeyEvent(kb.ArrowDown),
+		chromedp.Evaluate(`document.activeElement.dataset.path`, &focused),
+	)
+	if focused != "/beta" {
+		t.Fatalf("two ArrowDowns focus %q, want /beta", focused)
+	}
+	b.Run(t, "up and Enter", 20*time.Second,
+		chromedp.KeyEvent(kb.ArrowUp),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(`tr[data-path="/alpha/inner"]`, chromedp.ByQuery),
+		chromedp.Text(`#crumbs button[aria-current="page"]`, &current, chromedp.ByQuery),
+	)
+	if current != "alpha" {
+		t.Fatalf("Enter on /alpha shows %q", current)
+	}
+	var selected int
+	b.Run(t, "Backspace, Space, F2", 20*time.Second,
+		chromedp.KeyEvent(kb.Backspace),
+		chromedp.WaitVisible(`tr[data-path="/beta"]`, chromedp.ByQuery),
+		chromedp.KeyEvent(kb.ArrowDown),
+		chromedp.KeyEvent(" "),
+		chromedp.Evaluate(`document.querySelectorAll('tr.sel').length`, &selected),
+		chromedp.KeyEvent(kb.F2),
+		chromedp.WaitVisible("#dlg-input", chromedp.ByQuery),
+		chromedp.SetValue("#dlg-input", "gamma", chromedp.ByQuery),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(`tr[data-path="/gamma"]`, chromedp.ByQuery),
+	)
+	if selected != 1 {
+		t.Fatalf("Space selected %d rows, want 1", selected)
 	}
 }
