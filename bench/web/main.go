@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,7 +127,24 @@ func run() error {
 		}
 		return d, row, err
 	}
+	baseRSS := chromiumRSS()
+	peak := make(chan int64)
+	stopSampling := make(chan struct{})
+	go func() { // Chromium's memory while the page uploads: it should stay at a few chunks
+		var max int64
+		for {
+			select {
+			case <-stopSampling:
+				peak <- max
+				return
+			case <-time.After(100 * time.Millisecond):
+				max = maxInt(max, chromiumRSS())
+			}
+		}
+	}()
 	dWeb, row, err := upload(file, "/big.bin")
+	close(stopSampling)
+	peakRSS := <-peak
 	if err != nil {
 		return err
 	}
@@ -147,11 +165,66 @@ func run() error {
 	report("instant re-upload, web page", dWebAgain, int64(size))
 	report("instant re-upload, push", dPushAgain, int64(size))
 	fmt.Printf("\nweb page / push: %.2fx the time; instant re-upload = hashing the file (no bytes sent)\n", dWeb.Seconds()/dPush.Seconds())
+	fmt.Printf("Chromium memory (PSS of all its processes): %s before the upload, %s at most during it\n",
+		humanize.IBytes(uint64(baseRSS)), humanize.IBytes(uint64(peakRSS)))
 	return nil
 }
 
 func report(what string, d time.Duration, bytes int64) {
 	fmt.Printf("%-30s %10v  %s/s\n", what, d.Round(time.Millisecond), humanize.IBytes(uint64(float64(bytes)/d.Seconds())))
+}
+
+func maxInt(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// chromiumRSS sums the resident memory (PSS) of this process's descendants
+// (the browser and its renderer, GPU, network and utility processes).
+func chromiumRSS() int64 {
+	ents, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	rss := map[int]int64{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) >= 2 && f[0] == "PPid:":
+				parent[pid], _ = strconv.Atoi(f[1])
+			}
+		}
+		// Pss (proportional set size) shares pages among the processes
+		// mapping them, so the sum does not count shared libraries N times.
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "smaps_rollup")); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+					kb, _ := strconv.ParseInt(f[1], 10, 64)
+					rss[pid] = kb << 10
+				}
+			}
+		}
+	}
+	self := os.Getpid()
+	var sum int64
+	for pid, r := range rss {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == self {
+				sum += r
+				break
+			}
+		}
+	}
+	return sum
 }
 
 // startDaemon runs a daemon in this process on a free loopback port.
