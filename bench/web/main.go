@@ -42,6 +42,7 @@ const adminPass = "bench-admin"
 func run() error {
 	sizeFlag := flag.String("size", "1GiB", "file size")
 	csFlag := flag.String("chunk-size", "4MiB", "server chunk size")
+	withPush := flag.Bool("push", true, "also measure netdisk push (false: the page only, e.g. for -size 10GiB)")
 	flag.Parse()
 	size, err := humanize.ParseBytes(*sizeFlag)
 	if err != nil {
@@ -80,26 +81,12 @@ func run() error {
 	}
 
 	// netdisk push, to its own daemon.
-	cliURL, stop, err := startDaemon(ctx, filepath.Join(dir, "cli"), int64(cs))
-	if err != nil {
-		return err
+	var dPush, dPushAgain time.Duration
+	if *withPush {
+		if dPush, dPushAgain, err = pushBoth(ctx, dir, bin, file, copyFile, int64(cs)); err != nil {
+			return err
+		}
 	}
-	push := func(local, remote string) (time.Duration, error) {
-		cmd := exec.Command(bin, "push", "--server", cliURL, "--user", "admin", "--password", adminPass, local, remote)
-		cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-		start := time.Now()
-		err := cmd.Run()
-		return time.Since(start), err
-	}
-	dPush, err := push(file, "/big.bin")
-	if err != nil {
-		return fmt.Errorf("netdisk push: %w", err)
-	}
-	dPushAgain, err := push(copyFile, "/big-copy.bin")
-	if err != nil {
-		return fmt.Errorf("netdisk push again: %w", err)
-	}
-	stop()
 
 	// The page in headless Chromium, to a fresh daemon.
 	webURL, stop, err := startDaemon(ctx, filepath.Join(dir, "web"), int64(cs))
@@ -161,13 +148,43 @@ func run() error {
 
 	fmt.Println()
 	report("upload, web page (Chromium)", dWeb, int64(size))
-	report("upload, netdisk push", dPush, int64(size))
+	if *withPush {
+		report("upload, netdisk push", dPush, int64(size))
+	}
 	report("instant re-upload, web page", dWebAgain, int64(size))
-	report("instant re-upload, push", dPushAgain, int64(size))
-	fmt.Printf("\nweb page / push: %.2fx the time; instant re-upload = hashing the file (no bytes sent)\n", dWeb.Seconds()/dPush.Seconds())
+	if *withPush {
+		report("instant re-upload, push", dPushAgain, int64(size))
+		fmt.Printf("\nweb page / push: %.2fx the time; instant re-upload = hashing the file (no bytes sent)\n", dWeb.Seconds()/dPush.Seconds())
+	}
 	fmt.Printf("Chromium memory (PSS of all its processes): %s before the upload, %s at most during it\n",
 		humanize.IBytes(uint64(baseRSS)), humanize.IBytes(uint64(peakRSS)))
 	return nil
+}
+
+// pushBoth times `netdisk push` of file, then of its copy (instant), to a
+// daemon of its own.
+func pushBoth(ctx context.Context, dir, bin, file, copyFile string, cs int64) (time.Duration, time.Duration, error) {
+	cliURL, stop, err := startDaemon(ctx, filepath.Join(dir, "cli"), cs)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop()
+	push := func(local, remote string) (time.Duration, error) {
+		cmd := exec.CommandContext(ctx, bin, "push", "--server", cliURL, "--user", "admin", "--password", adminPass, local, remote)
+		cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+		start := time.Now()
+		err := cmd.Run()
+		return time.Since(start), err
+	}
+	d1, err := push(file, "/big.bin")
+	if err != nil {
+		return 0, 0, fmt.Errorf("netdisk push: %w", err)
+	}
+	d2, err := push(copyFile, "/big-copy.bin")
+	if err != nil {
+		return 0, 0, fmt.Errorf("netdisk push again: %w", err)
+	}
+	return d1, d2, nil
 }
 
 func report(what string, d time.Duration, bytes int64) {
