@@ -125,8 +125,21 @@ func Launch(dir, chromium string, logf func(string, ...any)) (b *Browser, close 
 func (b *Browser) Run(t testing.TB, what string, timeout time.Duration, actions ...chromedp.Action) {
 	t.Helper()
 	if err := b.Do(timeout, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		t.Fatalf("%s: %v\npage: %s", what, err, b.describe())
 	}
+}
+
+// describe says what the page shows, for a failure message.
+func (b *Browser) describe() string {
+	var s string
+	err := b.Do(5*time.Second, chromedp.Evaluate(`JSON.stringify({
+		signin: !document.getElementById('signin').hidden, signinError: document.getElementById('signin-error').textContent,
+		uploads: [...document.querySelectorAll('li.up')].map(r => r.dataset.path + ' ' + r.dataset.state + ': ' + r.querySelector('.up-meta').textContent),
+		dialog: !!document.querySelector('dialog[open]'), toast: document.getElementById('toast').textContent})`, &s))
+	if err != nil {
+		return "(cannot read the page: " + err.Error() + ")"
+	}
+	return s
 }
 
 // Do runs actions with a deadline.

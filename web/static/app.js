@@ -313,6 +313,7 @@ async function preview(n, t) {
     const pre = document.createElement('pre');
     pre.textContent = 'Loading…';
     body.appendChild(pre);
+    dlg.showModal();
     try {
       const r = await fetch('/dav' + enc(n.path), { headers: { Range: 'bytes=0-' + (TEXT_PREVIEW_MAX - 1), 'X-Netdisk-Web': '1' } });
       if (!r.ok) throw new Error('HTTP ' + r.status);
@@ -323,7 +324,7 @@ async function preview(n, t) {
       pre.textContent = 'Cannot load the preview: ' + e.message;
     }
   }
-  dlg.showModal();
+  if (!dlg.open) dlg.showModal();
 }
 
 // ---------- dialogs ----------
@@ -401,8 +402,14 @@ function move() {
     onOk: async (dest) => {
       if (!dest.startsWith('/')) dest = '/' + dest;
       dest = dest.replace(/\/+$/, '') || '/';
+      for (const n of nodes) {
+        if (dest === n.path || dest.startsWith(n.path + '/')) throw new Error(`“${n.name}” cannot move into itself.`);
+      }
       if (dest !== '/') await api('POST', '/api/v1/fs/mkdir', { path: dest, parents: true });
-      for (const n of nodes) await api('POST', '/api/v1/fs/move', { from: n.path, to: join(dest, n.name) });
+      for (const n of nodes) {
+        if (parent(n.path) === dest) continue; // already there
+        await api('POST', '/api/v1/fs/move', { from: n.path, to: join(dest, n.name) });
+      }
       await refresh();
       toast(nodes.length === 1 ? 'Moved' : `Moved ${nodes.length} items`);
     } });
@@ -417,7 +424,8 @@ function remove() {
   const ul = document.createElement('ul');
   for (const n of nodes.slice(0, 8)) { const li = document.createElement('li'); li.textContent = n.name; ul.appendChild(li); }
   if (nodes.length > 8) { const li = document.createElement('li'); li.textContent = `and ${nodes.length - 8} more`; ul.appendChild(li); }
-  body.append(ul, p);
+  if (nodes.length > 1) body.append(ul);
+  body.append(p);
   dialog({ title: nodes.length === 1 ? `Delete “${nodes[0].name}”?` : `Delete ${nodes.length} items?`, ok: 'Delete', danger: true, body,
     onOk: async () => {
       for (const n of nodes) await api('DELETE', '/api/v1/fs?path=' + encodeURIComponent(n.path) + '&recursive=true');
@@ -436,17 +444,14 @@ export async function refreshQuota() {
     const fin = q.finished, up = q.uploading;
     const bar = document.querySelector('.quota-bar');
     if (total > 0) {
+      bar.hidden = false;
       document.querySelector('.q-fin').style.width = Math.min(100, fin / total * 100) + '%';
       document.querySelector('.q-up').style.width = Math.min(100 - Math.min(100, fin / total * 100), up / total * 100) + '%';
       bar.setAttribute('aria-valuenow', Math.round((fin + up) / total * 100));
       $('quota-text').textContent = `${fmtBytes(fin)} of ${fmtBytes(total)} used` + (up ? ` · ${fmtBytes(up)} uploading` : '') + ` · ${fmtBytes(Math.max(0, q.free))} free`;
     } else {
-      // No limit: the bar shows the split between stored and in-flight bytes
-      // over a fixed half, so it never looks full.
-      const all = fin + up;
-      document.querySelector('.q-fin').style.width = all ? (fin / all * 50) + '%' : '0';
-      document.querySelector('.q-up').style.width = all ? (up / all * 50) + '%' : '0';
-      bar.removeAttribute('aria-valuenow');
+      // No limit: a bar would only look full or empty; the text says it all.
+      bar.hidden = true;
       $('quota-text').textContent = `${fmtBytes(fin)} used` + (up ? ` · ${fmtBytes(up)} uploading` : '') + ' · no limit';
     }
   } catch (_) { /* the bar keeps its last figures */ }
@@ -567,14 +572,18 @@ function wire() {
   $('pick-files').onchange = (e) => { enqueue([...e.target.files].map(f => ({ file: f, rel: f.name }))); e.target.value = ''; };
   $('pick-dir').onchange = (e) => { enqueue([...e.target.files].map(f => ({ file: f, rel: f.webkitRelativePath || f.name }))); e.target.value = ''; };
   $('preview-close').onclick = () => $('preview').close();
-  $('preview').addEventListener('close', () => { $('preview-body').textContent = ''; });
   window.addEventListener('hashchange', () => {
     const p = decodeURIComponent(location.hash.slice(1) || '/');
     if (state.user && p !== state.cwd) go(p);
   });
   setupDrop();
   setupKeys();
-  uploads.onFinished = () => { refresh(); refreshQuota(); };
+  // Many files finishing together refresh the listing once.
+  let refreshTimer = 0;
+  uploads.onFinished = () => {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(() => { refresh(); refreshQuota(); }, 150);
+  };
   uploads.onStarted = () => refreshQuota();
   uploads.onSignedOut = () => { if (state.user) sessionEnded(); };
 }

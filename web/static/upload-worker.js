@@ -136,8 +136,14 @@ class Upload {
       if (fresh && this.uploadId) {
         await call('DELETE', '/api/v1/file/session?uploadId=' + encodeURIComponent(this.uploadId)).catch(() => {});
       }
-      const init = await this.retry(() => call('POST', '/api/v1/file/init', { path: this.path, size }, this.ctl.signal));
+      // init is not aborted by Cancel: a session the server opened must be
+      // known to be abandoned (and its reservation released) below.
+      const init = await this.retry(() => call('POST', '/api/v1/file/init', { path: this.path, size }));
       this.uploadId = init.uploadId;
+      if (this.cancelled) {
+        await call('DELETE', '/api/v1/file/session?uploadId=' + encodeURIComponent(this.uploadId)).catch(() => {});
+        throw new DOMException('cancelled', 'AbortError');
+      }
       this.chunkSize = init.chunkSize;
       this.c = { totalChunks: init.totalChunks, hashed: 0, pending: 0, inFlight: 0, completed: 0, failed: 0, cancelled: 0 };
       this.allChunksHashed = false;

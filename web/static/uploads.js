@@ -99,6 +99,11 @@ class Row {
       b.textContent = 'instant';
       this.meta.prepend(b, ' ');
     }
+    // Buttons are rebuilt only when the state changes: progress messages
+    // arrive many times a second, and a button replaced under the pointer
+    // would swallow the click.
+    if (this.btnState === this.state) return;
+    this.btnState = this.state;
     this.btns.textContent = '';
     if (this.state === 'running') this.button('Pause', '❚❚', () => panel.post({ type: 'pause', id: this.id }));
     if (this.state === 'paused') this.button('Resume', '▶', () => panel.post({ type: 'resume', id: this.id }));
