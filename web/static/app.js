@@ -83,7 +83,7 @@ export function toast(msg, isErr) {
   t.classList.toggle('err', !!isErr);
   t.hidden = false;
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { t.hidden = true; }, isErr ? 6000 : 3000);
+  toastTimer = setTimeout(() => { t.hidden = true; }, isErr ? 6000 : 2200);
 }
 
 // ---------- sign-in ----------
