@@ -364,28 +364,33 @@ func TestBrowserOverQuota(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	// The session ends (sign-out elsewhere): the next call says so and the
-	// page offers the sign-in form.
+	// The session ends (signed out behind the page's back, as an expiry or
+	// a daemon restart would): an upload started then says so, the page
+	// returns to the sign-in form, and after signing in the upload resumes.
+	small := writeFile(t, t.TempDir(), "small.txt", []byte(strings.Repeat("fits in the quota\n", 500)))
 	var status int
 	b.Run(t, "sign out behind the page's back", 20*time.Second, chromedp.Evaluate(
 		`fetch('/web/session').then(r => r.json()).then(s => fetch('/web/logout', {method: 'POST', headers: {'X-CSRF-Token': s.csrf}})).then(r => r.status)`, &status, awaitPromise))
 	if status != 204 {
 		t.Fatalf("sign-out behind the page's back: %d", status)
 	}
-	b.Run(t, "retry after the session ended", 30*time.Second,
-		chromedp.Click(`li.up[data-path="/big.iso"] .up-retry`, chromedp.ByQuery),
+	b.Run(t, "upload after the session ended", 30*time.Second,
+		chromedp.SetUploadFiles("#pick-files", []string{small}, chromedp.ByQuery),
 		chromedp.WaitVisible("#signin-error", chromedp.ByQuery),
 		chromedp.Poll(`document.getElementById('signin-error').textContent.includes('session has ended')`, nil),
 	)
-	// Signing in again resumes the upload stopped by the session's end (here
-	// it fails again, for the quota: the same clear message).
+	if row := b.WaitUpload(t, "/small.txt", 30*time.Second, "error", "done"); row.State != "error" || !strings.Contains(row.Text, "Signed out") {
+		t.Fatalf("upload without a session: %+v", row)
+	}
 	b.Run(t, "sign in again", 30*time.Second,
 		chromedp.SetValue("#signin-name", "bob", chromedp.ByQuery),
 		chromedp.SetValue("#signin-pass", "bob-password", chromedp.ByQuery),
 		chromedp.Click("#signin-submit", chromedp.ByQuery),
 		chromedp.WaitVisible("#app", chromedp.ByQuery),
-		chromedp.Poll(`document.querySelector('li.up[data-path="/big.iso"]').dataset.state === 'error' && document.querySelector('li.up[data-path="/big.iso"] .up-meta').textContent.includes('Not enough space')`, nil),
 	)
+	if row := b.WaitUpload(t, "/small.txt", 30*time.Second, "done"); row.Sent != 9000 {
+		t.Fatalf("upload resumed after sign-in: %+v", row)
+	}
 }
 
 // TestBrowserPauseCancel: Pause stops new chunk work until Resume; Cancel

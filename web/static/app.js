@@ -95,7 +95,14 @@ function showSignin(msg) {
   $('signin-name').focus();
 }
 
-function sessionEnded() {
+// sessionEnded is called on a 401. It asks the server first: the 401 may be
+// stale, answered to a request sent before a new sign-in.
+async function sessionEnded() {
+  try {
+    const r = await fetch('/web/session', { credentials: 'same-origin' });
+    if (r.ok) return;
+  } catch (_) { /* unreachable: treat as ended */ }
+  if (!state.user) return;
   showSignin('Your session has ended: sign in again. Unfinished uploads resume after you sign in.');
 }
 
