@@ -414,9 +414,10 @@ func TestBrowserPauseCancel(t *testing.T) {
 	)
 	p.Release()
 	// The requests already in flight finish (N = 3 at most); no new one starts.
-	p.WaitChunksOK(t, 5, 30*time.Second)
-	if row := b.UploadState(t, "/video.mkv"); row.State != "paused" || row.Sent > 5*chunk {
-		t.Fatalf("paused upload: %+v", row)
+	b.Run(t, "in-flight chunks finish", 30*time.Second, chromedp.Poll(
+		`(() => { const r = document.querySelector('li.up[data-path="/video.mkv"]'); return r.dataset.state === 'paused' && r.dataset.inflight === '0'; })()`, nil))
+	if row := b.UploadState(t, "/video.mkv"); row.State != "paused" || row.Sent > 5*chunk || row.Sent != p.Bytes() {
+		t.Fatalf("paused upload: %+v, the daemon has %d bytes", row, p.Bytes())
 	}
 	b.Run(t, "resume", 20*time.Second, chromedp.Click(`li.up[data-path="/video.mkv"] .up-resume`, chromedp.ByQuery))
 	if row := b.WaitUpload(t, "/video.mkv", 60*time.Second, "done", "error"); row.State != "done" || row.Sent != int64(len(data)) {

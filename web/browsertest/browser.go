@@ -113,8 +113,21 @@ func Launch(dir, chromium string, logf func(string, ...any)) (b *Browser, close 
 	}
 	chromedp.ListenBrowser(ctx, onEvent)
 	chromedp.ListenTarget(ctx, onEvent)
-	if err := chromedp.Run(ctx, browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).
-		WithDownloadPath(b.Downloads).WithEventsEnabled(true)); err != nil {
+	// The first Run starts the browser, whose lifetime is that Run's
+	// context: it must be ctx itself, not one with a deadline. A Chromium
+	// that does not start within a minute is closed instead of hanging.
+	started := make(chan error, 1)
+	go func() {
+		started <- chromedp.Run(ctx, browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).
+			WithDownloadPath(b.Downloads).WithEventsEnabled(true))
+	}()
+	select {
+	case err = <-started:
+	case <-time.After(time.Minute):
+		close()
+		err = fmt.Errorf("chromium did not start within a minute: %w", <-started)
+	}
+	if err != nil {
 		close()
 		return nil, nil, err
 	}

@@ -64,6 +64,7 @@ class Row {
     el.dataset.sent = this.sent;
     el.dataset.resumed = this.resumed;
     el.dataset.retries = this.retries;
+    el.dataset.inflight = this.inflight || 0;
     el.dataset.instant = this.instant ? '1' : '';
     const size = this.size || 1;
     this.hashBar.firstChild.style.width = (this.state === 'done' ? 100 : Math.min(100, this.hashed / size * 100)) + '%';
@@ -226,6 +227,7 @@ class Panel {
         break;
       }
       case 'event':
+        if (m.counters) row.inflight = m.counters.inFlight;
         if (m.kind === 'ChunkRetry') { row.retries++; row.retriesNote = `retrying (${m.attempt}): ${m.error}`; }
         if (m.kind === 'ChunkDone') row.retriesNote = '';
         break;
