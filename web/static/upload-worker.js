@@ -7,9 +7,9 @@
 // (instant upload, cancelling in-flight work), and merges only after
 // QueueDrained. Several files run in parallel within a global limit.
 //
-// Memory: a chunk is read with File.slice when it is hashed and read again
-// when it is sent, so at most one chunk being hashed and N being sent are held
-// per file, whatever the file's size.
+// Memory: a chunk is read with File.slice when it is hashed (one at a time)
+// and sent as a File slice (a Blob the browser streams from the file), so the
+// worker holds one chunk per file, whatever the file's size.
 /* global SparkMD5 */
 importScripts('/static/vendor/spark-md5.min.js');
 
@@ -53,7 +53,7 @@ function describe(e) {
 
 async function call(method, url, body, signal) {
   const opt = { method, signal, credentials: 'same-origin', headers: { 'X-CSRF-Token': csrf, 'X-Netdisk-Web': '1' } };
-  if (body instanceof ArrayBuffer) {
+  if (body instanceof ArrayBuffer || body instanceof Blob) {
     opt.body = body;
     opt.headers['Content-Type'] = 'application/octet-stream';
   } else if (body !== undefined) {
@@ -287,18 +287,21 @@ class Upload {
     const r = await call('POST', '/api/v1/file/patchHash', { uploadId: this.uploadId, index: i, hash }, signal);
     const len = Math.min(this.chunkSize, this.file.size - i * this.chunkSize);
     if (r.exists && !r.challenge) { this.skippedBytes += len; return 'exists'; }
-    let buf = null;
     if (r.exists && r.challenge) {
-      buf = await this.readChunk(i);
-      const p = await proof(r.challenge.nonce, r.challenge.ranges, async (off, n) => buf.slice(off, off + n));
+      const base = i * this.chunkSize;
+      const p = await proof(r.challenge.nonce, r.challenge.ranges, (off, n) => this.file.slice(base + off, base + off + n).arrayBuffer());
       if (p) {
         const pr = await call('POST', '/api/v1/file/prove', { uploadId: this.uploadId, index: i, nonce: r.challenge.nonce, proof: p }, signal);
         if (pr.ok) { this.skippedBytes += len; return 'proved'; }
       }
     }
-    if (!buf) buf = await this.readChunk(i);
-    await call('PUT', '/api/v1/file/uploadChunk?uploadId=' + encodeURIComponent(this.uploadId) + '&index=' + i + '&hash=' + hash, buf, signal);
-    this.sentBytes += buf.byteLength;
+    // The body is the File slice itself: the browser streams it from the
+    // file without a copy in this worker's heap. Should the file have changed
+    // since it was hashed, the server's own hash check refuses the chunk.
+    const off = i * this.chunkSize;
+    const body = this.file.slice(off, off + len);
+    await call('PUT', '/api/v1/file/uploadChunk?uploadId=' + encodeURIComponent(this.uploadId) + '&index=' + i + '&hash=' + hash, body, signal);
+    this.sentBytes += len;
     return 'uploaded';
   }
 
