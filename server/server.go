@@ -172,8 +172,9 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 	}
 }
 
-// authenticate checks the request's Basic credentials, answering the request
-// itself (401, 429, 503) when they do not make a user.
+// authenticate checks the request's Basic credentials (or, without them, the
+// web page's session cookie: web.go), answering the request itself (401, 403,
+// 429, 503) when they do not make a user.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unauthorized) (meta.User, bool) {
 	if u, ok, handled := s.cookieUser(w, r); handled {
 		return u, ok

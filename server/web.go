@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"netdisk/meta"
 	"netdisk/web"
@@ -42,7 +43,7 @@ func (s *Server) Web() *web.Handler { return s.web }
 // credentials and carries one. handled is false when the cookie does not
 // apply (then Basic auth decides, as before).
 func (s *Server) cookieUser(w http.ResponseWriter, r *http.Request) (u meta.User, ok, handled bool) {
-	if s.web == nil {
+	if s.web == nil || !cookieRoute(r.URL.Path) {
 		return meta.User{}, false, false
 	}
 	if _, _, basic := r.BasicAuth(); basic {
@@ -65,7 +66,13 @@ func (s *Server) cookieUser(w http.ResponseWriter, r *http.Request) (u meta.User
 	return u, ok, true
 }
 
-func isDAV(p string) bool { return p == "/dav" || len(p) >= 5 && p[:5] == "/dav/" }
+// cookieRoute: the page needs the API, downloads and the zip stream; the
+// rest (/metrics) keeps Basic credentials only.
+func cookieRoute(p string) bool {
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/web/") || isDAV(p)
+}
+
+func isDAV(p string) bool { return p == "/dav" || strings.HasPrefix(p, "/dav/") }
 
 func codeOf(status int) string {
 	switch status {
