@@ -147,35 +147,6 @@ func ReadJSON(r *http.Request, v any) error {
 	return nil
 }
 
-// Status maps an error kind to an HTTP status.
-func Status(err error) int {
-	switch errs.KindOf(err) {
-	case errs.NotFound:
-		return http.StatusNotFound
-	case errs.Exists, errs.IsDir, errs.NotDir, errs.NoParent, errs.Conflict, errs.NotEmpty:
-		return http.StatusConflict
-	case errs.Invalid:
-		return http.StatusBadRequest
-	case errs.Permission:
-		return http.StatusForbidden
-	case errs.Quota, errs.NoSpace:
-		return http.StatusInsufficientStorage
-	case errs.Unauthenticated:
-		return http.StatusUnauthorized
-	case errs.Unavailable:
-		return http.StatusServiceUnavailable
-	case errs.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case errs.Mismatch:
-		return http.StatusUnprocessableEntity
-	case errs.Locked:
-		return http.StatusLocked
-	case errs.Precondition:
-		return http.StatusPreconditionFailed
-	case errs.Canceled:
-		return errs.StatusClientClosed
-	case errs.Throttled, errs.TooMany:
-		return http.StatusTooManyRequests
-	}
-	return http.StatusInternalServerError
-}
+// Status maps an error kind to an HTTP status: errs.HTTPStatus, the table
+// both HTTP edges share.
+func Status(err error) int { return errs.HTTPStatus(errs.KindOf(err)) }

@@ -54,12 +54,7 @@ func (a *API) setAttr(w http.ResponseWriter, r *http.Request, u meta.User) {
 			return
 		}
 	}
-	n, err := a.D.Stat(ctx, u.ID, req.Path)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, NodeOf(n))
+	a.writeNode(w, r, u, req.Path, http.StatusOK)
 }
 
 // fileChunks answers GET /api/v1/fs/chunks?path=P with the current version's

@@ -66,12 +66,7 @@ func (a *API) fsStat(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	n, err := a.D.Stat(r.Context(), u.ID, p)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, NodeOf(n))
+	a.writeNode(w, r, u, p, http.StatusOK)
 }
 
 func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -118,12 +113,7 @@ func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	n, err := a.D.Stat(ctx, u.ID, req.Path)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, status, NodeOf(n))
+	a.writeNode(w, r, u, req.Path, status)
 }
 
 func (a *API) fsMove(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -155,12 +145,18 @@ func (a *API) moveOrCopy(w http.ResponseWriter, r *http.Request, u meta.User, co
 		a.WriteError(w, r, err)
 		return
 	}
-	n, err := a.D.Stat(ctx, u.ID, req.To)
+	a.writeNode(w, r, u, req.To, http.StatusOK)
+}
+
+// writeNode answers with the node at p as it stands now: what a handler that
+// changed or looked up p returns, or p's error if it is gone.
+func (a *API) writeNode(w http.ResponseWriter, r *http.Request, u meta.User, p string, status int) {
+	n, err := a.D.Stat(r.Context(), u.ID, p)
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, NodeOf(n))
+	WriteJSON(w, status, NodeOf(n))
 }
 
 // fsDelete removes a file, an empty directory, or with recursive=true a

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -36,35 +35,15 @@ func (x *tester) quota(user string) quotaBody {
 	return q
 }
 
-// raw sends a request and returns its status and body; size < 0 sends the
-// body chunked (no Content-Length).
+// raw sends a request as user and returns its status and body; size < 0
+// sends the body chunked (no Content-Length), otherwise its length is sent.
 func (x *tester) raw(user, method, path string, body []byte, size int64, hdr map[string]string) (int, string) {
 	x.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-		if size < 0 {
-			rd = io.MultiReader(rd) // hides the length: sent chunked
-		}
+	if size >= 0 {
+		size = int64(len(body))
 	}
-	req, err := http.NewRequest(method, x.d.URL+path, rd)
-	if err != nil {
-		x.t.Fatal(err)
-	}
-	if body != nil && size < 0 {
-		req.ContentLength = -1
-	}
-	req.SetBasicAuth(user, pass(user, x.d))
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		x.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	resp, b := x.send(user, pass(user, x.d), method, path, body, size, hdr)
+	return resp.StatusCode, b
 }
 
 func (x *tester) wantQuota(user string, want quotaBody) {

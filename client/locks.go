@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"netdisk/apitype"
+	"netdisk/internal/tick"
 	"strings"
 	"time"
 
@@ -153,19 +154,12 @@ func (c *Client) KeepLock(op, resource, node string, lease time.Duration) (lost 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := c.Heartbeat(ctx, op, resource, node); StatusOf(err) == http.StatusConflict {
-					close(l)
-					return
-				}
+		tick.Every(ctx, every, func(ctx context.Context) {
+			if _, err := c.Heartbeat(ctx, op, resource, node); StatusOf(err) == http.StatusConflict {
+				close(l)
+				cancel() // the lock is gone: no more heartbeats
 			}
-		}
+		})
 	}()
 	return l, func() { cancel(); <-done }
 }

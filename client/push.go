@@ -129,6 +129,19 @@ func isEmptyDir(p string) (bool, error) {
 	return false, err
 }
 
+// serialized returns fn with its calls made one at a time (the chunk
+// workers report concurrently), or a no-op when fn is nil.
+func serialized(fn func(PushEvent)) func(PushEvent) {
+	var mu sync.Mutex
+	return func(e PushEvent) {
+		if fn != nil {
+			mu.Lock()
+			fn(e)
+			mu.Unlock()
+		}
+	}
+}
+
 // Push sends a file or a whole directory (see PushPlan). Small files are
 // checked by hash and, unless the server holds them (instant), sent in one
 // request, N at a time; larger ones go through the seed-000 pipeline, one
@@ -154,14 +167,7 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 	if o.SmallFileLimit == 0 {
 		o.SmallFileLimit = info.SmallFileLimit
 	}
-	var mu sync.Mutex
-	emit := func(e PushEvent) {
-		if o.OnEvent != nil {
-			mu.Lock()
-			o.OnEvent(e)
-			mu.Unlock()
-		}
-	}
+	emit := serialized(o.OnEvent)
 	var res PushResult
 	var errsMu sync.Mutex
 	var errList []error
@@ -331,14 +337,7 @@ func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, rem
 		o.Concurrency = 3
 	}
 	f := PushFile{Remote: remote, Size: size}
-	var mu sync.Mutex
-	emit := func(e PushEvent) {
-		if o.OnEvent != nil {
-			mu.Lock()
-			o.OnEvent(e)
-			mu.Unlock()
-		}
-	}
+	emit := serialized(o.OnEvent)
 	if o.SmallFileLimit > 0 && size < o.SmallFileLimit {
 		// One request, without asking by hash first: the caller chose the
 		// limit for that (the mount keeps it low). Retried all the same.

@@ -128,37 +128,15 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err
 	}
 }
 
-// Status maps an error kind to a WebDAV status (RFC 4918 where it says).
+// Status maps an error kind to a WebDAV status: the API's (errs.HTTPStatus)
+// but where RFC 4918 asks otherwise.
 func Status(err error) int {
-	switch errs.KindOf(err) {
-	case errs.NotFound:
-		return http.StatusNotFound
-	case errs.NoParent, errs.NotDir, errs.Conflict, errs.NotEmpty:
-		return http.StatusConflict
+	switch k := errs.KindOf(err); k {
 	case errs.IsDir, errs.Exists:
+		// A file method on a collection, or MKCOL on an existing
+		// resource (RFC 4918 §9.3.1), is 405 Method Not Allowed.
 		return http.StatusMethodNotAllowed
-	case errs.Invalid:
-		return http.StatusBadRequest
-	case errs.Permission:
-		return http.StatusForbidden
-	case errs.Quota, errs.NoSpace:
-		return http.StatusInsufficientStorage
-	case errs.Unauthenticated:
-		return http.StatusUnauthorized
-	case errs.Unavailable:
-		return http.StatusServiceUnavailable
-	case errs.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case errs.Mismatch:
-		return http.StatusUnprocessableEntity
-	case errs.Locked:
-		return http.StatusLocked
-	case errs.Precondition:
-		return http.StatusPreconditionFailed
-	case errs.Canceled:
-		return errs.StatusClientClosed
-	case errs.Throttled:
-		return http.StatusTooManyRequests
+	default:
+		return errs.HTTPStatus(k)
 	}
-	return http.StatusInternalServerError
 }

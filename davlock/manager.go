@@ -176,32 +176,40 @@ func (m *Manager) Create(uid int64, l Lock) (Lock, error) {
 // Refresh restarts the timeout of the lock named by token, which must
 // include name in its scope (RFC 4918 §9.10.2). Kind Precondition otherwise.
 func (m *Manager) Refresh(uid int64, token, name string, timeout time.Duration) (Lock, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t := m.table(uid)
-	defer m.gc(uid)
-	l, ok := t[token]
-	if !ok || !l.covers(name) {
+	var out Lock
+	if !m.onLock(uid, token, name, func(_ map[string]*Lock, l *Lock) {
+		l.Timeout = ClampTimeout(timeout)
+		l.Expires = m.now().Add(l.Timeout)
+		out = *l
+	}) {
 		return Lock{}, errs.E("davlock.Refresh", errs.Precondition, name, fmt.Errorf("no lock %s on this resource", token))
 	}
-	l.Timeout = ClampTimeout(timeout)
-	l.Expires = m.now().Add(l.Timeout)
-	return *l, nil
+	return out, nil
 }
 
 // Unlock removes the lock named by token; name must be within its scope.
 // Kind Conflict otherwise (RFC 4918 §9.11.1: 409).
 func (m *Manager) Unlock(uid int64, token, name string) error {
+	if !m.onLock(uid, token, name, func(t map[string]*Lock, _ *Lock) { delete(t, token) }) {
+		return errs.E("davlock.Unlock", errs.Conflict, name, fmt.Errorf("no lock %s on this resource", token))
+	}
+	return nil
+}
+
+// onLock runs fn, under the manager's mutex, on uid's live lock named by
+// token if its scope includes name, with uid's table; it reports whether
+// there was such a lock.
+func (m *Manager) onLock(uid int64, token, name string, fn func(t map[string]*Lock, l *Lock)) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.table(uid)
 	defer m.gc(uid)
 	l, ok := t[token]
 	if !ok || !l.covers(name) {
-		return errs.E("davlock.Unlock", errs.Conflict, name, fmt.Errorf("no lock %s on this resource", token))
+		return false
 	}
-	delete(t, token)
-	return nil
+	fn(t, l)
+	return true
 }
 
 // Holds reports whether token is a live lock of uid whose scope includes name.

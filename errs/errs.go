@@ -11,8 +11,9 @@ import (
 )
 
 // Kind classifies an error for translation at the edge. Each comment names
-// the HTTP status of the JSON API (api.Status) and the errno of the FUSE
-// mount (mount.Errno); WebDAV (dav.Status) differs where RFC 4918 says so.
+// the HTTP status of the JSON API (HTTPStatus, api.Status) and the errno of
+// the FUSE mount (mount.Errno); WebDAV (dav.Status) differs where RFC 4918
+// says so.
 type Kind int
 
 const (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -111,5 +112,16 @@ func TestCodesRoundTrip(t *testing.T) {
 	}
 	if c := Code(E("server.auth", Throttled, "", nil)); c != "throttled" {
 		t.Errorf("throttled code %q", c)
+	}
+}
+
+// TestHTTPStatusEveryKind: every kind but Other has a status of its own, so a
+// kind added without a row shows up here rather than as a 500 at the edge.
+func TestHTTPStatusEveryKind(t *testing.T) {
+	for k := Kind(0); int(k) < len(kindCodes); k++ {
+		got := HTTPStatus(k)
+		if (got == http.StatusInternalServerError) != (k == Other) {
+			t.Errorf("HTTPStatus(%v) = %d", k, got)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"log/slog"
+	"netdisk/internal/tick"
 	"sync"
 	"time"
 )
@@ -127,18 +128,11 @@ func (m *Manager) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = max(m.lim.Lease/4, 10*time.Millisecond)
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := m.Expire(ctx); err != nil && ctx.Err() == nil {
-				m.log.Warn("lock: expiring leases", "err", err)
-			}
+	tick.Every(ctx, interval, func(ctx context.Context) {
+		if err := m.Expire(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn("lock: expiring leases", "err", err)
 		}
-	}
+	})
 }
 
 // Subscription receives the events of one node until closed. C is closed

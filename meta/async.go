@@ -207,9 +207,25 @@ func (s *SQLite) AsyncWork(ctx context.Context, agent string, now time.Time) ([]
 	return s.asyncStrings(ctx, "meta.AsyncWork", `SELECT data FROM async_work WHERE agent = ? AND expires_ns > ? ORDER BY item`, agent, now.UnixNano())
 }
 
+// asyncTables are the async store's tables, each with its expires_ns.
+var asyncTables = []string{"async_jobs", "async_targets", "async_tasks", "async_results", "async_work"}
+
 func (s *SQLite) AsyncPurge(ctx context.Context, now time.Time) error {
+	// The scheduler purges every tick: ask the read pool first, so an idle
+	// daemon runs no write transaction (and no commit) for nothing.
+	var expired bool
+	q := ""
+	for i, t := range asyncTables {
+		if i > 0 {
+			q += " OR "
+		}
+		q += `EXISTS (SELECT 1 FROM ` + t + ` WHERE expires_ns <= ?1)`
+	}
+	if err := s.r.QueryRowContext(ctx, `SELECT `+q, now.UnixNano()).Scan(&expired); err != nil || !expired {
+		return wrap("meta.AsyncPurge", "", err)
+	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		for _, t := range []string{"async_jobs", "async_targets", "async_tasks", "async_results", "async_work"} {
+		for _, t := range asyncTables {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE expires_ns <= ?`, now.UnixNano()); err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package meta
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,14 +13,8 @@ import (
 // and copies carry it.
 func TestModes(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, alice, bob := openAliceAndBob(t)
 	now := time.Unix(1700000000, 0)
-	alice, _ := s.CreateUser(ctx, "alice", "h", false, 0)
-	bob, _ := s.CreateUser(ctx, "bob", "h", false, 0)
 	perm := func(uid int64, p string) uint32 {
 		t.Helper()
 		n, err := s.Stat(ctx, uid, p)

@@ -2,7 +2,6 @@ package meta
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,11 +11,7 @@ import (
 // the user's whole tree, and the children from the covering index alone.
 func TestListingPlans(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	plan := func(q string, args ...any) string {
 		t.Helper()
 		rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)

@@ -2,21 +2,14 @@ package meta
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 func TestListDirTreePropsUnder(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, alice, bob := openAliceAndBob(t)
 	now := time.Unix(1700000000, 0)
-	alice, _ := s.CreateUser(ctx, "alice", "h", false, 0)
-	bob, _ := s.CreateUser(ctx, "bob", "h", false, 0)
 	for _, u := range []User{alice, bob} {
 		for _, d := range []string{"/a", "/a/b", "/a/b/c", "/ab"} {
 			if _, err := s.Mkdir(ctx, u.ID, d, now); err != nil {

@@ -12,15 +12,39 @@ import (
 	"netdisk/errs"
 )
 
+// openTestStore opens a fresh SQLite store in t's temporary directory,
+// closed when t ends.
+func openTestStore(t *testing.T) *SQLite {
+	t.Helper()
+	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "meta.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openAliceAndBob is openTestStore with two plain users, for tests of what
+// one user's tree must never show of the other's.
+func openAliceAndBob(t *testing.T) (s *SQLite, alice, bob User) {
+	t.Helper()
+	s = openTestStore(t)
+	ctx := context.Background()
+	var err error
+	if alice, err = s.CreateUser(ctx, "alice", "h", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if bob, err = s.CreateUser(ctx, "bob", "h", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	return s, alice, bob
+}
+
 // TestUserNamesIgnoreCase: ALICE and alice are one user: creating the second
 // is Exists, and either spelling finds the account.
 func TestUserNamesIgnoreCase(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	a, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -29,16 +29,7 @@ func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte,
 		if f.o.ChunkLocks != nil && validSHA256(key) {
 			return f.fetchCoordinated(ctx, p, fileHash, c, key)
 		}
-		if err := f.o.Backend.ReadRange(ctx, p, fileHash, c.Offset, data); err != nil {
-			return nil, err
-		}
-		if err := CheckChunk(c, key, data); err != nil {
-			return nil, err
-		}
-		if err := f.o.Cache.Put(c, key, data); err != nil {
-			return nil, err
-		}
-		return data, nil
+		return f.fetchDirect(ctx, p, fileHash, c, key, data)
 	})
 	select {
 	case <-ctx.Done():

@@ -101,6 +101,7 @@ import (
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/tick"
 )
 
 // Usage is a user's figures as the ledger sees them.
@@ -310,14 +311,7 @@ func Run(ctx context.Context, l Ledger, truth Truth, clock Clock, every time.Dur
 	if log == nil {
 		log = slog.Default()
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, every, func(ctx context.Context) {
 		_, err := l.ScanDue(ctx, clock.Now())
 		if errors.Is(err, ErrStateLost) {
 			log.Warn("quota: ledger state lost, reconciling")
@@ -326,7 +320,7 @@ func Run(ctx context.Context, l Ledger, truth Truth, clock Clock, every time.Dur
 		if err != nil && ctx.Err() == nil {
 			log.Warn("quota: scan", "err", err)
 		}
-	}
+	})
 }
 
 // claimed is a task taken by a scanner, to be flushed then acknowledged.

@@ -22,6 +22,7 @@ import (
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/internal/crashpoint"
+	"netdisk/internal/tick"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
@@ -427,16 +428,9 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 }
 
 func (d *Daemon) gcLoop(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := d.Drive.GC(ctx); err != nil && ctx.Err() == nil {
-				d.opts.Logger.Error("scheduled gc", "err", err)
-			}
+	tick.Every(ctx, every, func(ctx context.Context) {
+		if _, err := d.Drive.GC(ctx); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Error("scheduled gc", "err", err)
 		}
-	}
+	})
 }

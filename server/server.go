@@ -24,6 +24,7 @@ import (
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/upload"
+	"netdisk/web"
 )
 
 // MaxHeaderBytes bounds request headers (huge headers get 431 from net/http).
@@ -56,7 +57,8 @@ type Server struct {
 	metrics *Metrics
 	mux     *http.ServeMux
 
-	logins *throttle // failed logins by account and address (throttle.go)
+	logins *throttle    // failed logins by account and address (throttle.go)
+	web    *web.Handler // the browser interface (web.go)
 
 	streamsDone chan struct{} // closed by EndStreams
 	endStreams  sync.Once
@@ -108,6 +110,7 @@ func New(c Config) *Server {
 		}
 		s.mux.HandleFunc(rt.Pattern, s.authed(rt.Admin, h, s.apiUnauthorized))
 	}
+	s.mountWeb()
 	s.mux.HandleFunc("/api/", s.apiNoRoute)
 	return s
 }
@@ -221,15 +224,26 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 	}
 }
 
-// authenticate checks the request's Basic credentials, answering the request
-// itself (401, 429, 503) when they do not make a user.
+// authenticate checks the request's Basic credentials (or, without them, the
+// web page's session cookie: web.go), answering the request itself (401, 403,
+// 429, 503) when they do not make a user.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unauthorized) (meta.User, bool) {
-	const op = "server.auth"
+	if u, ok, handled := s.cookieUser(w, r); handled {
+		return u, ok
+	}
 	name, pass, ok := r.BasicAuth()
 	if !ok {
-		deny(w, r, errs.Errorf(op, errs.Unauthenticated, "authentication required"))
+		deny(w, r, errs.Errorf("server.auth", errs.Unauthenticated, "authentication required"))
 		return meta.User{}, false
 	}
+	return s.login(w, r, name, pass, deny)
+}
+
+// login checks a name and password under the login throttle (Basic auth and
+// the web page's sign-in alike), answering the request itself when they do
+// not make a user.
+func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string, deny unauthorized) (meta.User, bool) {
+	const op = "server.auth"
 	ip := clientIP(r)
 	if u, ok := s.d.AuthenticateCached(r.Context(), name, pass); ok && s.logins.admitVerified(name, ip) {
 		return u, true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"netdisk/internal/tick"
 	"netdisk/meta"
 )
 
@@ -50,16 +51,9 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 
 // Run expires sessions every interval until ctx ends.
 func (s *Service) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("upload janitor", "err", err)
-			}
+	tick.Every(ctx, every, func(ctx context.Context) {
+		if _, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("upload janitor", "err", err)
 		}
-	}
+	})
 }

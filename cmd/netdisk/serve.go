@@ -107,7 +107,12 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.AsyncTick >= o.LockLease {
 				// The scheduler renews its jobs' locks once a tick: a longer
 				// tick lets the lock lapse and another daemon take the job.
-				return fmt.Errorf("--async-tick %v: want less than --lock-lease %v", o.AsyncTick, o.LockLease)
+				// The default tick follows a short lease; a tick given
+				// explicitly is refused.
+				if cmd.Flags().Changed("async-tick") {
+					return fmt.Errorf("--async-tick %v: want less than --lock-lease %v", o.AsyncTick, o.LockLease)
+				}
+				o.AsyncTick = o.LockLease / 3
 			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
@@ -144,7 +149,7 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	_ = f.MarkHidden("lock-stream-recheck")
 	f.DurationVar(&o.LockLease, "lock-lease", lock.DefaultLease, "a lock holder that sends no heartbeat for this long counts as failed; its lock passes to the next waiter")
 	f.DurationVar(&o.AsyncWindow, "async-window", async.DefaultWindow, "async downloads: requests for one file within this window (whole seconds) share one job")
-	f.DurationVar(&o.AsyncTick, "async-tick", async.DefaultTick, "async downloads: how often the scheduler starts, advances and ends jobs")
+	f.DurationVar(&o.AsyncTick, "async-tick", async.DefaultTick, "async downloads: how often the scheduler starts, advances and ends jobs (must be shorter than --lock-lease; by default a third of a lease shorter than 15s)")
 	f.DurationVar(&o.AsyncTimeout, "async-timeout", async.DefaultTimeout, "async downloads: a running job ends Timeout after this long")
 	f.DurationVar(&o.AsyncRecheck, "async-recheck", 2*time.Second, "how often agents' work streams re-read their work")
 	_ = f.MarkHidden("async-recheck")

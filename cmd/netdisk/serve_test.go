@@ -15,22 +15,29 @@ import (
 	"netdisk/internal/testutil"
 )
 
+// serveRefused runs `netdisk serve` on data with args, which must make it
+// exit 1 at start, and returns what it printed, trimmed.
+func serveRefused(t *testing.T, data string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testutil.Binary(t), append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("%s: %v, want exit 1\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return strings.TrimSpace(out.String())
+}
+
 // A chunk size that is not a multiple of 4 KiB (seed 004) is refused at start
 // with one line, before anything is created; a multiple of it is accepted.
 func TestServeRefusesChunkSizeNotMultipleOf4KiB(t *testing.T) {
 	for _, size := range []string{"100000", "65537", "66KiB"} {
 		data := filepath.Join(t.TempDir(), "data")
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		cmd := exec.CommandContext(ctx, testutil.Binary(t), "serve", "--data", data, "--listen", "127.0.0.1:0", "--chunk-size", size)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		cancel()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Fatalf("--chunk-size %s: %v, want exit 1\n%s", size, err, out.String())
-		}
-		msg := strings.TrimSpace(out.String())
+		msg := serveRefused(t, data, "--chunk-size", size)
 		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "netdisk: --chunk-size") || !strings.Contains(msg, "multiple of 4KiB") {
 			t.Fatalf("--chunk-size %s: output %q is not the one-line refusal", size, msg)
 		}
@@ -51,18 +58,8 @@ func TestServeRefusesChunkSizeNotMultipleOf4KiB(t *testing.T) {
 func TestServeRefusesBadInstantUploadFlags(t *testing.T) {
 	for _, arg := range []string{"--instant-upload=public", "--instant-upload-owners=5-2", "--instant-upload-owners=0-3", "--instant-upload-owners=x"} {
 		data := filepath.Join(t.TempDir(), "data")
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		cmd := exec.CommandContext(ctx, testutil.Binary(t), "serve", "--data", data, "--listen", "127.0.0.1:0", arg)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		cancel()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Fatalf("%s: %v, want exit 1\n%s", arg, err, out.String())
-		}
+		msg := serveRefused(t, data, arg)
 		flag, _, _ := strings.Cut(arg, "=")
-		msg := strings.TrimSpace(out.String())
 		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "netdisk: "+flag+":") {
 			t.Fatalf("%s: output %q is not the one-line refusal", arg, msg)
 		}

@@ -1,0 +1,336 @@
+// Package web is netdisk's browser interface: the page and its assets
+// (embedded, so the binary is the whole set-up), cookie sessions for the
+// page, and the folder download as a zip stream. The page itself talks to
+// the JSON API (/api/v1/…) and downloads through /dav/, authenticated by the
+// session cookie; server wires both (server/web.go).
+//
+// Authentication by cookie:
+//   - POST /web/login {"name", "password"} checks the password through the
+//     server's throttled login (the same limits as Basic auth) and sets the
+//     session cookie: HttpOnly, SameSite=Strict, Path=/, Secure when the
+//     request came over TLS (r.TLS or X-Forwarded-Proto: https).
+//   - Every state-changing request made with the cookie (any method but GET,
+//     HEAD, OPTIONS) must carry X-CSRF-Token equal to the session's token,
+//     which only a same-origin page can read (GET /web/session). SameSite=Strict
+//     already keeps the cookie off cross-site requests; the token is the
+//     second lock. Login itself demands a JSON body (a cross-site form cannot
+//     send one without a preflight) and a same-origin Origin when present.
+//   - A request with Basic credentials is judged by them only: the cookie is
+//     ignored, so /dav/ and /api/ clients see no change.
+package web
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"netdisk/apitype"
+	"netdisk/drive"
+	"netdisk/meta"
+)
+
+//go:embed static
+var static embed.FS
+
+// CookieName is the session cookie.
+const CookieName = "netdisk_session"
+
+// CSRFHeader carries the session's CSRF token.
+const CSRFHeader = "X-CSRF-Token"
+
+// PageHeader marks the page's own requests: a 401 to them never carries
+// WWW-Authenticate (which would make the browser pop its password dialog).
+const PageHeader = "X-Netdisk-Web"
+
+// LoginFunc checks a name and password with the server's throttling. On
+// failure it has answered the request itself (401, 429 with Retry-After, 503).
+type LoginFunc func(w http.ResponseWriter, r *http.Request, name, password string) (meta.User, bool)
+
+// Config wires a Handler.
+type Config struct {
+	Drive    *drive.Drive
+	Sessions *Sessions
+	Login    LoginFunc
+	Logger   *slog.Logger
+}
+
+// Handler serves the page, its assets, sessions and zip downloads.
+type Handler struct {
+	d        *drive.Drive
+	sessions *Sessions
+	login    LoginFunc
+	log      *slog.Logger
+	assets   map[string]asset
+}
+
+type asset struct {
+	body  []byte
+	ctype string
+	etag  string
+}
+
+// New builds the handler; the assets are read from the binary once.
+func New(c Config) *Handler {
+	h := &Handler{d: c.Drive, sessions: c.Sessions, login: c.Login, log: c.Logger, assets: map[string]asset{}}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	fs.WalkDir(static, "static", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := static.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		ct := mime.TypeByExtension(path.Ext(p))
+		switch path.Ext(p) { // do not depend on the host's mime.types for what the page needs
+		case ".js":
+			ct = "text/javascript; charset=utf-8"
+		case ".css":
+			ct = "text/css; charset=utf-8"
+		case ".html":
+			ct = "text/html; charset=utf-8"
+		case ".svg":
+			ct = "image/svg+xml"
+		case ".md", ".LICENSE":
+			ct = "text/plain; charset=utf-8"
+		}
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		h.assets["/"+strings.TrimPrefix(p, "static/")] = asset{body: b, ctype: ct, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		return nil
+	})
+	return h
+}
+
+// Sessions is the handler's session store.
+func (h *Handler) Sessions() *Sessions { return h.sessions }
+
+// Route is one pattern the server mounts.
+type Route struct {
+	Pattern string
+	Handler http.HandlerFunc
+}
+
+// Routes are the page's own endpoints; server mounts them. Zip needs a user
+// and is wrapped by server's authentication (cookie or Basic).
+func (h *Handler) Routes() []Route {
+	return []Route{
+		{"GET /{$}", h.serveIndex},
+		{"GET /static/", h.serveAsset},
+		{"POST /web/login", h.serveLogin},
+		{"POST /web/logout", h.serveLogout},
+		{"GET /web/session", h.serveSession},
+	}
+}
+
+// securityHeaders: the page loads nothing from elsewhere, is never framed,
+// and previews of user files (blob: URLs, /dav/) are the only images.
+func securityHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data:; media-src 'self' blob:; worker-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("X-Frame-Options", "DENY")
+}
+
+func (h *Handler) serveIndex(w http.ResponseWriter, r *http.Request) {
+	h.writeAsset(w, r, "/index.html")
+}
+
+func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
+	h.writeAsset(w, r, strings.TrimPrefix(r.URL.Path, "/static"))
+}
+
+// writeAsset serves an embedded file. Caching: every answer carries an ETag
+// (a hash of the content) and Cache-Control: no-cache, so the browser keeps
+// its copy and revalidates it with one cheap 304 — a new binary's page is
+// never mixed with an old cached worker, and no build step has to fingerprint
+// file names.
+func (h *Handler) writeAsset(w http.ResponseWriter, r *http.Request, name string) {
+	a, ok := h.assets[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	securityHeaders(w)
+	w.Header().Set("Content-Type", a.ctype)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("ETag", a.etag)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, a.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Length", itoa(int64(len(a.body))))
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(a.body)
+}
+
+// Secure reports whether the request reached us over TLS, directly or
+// through a proxy that says so.
+func Secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// WriteError answers an API-shaped error (no WWW-Authenticate: a browser
+// would pop its own password dialog over the page).
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apitype.Error{Error: msg, Code: code})
+}
+
+type sessionBody struct {
+	Name    string `json:"name"`
+	IsAdmin bool   `json:"isAdmin"`
+	CSRF    string `json:"csrf"`
+}
+
+// sameOrigin refuses a request whose Origin (sent by browsers on POST) is
+// another site. Without Origin (not a browser) the JSON-only rule suffices.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		WriteError(w, http.StatusUnsupportedMediaType, "invalid", "sign-in expects a JSON body")
+		return
+	}
+	if !sameOrigin(r) {
+		WriteError(w, http.StatusForbidden, "permission_denied", "cross-site sign-in refused")
+		return
+	}
+	var body struct {
+		Name     string `json:"name"`
+		Password string `json:"password"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil || body.Name == "" {
+		WriteError(w, http.StatusBadRequest, "invalid", "user name and password required")
+		return
+	}
+	u, ok := h.login(w, r, body.Name, body.Password)
+	if !ok {
+		return
+	}
+	// A cookie presented at sign-in is dropped: a session fixed by someone
+	// else never becomes the user's.
+	if c, err := r.Cookie(CookieName); err == nil {
+		h.sessions.Delete(c.Value)
+	}
+	token, ss := h.sessions.Create(u.ID, u.Name)
+	h.setCookie(w, r, token, h.sessions.Absolute)
+	h.log.Info("web sign-in", "user", u.Name)
+	writeJSON(w, http.StatusOK, sessionBody{Name: u.Name, IsAdmin: u.IsAdmin, CSRF: ss.CSRF})
+}
+
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, token string, maxAge time.Duration) {
+	c := &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: Secure(r)}
+	if maxAge > 0 {
+		c.MaxAge = int(maxAge / time.Second)
+	} else {
+		c.MaxAge = -1
+	}
+	http.SetCookie(w, c)
+}
+
+func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		h.setCookie(w, r, "", 0)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	ss, ok := h.sessions.Lookup(c.Value)
+	if ok && !ss.CSRFOK(r.Header.Get(CSRFHeader)) {
+		WriteError(w, http.StatusForbidden, "permission_denied", "missing or wrong CSRF token")
+		return
+	}
+	h.sessions.Delete(c.Value)
+	h.setCookie(w, r, "", 0)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request) {
+	ss, ok := h.sessionOf(r)
+	if !ok {
+		WriteError(w, http.StatusUnauthorized, "unauthenticated", "not signed in")
+		return
+	}
+	u, err := h.d.User(r.Context(), ss.Name)
+	if err != nil || u.ID != ss.UserID {
+		WriteError(w, http.StatusUnauthorized, "unauthenticated", "not signed in")
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionBody{Name: u.Name, IsAdmin: u.IsAdmin, CSRF: ss.CSRF})
+}
+
+func (h *Handler) sessionOf(r *http.Request) (Session, bool) {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return Session{}, false
+	}
+	return h.sessions.Lookup(c.Value)
+}
+
+// HasCookie says whether the request carries a session cookie at all.
+func HasCookie(r *http.Request) bool {
+	_, err := r.Cookie(CookieName)
+	return err == nil
+}
+
+// Authenticate resolves the request's session cookie to its user. When it
+// cannot (expired session, deleted user, missing CSRF token on a
+// state-changing method) it answers the request itself and returns false.
+// Call it only when HasCookie is true and the request has no Basic
+// credentials.
+func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (meta.User, bool) {
+	ss, ok := h.sessionOf(r)
+	if !ok {
+		WriteError(w, http.StatusUnauthorized, "unauthenticated", "your session has ended: sign in again")
+		return meta.User{}, false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if !ss.CSRFOK(r.Header.Get(CSRFHeader)) {
+			WriteError(w, http.StatusForbidden, "permission_denied", "missing or wrong CSRF token")
+			return meta.User{}, false
+		}
+	}
+	u, err := h.d.User(r.Context(), ss.Name)
+	if err != nil || u.ID != ss.UserID {
+		// The account was deleted (or renamed and reused) since sign-in.
+		h.sessions.DeleteUser(ss.UserID)
+		WriteError(w, http.StatusUnauthorized, "unauthenticated", "your session has ended: sign in again")
+		return meta.User{}, false
+	}
+	return u, true
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
