@@ -18,7 +18,7 @@ import (
 // methods through a database/sql connector that adapts each statement to
 // PostgreSQL on the way in. The differences are few and mechanical:
 //
-//   - placeholders: ? becomes $1, $2, …;
+//   - placeholders: ? becomes $1, $2, … and ?NNN becomes $NNN;
 //   - ifnull(a, b) is coalesce(a, b);
 //   - `col = ? COLLATE NOCASE` is lower(col) = lower(?) (names are ASCII,
 //     and the unique index is on lower(name));
@@ -184,16 +184,28 @@ func pgSQL(q string) pgStatement {
 	t = ifnullRe.ReplaceAllString(t, "coalesce(")
 	var b strings.Builder
 	n, quoted := 0, false
-	for _, r := range t {
+	for i := 0; i < len(t); i++ {
+		c := t[i]
 		switch {
-		case r == '\'':
+		case c == '\'':
 			quoted = !quoted
-			b.WriteRune(r)
-		case r == '?' && !quoted:
+			b.WriteByte(c)
+		case c == '?' && !quoted:
+			// ?NNN (SQLite's numbered parameter) is $NNN; a bare ? is the
+			// next number.
+			j := i + 1
+			for j < len(t) && t[j] >= '0' && t[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				b.WriteString("$" + t[i+1:j])
+				i = j - 1
+				continue
+			}
 			n++
 			b.WriteString("$" + strconv.Itoa(n))
 		default:
-			b.WriteRune(r)
+			b.WriteByte(c)
 		}
 	}
 	s := pgStatement{text: b.String()}
