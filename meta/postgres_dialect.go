@@ -18,7 +18,7 @@ import (
 // methods through a database/sql connector that adapts each statement to
 // PostgreSQL on the way in. The differences are few and mechanical:
 //
-//   - placeholders: ? becomes $1, $2, …, and a numbered ?N becomes $N;
+//   - placeholders: ? becomes $1, $2, … and ?NNN becomes $NNN;
 //   - ifnull(a, b) is coalesce(a, b);
 //   - `col = ? COLLATE NOCASE` is lower(col) = lower(?) (names are ASCII,
 //     and the unique index is on lower(name));
@@ -190,10 +190,18 @@ func pgSQL(q string) pgStatement {
 		case c == '\'':
 			quoted = !quoted
 			b.WriteByte(c)
-		case c == '?' && !quoted && i+1 < len(t) && t[i+1] >= '0' && t[i+1] <= '9':
-			// ?N names parameter N, as $N does.
-			b.WriteByte('$')
 		case c == '?' && !quoted:
+			// ?NNN (SQLite's numbered parameter) is $NNN; a bare ? is the
+			// next number.
+			j := i + 1
+			for j < len(t) && t[j] >= '0' && t[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				b.WriteString("$" + t[i+1:j])
+				i = j - 1
+				continue
+			}
 			n++
 			b.WriteString("$" + strconv.Itoa(n))
 		default:

@@ -2,18 +2,24 @@ package meta
 
 import "testing"
 
-// The adapter numbers plain placeholders in order, keeps numbered ones (a
-// parameter used twice), and leaves question marks in literals alone.
-func TestPgSQLPlaceholders(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{`SELECT a FROM t WHERE b = ? AND c = ?`, `SELECT a FROM t WHERE b = $1 AND c = $2`},
-		{`SELECT ?1, ?2 WHERE x = ?1 LIMIT ?12`, `SELECT $1, $2 WHERE x = $1 LIMIT $12`},
-		{`SELECT '?' || ? FROM t`, `SELECT '?' || $1 FROM t`},
-		{`SELECT ifnull(a, ?) FROM t WHERE name = ? COLLATE NOCASE`, `SELECT coalesce(a, $1) FROM t WHERE lower(name) = lower($2)`},
+// The adaptations the PostgreSQL connector makes, statement by statement.
+func TestPgSQL(t *testing.T) {
+	cases := []struct {
+		in, want string
+		id       bool
+	}{
+		{`SELECT a FROM t WHERE x = ? AND y = ?`, `SELECT a FROM t WHERE x = $1 AND y = $2`, false},
+		{`SELECT ?1, ?2, ?1 FROM t LIMIT ?3`, `SELECT $1, $2, $1 FROM t LIMIT $3`, false},
+		{`SELECT '?' FROM t WHERE x = ?`, `SELECT '?' FROM t WHERE x = $1`, false},
+		{`SELECT ifnull(a, '') FROM users WHERE name = ? COLLATE NOCASE`, `SELECT coalesce(a, '') FROM users WHERE lower(name) = lower($1)`, false},
+		{`INSERT INTO nodes(a) VALUES (?)`, `INSERT INTO nodes(a) VALUES ($1) RETURNING id`, true},
+		{`INSERT INTO chunks(a) VALUES (?) ON CONFLICT(sha256) DO NOTHING RETURNING id`, `INSERT INTO chunks(a) VALUES ($1) ON CONFLICT(sha256) DO NOTHING RETURNING id`, false},
+		{`INSERT INTO props(a) VALUES (?)`, `INSERT INTO props(a) VALUES ($1)`, false},
 	}
 	for _, c := range cases {
-		if got := pgSQL(c.in).text; got != c.want {
-			t.Errorf("pgSQL(%q) = %q, want %q", c.in, got, c.want)
+		got := pgSQL(c.in)
+		if got.text != c.want || got.returningID != c.id {
+			t.Errorf("pgSQL(%q) = %q (returning id %v); want %q (%v)", c.in, got.text, got.returningID, c.want, c.id)
 		}
 	}
 }
