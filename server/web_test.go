@@ -64,7 +64,7 @@ func (c *webClient) login(name, pass string, hdr map[string]string) (*http.Respo
 func signedIn(t *testing.T, hs *httptest.Server) *webClient {
 	t.Helper()
 	c := &webClient{t: t, base: hs.URL}
-	if resp, b := c.login("alice", "secret", nil); resp.StatusCode != 200 || c.cookie == nil || c.csrf == "" {
+	if resp, b := c.login("alice", "pw-alice", nil); resp.StatusCode != 200 || c.cookie == nil || c.csrf == "" {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, b)
 	}
 	return c
@@ -123,7 +123,7 @@ func TestWebSessionCookie(t *testing.T) {
 		t.Fatalf("cookie flags: %+v", c.cookie)
 	}
 	tls := &webClient{t: t, base: hs.URL}
-	tls.login("alice", "secret", map[string]string{"X-Forwarded-Proto": "https"})
+	tls.login("alice", "pw-alice", map[string]string{"X-Forwarded-Proto": "https"})
 	if tls.cookie == nil || !tls.cookie.Secure {
 		t.Fatalf("behind TLS the cookie must be Secure: %+v", tls.cookie)
 	}
@@ -176,13 +176,13 @@ func TestWebCSRF(t *testing.T) {
 	}
 	// Cross-site sign-in attempts.
 	x := &webClient{t: t, base: hs.URL}
-	if resp, _ := x.do("POST", "/web/login", []byte("name=alice&password=secret"), map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); resp.StatusCode != 415 {
+	if resp, _ := x.do("POST", "/web/login", []byte("name=alice&password=pw-alice"), map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); resp.StatusCode != 415 {
 		t.Fatalf("form sign-in: %d", resp.StatusCode)
 	}
-	if resp, _ := x.login("alice", "secret", map[string]string{"Origin": "https://evil.example"}); resp.StatusCode != 403 || x.cookie != nil {
+	if resp, _ := x.login("alice", "pw-alice", map[string]string{"Origin": "https://evil.example"}); resp.StatusCode != 403 || x.cookie != nil {
 		t.Fatalf("cross-origin sign-in: %d", resp.StatusCode)
 	}
-	if resp, _ := x.login("alice", "secret", map[string]string{"Origin": hs.URL}); resp.StatusCode != 200 {
+	if resp, _ := x.login("alice", "pw-alice", map[string]string{"Origin": hs.URL}); resp.StatusCode != 200 {
 		t.Fatalf("same-origin sign-in: %d", resp.StatusCode)
 	}
 }
@@ -195,11 +195,11 @@ func TestWebBasicUnchanged(t *testing.T) {
 	if code, _, h := get(t, hs.URL+"/api/v1/quota", "", ""); code != 401 || h.Get("WWW-Authenticate") == "" {
 		t.Fatalf("no credentials: %d", code)
 	}
-	if code, _, _ := get(t, hs.URL+"/api/v1/quota", "alice", "secret"); code != 200 {
+	if code, _, _ := get(t, hs.URL+"/api/v1/quota", "alice", "pw-alice"); code != 200 {
 		t.Fatalf("Basic: %d", code)
 	}
 	req, _ := http.NewRequest("POST", hs.URL+"/api/v1/fs/mkdir", strings.NewReader(`{"path":"/b"}`))
-	req.SetBasicAuth("alice", "secret")
+	req.SetBasicAuth("alice", "pw-alice")
 	req.AddCookie(&http.Cookie{Name: web.CookieName, Value: "stale"})
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -225,12 +225,12 @@ func TestWebThrottle(t *testing.T) {
 			t.Fatalf("failure %d: %d", i, resp.StatusCode)
 		}
 	}
-	resp, _ := c.login("alice", "secret", nil)
+	resp, _ := c.login("alice", "pw-alice", nil)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || c.cookie != nil {
 		t.Fatalf("locked out sign-in: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	clock.Advance(LockBase + time.Second)
-	if resp, _ := c.login("alice", "secret", nil); resp.StatusCode != 200 {
+	if resp, _ := c.login("alice", "pw-alice", nil); resp.StatusCode != 200 {
 		t.Fatalf("after the lockout: %d", resp.StatusCode)
 	}
 }
@@ -274,7 +274,7 @@ func TestWebZip(t *testing.T) {
 	files := map[string]string{"/d/a.txt": "alpha\n", "/d/sub/b.bin": strings.Repeat("b", 200000), "/d/sub/deeper/c": ""}
 	for _, dir := range []string{"/d", "/d/sub", "/d/sub/deeper", "/d/empty"} {
 		req, _ := http.NewRequest("MKCOL", hs.URL+"/dav"+dir, nil)
-		req.SetBasicAuth("alice", "secret")
+		req.SetBasicAuth("alice", "pw-alice")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil || resp.StatusCode != 201 {
 			t.Fatalf("MKCOL %s: %v %v", dir, err, resp)
@@ -283,7 +283,7 @@ func TestWebZip(t *testing.T) {
 	}
 	for p, body := range files {
 		req, _ := http.NewRequest("PUT", hs.URL+"/dav"+p, strings.NewReader(body))
-		req.SetBasicAuth("alice", "secret")
+		req.SetBasicAuth("alice", "pw-alice")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil || resp.StatusCode != 201 {
 			t.Fatalf("PUT %s: %v %v", p, err, resp)
