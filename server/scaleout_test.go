@@ -99,6 +99,25 @@ func TestTwoNodesShareOneDrive(t *testing.T) {
 	if objects != 5 {
 		t.Fatalf("bucket holds %d objects; want 5 (one per distinct chunk, both users' copies sharing them)", objects)
 	}
+	// A small file is kept inline in PostgreSQL, committed with its entry:
+	// the other node reads it from there, and the bucket gains nothing.
+	small := []byte("a small file, one chunk kept inline")
+	if code, body := do(a, "PUT", "/dav/small.txt", "admin", a.AdminPass, small); code != http.StatusCreated {
+		t.Fatalf("small PUT through A: %d %s", code, body)
+	}
+	if code, got := do(b, "GET", "/dav/small.txt", "admin", b.AdminPass, nil); code != 200 || !bytes.Equal(got, small) {
+		t.Fatalf("small GET through B: %d %q", code, got)
+	}
+	objects = 0
+	for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		objects++
+	}
+	if objects != 5 {
+		t.Fatalf("bucket holds %d objects after a small PUT; want still 5 (its chunk inline in the metadata)", objects)
+	}
 	// A WebDAV lock taken through node A binds a DELETE through node B.
 	lockBody := []byte(`<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`)
 	resp, err := a.Do(ctx, "LOCK", "/dav/one.bin", "admin", a.AdminPass, lockBody, map[string]string{"Timeout": "Second-600"})
