@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -16,11 +15,7 @@ import (
 // rolled back alone; every member learns its outcome only after the commit.
 func TestGroupCommit(t *testing.T) {
 	ctx := context.WithoutCancel(context.Background())
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -105,11 +100,7 @@ func TestGroupCommit(t *testing.T) {
 // whatever batches they fall into.
 func TestGroupCommitMany(t *testing.T) {
 	ctx := context.WithoutCancel(context.Background())
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)
