@@ -1,8 +1,6 @@
 package api
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"netdisk/apitype"
 	"regexp"
@@ -86,26 +84,21 @@ func (a *API) asyncEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.Errorf("api.async", errs.Invalid, "agent and container: 1–128 of A-Z a-z 0-9 . _ -"))
 		return
 	}
-	fl, ok := w.(http.Flusher)
+	s, ok := a.newSSE(w, r, "api.async")
 	if !ok {
-		a.WriteError(w, r, errs.Errorf("api.async", errs.Other, "response cannot stream"))
 		return
 	}
 	// Wait before the first read: work handed between the two is not missed.
 	wake, stop := a.Async.Wait(u.ID, agent, container)
 	defer stop()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 1000\n\n")
-	fl.Flush()
+	s.begin()
+	s.flush()
 	sent := map[string]bool{}
-	send := func() {
+	// send tells the items not told yet, and whether there were any.
+	send := func() (told bool) {
 		ws, err := a.Async.Work(r.Context(), u.ID, agent, container)
 		if err != nil {
-			return // the store is away: the next wake or recheck retries
+			return false // the store is away: the next wake or recheck retries
 		}
 		live := map[string]bool{}
 		for _, it := range ws {
@@ -114,37 +107,19 @@ func (a *API) asyncEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 				continue
 			}
 			sent[it.TaskID] = true
-			b, _ := json.Marshal(it)
-			fmt.Fprintf(w, "event: work\ndata: %s\n\n", b)
+			s.event("work", it)
+			told = true
 		}
 		for id := range sent {
 			if !live[id] {
 				delete(sent, id) // answered or timed out: forget it
 			}
 		}
+		return told
 	}
 	send()
-	fl.Flush()
-	every := a.AsyncRecheck
-	if every <= 0 {
-		every = DefaultAsyncRecheck
-	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-a.StreamsDone:
-			return
-		case <-wake:
-			send()
-		case <-tick.C:
-			send()
-			fmt.Fprint(w, ": keep-alive\n\n")
-		}
-		fl.Flush()
-	}
+	s.flush()
+	follow(r.Context(), s, a.StreamsDone, a.AsyncRecheck, DefaultAsyncRecheck, wake, func(struct{}) { send() }, send)
 }
 
 var agentNameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)

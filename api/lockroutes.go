@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"netdisk/apitype"
@@ -274,9 +273,8 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 		}
 		targets = append(targets, t)
 	}
-	fl, ok := w.(http.Flusher)
+	s, ok := a.newSSE(w, r, "api.lock")
 	if !ok {
-		a.WriteError(w, r, errs.Errorf("api.lock", errs.Other, "response cannot stream"))
 		return
 	}
 	sub := a.Locks.Subscribe(n)
@@ -288,20 +286,15 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 			a.WriteError(w, r, err)
 			return
 		}
-		s := a.lockAnswer(t, res)
-		s.Event = "state"
-		states = append(states, s)
+		st := a.lockAnswer(t, res)
+		st.Event = "state"
+		states = append(states, st)
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 1000\n\n")
-	for _, s := range states {
-		writeEvent(w, s)
+	s.begin()
+	for _, st := range states {
+		s.event(st.Event, st)
 	}
-	fl.Flush()
+	s.flush()
 	// last is the standing the client was last told per key: a re-check
 	// that finds another one tells it, so an event lost on the way (a
 	// Redis restart, a dropped pub/sub message) cannot leave a waiter
@@ -310,54 +303,33 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 	for i, t := range targets {
 		last[lock.Key(t.op, t.resource)] = lock.Status(states[i].Status)
 	}
-	every := a.StreamRecheck
-	if every <= 0 {
-		every = DefaultLockStreamRecheck
-	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-a.StreamsDone:
-			return
-		case <-tick.C:
-			changed := false
-			for _, t := range targets {
-				res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
-				if err != nil {
-					continue // the store is away: try at the next tick
-				}
-				if k := lock.Key(t.op, t.resource); res.Status != last[k] {
-					last[k] = res.Status
-					s := a.lockAnswer(t, res)
-					s.Event = "state"
-					writeEvent(w, s)
-					changed = true
-				}
+	recheck := func() (told bool) {
+		for _, t := range targets {
+			res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
+			if err != nil {
+				continue // the store is away: try at the next tick
 			}
-			if !changed {
-				fmt.Fprint(w, ": keep-alive\n\n")
+			if k := lock.Key(t.op, t.resource); res.Status != last[k] {
+				last[k] = res.Status
+				st := a.lockAnswer(t, res)
+				st.Event = "state"
+				s.event(st.Event, st)
+				told = true
 			}
-		case ev, ok := <-sub.C:
-			if !ok {
-				return // cut off or shutting down: the client reconnects
-			}
-			op, res := lock.SplitKey(ev.Key)
-			wa := apitype.LockAnswer{Op: op, Resource: wireResource(res), Event: string(ev.Type),
-				Status: string(lock.None), LeaseMs: a.Locks.Lease().Milliseconds()}
-			if ev.Type == lock.EventGranted {
-				wa.Status = string(lock.Granted)
-			}
-			last[ev.Key] = lock.Status(wa.Status)
-			writeEvent(w, wa)
 		}
-		fl.Flush()
+		return told
 	}
-}
-
-func writeEvent(w http.ResponseWriter, a apitype.LockAnswer) {
-	b, _ := json.Marshal(a)
-	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", a.Event, b)
+	onEvent := func(ev lock.Event) {
+		op, res := lock.SplitKey(ev.Key)
+		wa := apitype.LockAnswer{Op: op, Resource: wireResource(res), Event: string(ev.Type),
+			Status: string(lock.None), LeaseMs: a.Locks.Lease().Milliseconds()}
+		if ev.Type == lock.EventGranted {
+			wa.Status = string(lock.Granted)
+		}
+		last[ev.Key] = lock.Status(wa.Status)
+		s.event(wa.Event, wa)
+	}
+	// sub.C closes when the stream is cut off or the server shuts down: the
+	// client reconnects.
+	follow(r.Context(), s, a.StreamsDone, a.StreamRecheck, DefaultLockStreamRecheck, sub.C, onEvent, recheck)
 }

@@ -184,7 +184,7 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	fileHash := r.URL.Query().Get("fileHash")
-	if fileHash != "" && !isHash(fileHash) {
+	if fileHash != "" && !chunker.ValidHash(fileHash) {
 		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits"))
 		return
 	}
@@ -239,18 +239,4 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, apitype.FileResult{Path: node.Path, Size: node.Size, FileHash: node.FileHash})
-}
-
-// isHash reports whether h is a file hash as the protocol writes it: 32
-// lowercase hex digits.
-func isHash(h string) bool {
-	if len(h) != 32 {
-		return false
-	}
-	for _, c := range h {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

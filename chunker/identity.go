@@ -38,6 +38,20 @@ func ChunkMD5(b []byte) string {
 	return hex.EncodeToString(m[:])
 }
 
+// ValidHash reports whether h is a hash as the protocol writes it (a chunk
+// MD5, a file hash): 32 lowercase hex digits.
+func ValidHash(h string) bool {
+	if len(h) != 32 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // FileHasher computes a file hash incrementally: MD5 over the concatenation of
 // the chunk hashes' hex strings, in order (what Spark-MD5's append of the hex
 // strings gives). The zero chunk list gives MD5("").

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -48,10 +47,7 @@ func (c *Client) AsyncReport(ctx context.Context, r apitype.AsyncReport) error {
 }
 
 // WorkStream is an open GET /api/v1/async/agent/events.
-type WorkStream struct {
-	body io.ReadCloser
-	r    *bufio.Reader
-}
+type WorkStream struct{ sseReader }
 
 // AsyncWork opens the agent's work stream.
 func (c *Client) AsyncWork(ctx context.Context, agent, container string) (*WorkStream, error) {
@@ -59,49 +55,25 @@ func (c *Client) AsyncWork(ctx context.Context, agent, container string) (*WorkS
 	if container != "" {
 		q.Set("container", container)
 	}
-	req, err := c.NewRequest(ctx, http.MethodGet, "/api/v1/async/agent/events", q, nil)
+	sr, err := c.openSSE(ctx, "/api/v1/async/agent/events", q, "async work")
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		resp.Body.Close()
-		return nil, fmt.Errorf("async work: unexpected content type %q", ct)
-	}
-	return &WorkStream{body: resp.Body, r: bufio.NewReader(resp.Body)}, nil
+	return &WorkStream{sr}, nil
 }
 
 // Next returns the next work item; an error means the stream ended.
 func (s *WorkStream) Next() (async.Work, error) {
-	var data string
-	for {
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			return async.Work{}, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if data == "" {
-				continue
-			}
-			var w async.Work
-			if err := json.Unmarshal([]byte(data), &w); err != nil {
-				return async.Work{}, fmt.Errorf("async work event: %w", err)
-			}
-			return w, nil
-		case strings.HasPrefix(line, "data:"):
-			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-		}
+	_, data, err := s.next()
+	if err != nil {
+		return async.Work{}, err
 	}
+	var w async.Work
+	if err := json.Unmarshal([]byte(data), &w); err != nil {
+		return async.Work{}, fmt.Errorf("async work event: %w", err)
+	}
+	return w, nil
 }
-
-// Close ends the stream.
-func (s *WorkStream) Close() error { return s.body.Close() }
 
 // fetchContent downloads a task's pinned content to dst, resuming from what
 // dst holds (the ETag is the file hash: the bytes never change).

@@ -1,16 +1,13 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"netdisk/apitype"
 	"netdisk/internal/tick"
-	"strings"
 	"time"
 
 	"netdisk/lock"
@@ -63,62 +60,34 @@ func (c *Client) LockState(ctx context.Context, op, resource, node string) (apit
 }
 
 // EventStream is an open GET /api/v1/lock/events.
-type EventStream struct {
-	body io.ReadCloser
-	r    *bufio.Reader
-}
+type EventStream struct{ sseReader }
 
 // LockEvents opens the node's event stream. Its first events are one
 // "state" per key (op:resource) given: the node's standing now, which is
 // how a reconnecting node learns what happened while it was away.
 func (c *Client) LockEvents(ctx context.Context, node string, keys ...string) (*EventStream, error) {
-	req, err := c.NewRequest(ctx, http.MethodGet, "/api/v1/lock/events", url.Values{"node": {node}, "key": keys}, nil)
+	sr, err := c.openSSE(ctx, "/api/v1/lock/events", url.Values{"node": {node}, "key": keys}, "lock events")
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		resp.Body.Close()
-		return nil, fmt.Errorf("lock events: unexpected content type %q", ct)
-	}
-	return &EventStream{body: resp.Body, r: bufio.NewReader(resp.Body)}, nil
+	return &EventStream{sr}, nil
 }
 
 // Next returns the next event; an error (io.EOF included) means the stream
 // ended and the caller reconnects.
 func (s *EventStream) Next() (apitype.LockAnswer, error) {
-	var name, data string
-	for {
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			return apitype.LockAnswer{}, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if data == "" {
-				name = ""
-				continue // a retry field or keep-alive comment only
-			}
-			var a apitype.LockAnswer
-			if err := json.Unmarshal([]byte(data), &a); err != nil {
-				return apitype.LockAnswer{}, fmt.Errorf("lock event %q: %w", name, err)
-			}
-			if a.Event == "" {
-				a.Event = name
-			}
-			return a, nil
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event:"):
-			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-		}
+	name, data, err := s.next()
+	if err != nil {
+		return apitype.LockAnswer{}, err
 	}
+	var a apitype.LockAnswer
+	if err := json.Unmarshal([]byte(data), &a); err != nil {
+		return apitype.LockAnswer{}, fmt.Errorf("lock event %q: %w", name, err)
+	}
+	if a.Event == "" {
+		a.Event = name
+	}
+	return a, nil
 }
 
 // WaitWhileQueued reads events until the node's standing changes from
@@ -163,6 +132,3 @@ func (c *Client) KeepLock(op, resource, node string, lease time.Duration) (lost 
 	}()
 	return l, func() { cancel(); <-done }
 }
-
-// Close ends the stream.
-func (s *EventStream) Close() error { return s.body.Close() }

@@ -253,14 +253,7 @@ func (w *Writer) dispatch() error {
 func (w *Writer) store(b []byte, idx int64) {
 	// Hashing is CPU-bound and shares the drive-wide limit; storing waits on
 	// fsync, so more chunks may be storing than hashing at once.
-	w.hashSem <- struct{}{}
-	sum := chunker.HashChunk(b)
-	<-w.hashSem
-	key := dedup.Key(sum.SHA256)
-	w.d.pins.Pin(key)
-	w.mu.Lock()
-	w.pinned = append(w.pinned, key)
-	w.mu.Unlock()
+	sum, key := w.hashPin(b)
 	err := w.d.StoreBlob(w.ctx, key, b)
 	w.d.putBuf(b)
 	if err != nil {
@@ -277,6 +270,17 @@ func (w *Writer) store(b []byte, idx int64) {
 // pinned as for a blob: GC must not delete an existing record of the same
 // content between the hash and the commit.
 func (w *Writer) keepInline(b []byte, idx int64) []byte {
+	sum, _ := w.hashPin(b)
+	w.mu.Lock()
+	w.sums[idx] = sum
+	w.mu.Unlock()
+	return b
+}
+
+// hashPin hashes b under the drive-wide hashing limit and pins its key
+// until the writer ends, so GC cannot delete a record of the same content
+// before the commit refers to it.
+func (w *Writer) hashPin(b []byte) (chunker.Sum, dedup.Key) {
 	w.hashSem <- struct{}{}
 	sum := chunker.HashChunk(b)
 	<-w.hashSem
@@ -284,9 +288,8 @@ func (w *Writer) keepInline(b []byte, idx int64) []byte {
 	w.d.pins.Pin(key)
 	w.mu.Lock()
 	w.pinned = append(w.pinned, key)
-	w.sums[idx] = sum
 	w.mu.Unlock()
-	return b
+	return sum, key
 }
 
 func (w *Writer) fail(err error) {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -17,25 +16,25 @@ import (
 // transaction (one commit for all of them); a member whose fn fails is
 // rolled back alone; every member learns its outcome only after the commit.
 func TestGroupCommit(t *testing.T) {
-	ctx := context.WithoutCancel(context.Background())
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	testGroupCommit(t, s)
+	testGroupCommit(t, openTestStore(t))
 }
 
 // The same on PostgreSQL, where a failed statement aborts the transaction
 // until the member's savepoint is rolled back to.
 func TestPostgresGroupCommit(t *testing.T) {
-	ctx := context.WithoutCancel(context.Background())
-	p, err := OpenPostgres(ctx, testutil.SharedPostgres(t).NewDatabase(t), nil)
+	testGroupCommit(t, openPostgresTestStore(t))
+}
+
+// openPostgresTestStore is openTestStore on a fresh database of the shared
+// test cluster: the PostgreSQL store is the SQLite store's methods.
+func openPostgresTestStore(t *testing.T) *SQLite {
+	t.Helper()
+	p, err := OpenPostgres(context.Background(), testutil.SharedPostgres(t).NewDatabase(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	testGroupCommit(t, p.SQLite)
+	t.Cleanup(func() { p.Close() })
+	return p.SQLite
 }
 
 func testGroupCommit(t *testing.T, s *SQLite) {
@@ -131,23 +130,11 @@ func testGroupCommit(t *testing.T, s *SQLite) {
 // TestGroupCommitMany: many concurrent callers all commit, each exactly once,
 // whatever batches they fall into.
 func TestGroupCommitMany(t *testing.T) {
-	ctx := context.WithoutCancel(context.Background())
-	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	testGroupCommitMany(t, s)
+	testGroupCommitMany(t, openTestStore(t))
 }
 
 func TestPostgresGroupCommitMany(t *testing.T) {
-	ctx := context.WithoutCancel(context.Background())
-	p, err := OpenPostgres(ctx, testutil.SharedPostgres(t).NewDatabase(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	testGroupCommitMany(t, p.SQLite)
+	testGroupCommitMany(t, openPostgresTestStore(t))
 }
 
 func testGroupCommitMany(t *testing.T, s *SQLite) {

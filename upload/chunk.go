@@ -18,7 +18,7 @@ import (
 // received are refused with Conflict and change nothing.
 func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int64, hash string, body io.Reader, length int64) error {
 	const op = "upload.Chunk"
-	if !validHash(hash) {
+	if !chunker.ValidHash(hash) {
 		return errs.Errorf(op, errs.Invalid, "hash must be 32 lowercase hex digits")
 	}
 	ss, err := s.load(ctx, op, uid, id)
@@ -130,7 +130,7 @@ type HashResult struct {
 // by SHA-256.
 func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index int64, hash string) (HashResult, error) {
 	const op = "upload.PatchHash"
-	if !validHash(hash) {
+	if !chunker.ValidHash(hash) {
 		return HashResult{}, errs.Errorf(op, errs.Invalid, "hash must be 32 lowercase hex digits")
 	}
 	ss, err := s.load(ctx, op, uid, id)
@@ -193,7 +193,7 @@ func (s *Service) claim(ctx context.Context, ss session, index int64, c meta.Chu
 // policy reveals it (reveal.go), else the same answer as unknown content.
 func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string) (HashResult, error) {
 	const op = "upload.PatchHash"
-	if !validHash(fileHash) {
+	if !chunker.ValidHash(fileHash) {
 		return HashResult{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
 	}
 	mu := s.stripe(id)

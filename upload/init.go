@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"netdisk/chunker"
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/vpath"
@@ -23,7 +24,7 @@ func (s *Service) Init(ctx context.Context, uid int64, path string, size int64, 
 	if err := s.d.CheckFileSize(op, p, size); err != nil {
 		return Info{}, err
 	}
-	if fileHash != "" && !validHash(fileHash) {
+	if fileHash != "" && !chunker.ValidHash(fileHash) {
 		return Info{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
 	}
 	replaces, err := s.checkTarget(ctx, op, uid, p)

@@ -15,7 +15,7 @@ import (
 // same result.
 func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash string) (Result, error) {
 	const op = "upload.Merge"
-	if !validHash(fileHash) {
+	if !chunker.ValidHash(fileHash) {
 		return Result{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
 	}
 	mu := s.stripe(id)

@@ -145,18 +145,6 @@ func (ss session) result() Result {
 
 func (ss session) open() bool { return ss.State == meta.SessionOpen }
 
-func validHash(h string) bool {
-	if len(h) != 32 {
-		return false
-	}
-	for _, c := range h {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func errUnknown(op string) error {
 	return errs.E(op, errs.NotFound, "", errors.New("unknown or expired upload session"))
 }
@@ -179,7 +167,7 @@ func gone(err error) bool { return errors.Is(err, meta.ErrChunkGone) }
 // an unknown one, so ids cannot be probed; an open session past its TTL is
 // gone even before the janitor deletes it.
 func (s *Service) load(ctx context.Context, op string, uid int64, id string) (session, error) {
-	if !validHash(id) {
+	if !chunker.ValidHash(id) { // newID's 16 bytes in hex have a hash's shape
 		return session{}, errUnknown(op)
 	}
 	ms, err := s.db.Session(ctx, uid, id)

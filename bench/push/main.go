@@ -24,20 +24,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"golang.org/x/sync/errgroup"
 
+	"netdisk/bench/internal/benchdata"
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
@@ -86,7 +85,7 @@ func run() error {
 
 	mk := func(name string, seed uint64) (string, error) {
 		p := filepath.Join(dir, name)
-		return p, writeRandom(p, seed, int64(size))
+		return p, benchdata.WriteRandom(p, seedKey(seed), int64(size))
 	}
 
 	// Hash only (also warms the page cache for the pipeline's file's twin).
@@ -165,7 +164,7 @@ func run() error {
 			if err := os.MkdirAll(sub, 0o755); err != nil {
 				return err
 			}
-			if err := writeRandom(filepath.Join(sub, fmt.Sprintf("f%05d", i)), uint64(1000+i+round<<24), int64(small)); err != nil {
+			if err := benchdata.WriteRandom(filepath.Join(sub, fmt.Sprintf("f%05d", i)), seedKey(uint64(1000+i+round<<24)), int64(small)); err != nil {
 				return err
 			}
 		}
@@ -200,19 +199,10 @@ func run() error {
 		rcRate = append(rcRate, float64(*files)/time.Since(t0).Seconds())
 		fmt.Printf("%-28s round %d: netdisk push %.0f files/s, rclone copy %.0f files/s\n", "small files", r+1, ndRate[r], rcRate[r])
 	}
-	nd, rcm := median(ndRate), median(rcRate)
+	nd, rcm := benchdata.Median(ndRate), benchdata.Median(rcRate)
 	fmt.Printf("%-28s netdisk push %.0f files/s, rclone copy → rclone serve webdav %.0f files/s: %.2f× (median of %d, %d at once)\n",
 		"small files", nd, rcm, nd/rcm, *smallRounds, *conc)
 	return nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // rcloneServer is `rclone serve webdav` on a temp folder, the reference
@@ -272,27 +262,12 @@ func report(what string, d time.Duration, bytes int64) {
 	fmt.Printf("%-28s %10v  %s/s\n", what, d.Round(time.Millisecond), humanize.IBytes(uint64(float64(bytes)/d.Seconds())))
 }
 
-// writeRandom writes n pseudo-random bytes (ChaCha8, fast) seeded by seed.
-func writeRandom(p string, seed uint64, n int64) error {
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
+// seedKey is the ChaCha8 key of a file seeded by seed (its low 32 bits).
+func seedKey(seed uint64) [32]byte {
 	var key [32]byte
 	key[0], key[1] = byte(seed), byte(seed>>8)
 	key[2], key[3] = byte(seed>>16), byte(seed>>24)
-	r := rand.NewChaCha8(key)
-	buf := make([]byte, 1<<20)
-	for n > 0 {
-		k := min(n, int64(len(buf)))
-		r.Read(buf[:k])
-		if _, err := f.Write(buf[:k]); err != nil {
-			f.Close()
-			return err
-		}
-		n -= k
-	}
-	return f.Close()
+	return key
 }
 
 func hashFile(p string, cs int64) ([]string, error) {

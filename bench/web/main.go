@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/dustin/go-humanize"
 
+	"netdisk/bench/internal/benchdata"
 	"netdisk/server"
 	"netdisk/web/browsertest"
 )
@@ -72,7 +72,7 @@ func run() error {
 		return fmt.Errorf("build netdisk: %w", err)
 	}
 	file := filepath.Join(dir, "big.bin")
-	if err := writeRandom(file, int64(size)); err != nil {
+	if err := benchdata.WriteRandom(file, pathKey(file), int64(size)); err != nil {
 		return err
 	}
 	copyFile := filepath.Join(dir, "big-copy.bin")
@@ -271,25 +271,10 @@ func startDaemon(ctx context.Context, dir string, cs int64) (string, func(), err
 	}
 }
 
-// writeRandom writes n pseudo-random bytes (ChaCha8, fast): incompressible
-// and unlike anything the daemons hold.
-func writeRandom(p string, n int64) error {
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
+// pathKey seeds a file's bytes with its path, so they are unlike anything
+// the daemons hold.
+func pathKey(p string) [32]byte {
 	var key [32]byte
 	copy(key[:], p)
-	r := rand.NewChaCha8(key)
-	buf := make([]byte, 1<<20)
-	for n > 0 {
-		k := min(n, int64(len(buf)))
-		r.Read(buf[:k])
-		if _, err := f.Write(buf[:k]); err != nil {
-			f.Close()
-			return err
-		}
-		n -= k
-	}
-	return f.Close()
+	return key
 }

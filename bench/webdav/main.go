@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"netdisk/bench/internal/benchdata"
 	"netdisk/internal/testutil"
 )
 
@@ -178,15 +178,6 @@ func run(ctx context.Context, c config) (string, error) {
 	return format(c, samples, rss, bigLine), nil
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func pick(ss []sample, f func(sample) float64) []float64 {
 	out := make([]float64, len(ss))
 	for i, s := range ss {
@@ -204,7 +195,7 @@ func format(c config, samples map[string][]sample, rss map[string]int64, bigLine
 	fmt.Fprintln(tw, "metric\tnetdisk\trclone\tnetdisk/rclone")
 	nd, rc := samples["netdisk"], samples["rclone"]
 	row := func(name, unit string, f func(sample) float64, note func(float64) string) {
-		a, z := median(pick(nd, f)), median(pick(rc, f))
+		a, z := benchdata.Median(pick(nd, f)), benchdata.Median(pick(rc, f))
 		na, nz := note(a), note(z)
 		fmt.Fprintf(tw, "%s (%s)\t%.1f%s\t%.1f%s\t%.2f×\n", name, unit, a, na, z, nz, a/z)
 	}

@@ -2,7 +2,6 @@ package testutil_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -39,12 +38,9 @@ func TestLaunchDaemonReportsFailure(t *testing.T) {
 	if _, err := testutil.LaunchDaemon(ctx, testutil.DaemonConfig{Bin: "/nonexistent/netdisk", DataDir: t.TempDir()}); err == nil {
 		t.Fatal("a missing binary launched")
 	}
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh := testutil.RequireTool(t, "sh")
 	// sh runs "serve" as a script file, which does not exist: it prints why and exits.
-	_, err = testutil.LaunchDaemon(ctx, testutil.DaemonConfig{Bin: sh, DataDir: t.TempDir()})
+	_, err := testutil.LaunchDaemon(ctx, testutil.DaemonConfig{Bin: sh, DataDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "exited early") || !strings.Contains(err.Error(), "serve") {
 		t.Fatalf("a daemon that exits at once: %v", err)
 	}
