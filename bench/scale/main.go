@@ -46,6 +46,15 @@ import (
 
 const adminPass = "bench-admin-pass"
 
+// cleanup stops what the run started; fatalf runs it before exiting, so a
+// failed run leaves no daemon, server or temp dir behind.
+var cleanup = func() {}
+
+func fatalf(format string, args ...any) {
+	cleanup()
+	log.Fatalf(format, args...)
+}
+
 type figures struct {
 	putMBs, getMBs float64 // large file
 	smallPerSec    float64 // small PUTs per second
@@ -75,11 +84,9 @@ func main() {
 		}
 		os.RemoveAll(work)
 	}
+	cleanup = stopAll
 	defer stopAll()
-	fail := func(err error) {
-		stopAll()
-		log.Fatal(err)
-	}
+	fail := func(err error) { fatalf("%v", err) }
 	bin, err := testutil.BuildBinary(ctx, work)
 	if err != nil {
 		fail(err)
@@ -171,7 +178,7 @@ func do(ctx context.Context, method, url string, body io.Reader, size int64, hdr
 // must(do(…))(statuses…) drains the answer and insists on one of the statuses.
 func must(resp *http.Response, err error) func(want ...int) {
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -181,7 +188,7 @@ func must(resp *http.Response, err error) func(want ...int) {
 				return
 			}
 		}
-		log.Fatalf("%s %s: %d", resp.Request.Method, resp.Request.URL, resp.StatusCode)
+		fatalf("%s %s: %d", resp.Request.Method, resp.Request.URL, resp.StatusCode)
 	}
 }
 
@@ -201,12 +208,12 @@ func run(base string, size int64, small, entries int) figures {
 	t0 = time.Now()
 	resp, err := do(ctx, "GET", base+"/dav/big.bin", nil, -1, nil)
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	n, _ := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if n != size {
-		log.Fatalf("GET big.bin: %d bytes of %d", n, size)
+		fatalf("GET big.bin: %d bytes of %d", n, size)
 	}
 	f.getMBs = float64(size) / 1e6 / time.Since(t0).Seconds()
 	fmt.Printf("  large file: PUT %.1f MB/s, GET %.1f MB/s\n", f.putMBs, f.getMBs)
@@ -281,12 +288,12 @@ func measureCosts(ctx context.Context, dbURL string, s3 *testutil.S3, bucket, re
 	var c costs
 	store, err := meta.OpenPostgres(ctx, dbURL, nil)
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	defer store.Close()
 	u, err := store.CreateUser(ctx, "bench-costs", "x", false, 0)
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	const n = 300
 	t0 := time.Now()
@@ -294,48 +301,48 @@ func measureCosts(ctx context.Context, dbURL string, s3 *testutil.S3, bucket, re
 		sum := fmt.Sprintf("%064x", i+1<<40)
 		if _, err := store.CommitFile(ctx, u.ID, fmt.Sprintf("/f%d", i), meta.NewFile{Size: 1, FileHash: "h", ModTime: time.Now(),
 			Chunks: []meta.Chunk{{SHA256: sum, MD5: "m", Size: 1}}}); err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 	}
 	c.pgWriteTx = time.Since(t0) / n
 	t0 = time.Now()
 	for i := range n {
 		if _, err := store.Stat(ctx, u.ID, fmt.Sprintf("/f%d", i)); err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 	}
 	c.pgRead = time.Since(t0) / n
 
 	mc, err := s3.Client()
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	obj := make([]byte, 4096)
 	t0 = time.Now()
 	for i := range 100 {
 		rand.Read(obj)
 		if _, err := mc.PutObject(ctx, bucket, fmt.Sprintf("costs/%d", i), bytes.NewReader(obj), int64(len(obj)), minio.PutObjectOptions{}); err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 	}
 	c.s3Put = time.Since(t0) / 100
 	t0 = time.Now()
 	for i := range 100 {
 		if _, err := mc.StatObject(ctx, bucket, fmt.Sprintf("costs/%d", i), minio.StatObjectOptions{}); err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 	}
 	c.s3Head = time.Since(t0) / 100
 	big := make([]byte, 4<<20)
 	rand.Read(big)
 	if _, err := mc.PutObject(ctx, bucket, "costs/big", bytes.NewReader(big), int64(len(big)), minio.PutObjectOptions{}); err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	t0 = time.Now()
 	for range 20 {
 		o, err := mc.GetObject(ctx, bucket, "costs/big", minio.GetObjectOptions{})
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		io.Copy(io.Discard, o)
 		o.Close()
@@ -348,7 +355,7 @@ func measureCosts(ctx context.Context, dbURL string, s3 *testutil.S3, bucket, re
 	t0 = time.Now()
 	for range 1000 {
 		if err := rdb.Ping(ctx).Err(); err != nil {
-			log.Fatalf("redis: %v", err)
+			fatalf("redis: %v", err)
 		}
 	}
 	c.redisRTT = time.Since(t0) / 1000
