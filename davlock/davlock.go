@@ -76,14 +76,14 @@ func Check(t Table, uid int64, tokens []string, targets ...Target) error {
 			return errs.E("davlock.Check", errs.Invalid, tg.Path, err)
 		}
 		if cov := t.Covering(uid, name); len(cov) > 0 && !anySubmitted(cov, submitted) {
-			return lockedError(name, cov[0].Root)
+			return refusal(name, cov[0])
 		}
 		if tg.Deep {
 			for _, l := range t.Below(uid, name) {
 				if submitted[l.Token] || anySubmitted(t.Covering(uid, l.Root), submitted) {
 					continue
 				}
-				return lockedError(name, l.Root)
+				return refusal(name, l)
 			}
 		}
 		if parent := vpath.Parent(name); tg.Membership && parent != "" {
@@ -108,6 +108,18 @@ func anySubmitted(ls []Lock, submitted map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// UnavailableToken names the stand-in lock a shared table reports when it
+// cannot tell which locks exist (redis.go): the write is refused as
+// Unavailable (503, try again), not as locked by someone.
+const UnavailableToken = "opaquelocktoken:unavailable"
+
+func refusal(name string, l Lock) error {
+	if l.Token == UnavailableToken {
+		return errs.E("davlock.Check", errs.Unavailable, name, errors.New("the lock table is unavailable; try again"))
+	}
+	return lockedError(name, l.Root)
 }
 
 func lockedError(name, root string) error {

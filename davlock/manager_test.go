@@ -1,6 +1,7 @@
 package davlock
 
 import (
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -9,12 +10,35 @@ import (
 	"netdisk/internal/testutil"
 )
 
-func newTestLocks() (*Manager, *testutil.Clock) {
-	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	return NewManager(clock.Now), clock
+// testTable is a Table whose per-user bound tests can lower.
+type testTable interface {
+	Table
+	setMax(n int)
 }
 
-func mustLock(t *testing.T, m *Manager, uid int64, l Lock) Lock {
+func (m *Manager) setMax(n int)    { m.max = n }
+func (r *RedisTable) setMax(n int) { r.max = n }
+
+// eachTable runs f on the in-process table and on the Redis one: both
+// implement the same rules and pass the same tests. newTable gives a fresh,
+// empty table on the shared clock each call.
+func eachTable(t *testing.T, f func(t *testing.T, newTable func() testTable, clock *testutil.Clock)) {
+	t.Run("memory", func(t *testing.T) {
+		clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+		f(t, func() testTable { return NewManager(clock.Now) }, clock)
+	})
+	t.Run("redis", func(t *testing.T) {
+		rdb := testutil.StartRedis(t).Client()
+		clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+		n := 0
+		f(t, func() testTable {
+			n++
+			return NewRedis(rdb, fmt.Sprintf("test%d:", n), clock.Now, nil)
+		}, clock)
+	})
+}
+
+func mustLock(t *testing.T, m Table, uid int64, l Lock) Lock {
 	t.Helper()
 	got, err := m.Create(uid, l)
 	if err != nil {
@@ -23,8 +47,10 @@ func mustLock(t *testing.T, m *Manager, uid int64, l Lock) Lock {
 	return got
 }
 
-func TestLockTokenFormat(t *testing.T) {
-	m, _ := newTestLocks()
+func TestLockTokenFormat(t *testing.T) { eachTable(t, testLockTokenFormat) }
+
+func testLockTokenFormat(t *testing.T, newTable func() testTable, _ *testutil.Clock) {
+	m := newTable()
 	a := mustLock(t, m, 1, Lock{Root: "/a"})
 	b := mustLock(t, m, 1, Lock{Root: "/b"})
 	re := regexp.MustCompile(`^opaquelocktoken:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -33,7 +59,9 @@ func TestLockTokenFormat(t *testing.T) {
 	}
 }
 
-func TestLockConflicts(t *testing.T) {
+func TestLockConflicts(t *testing.T) { eachTable(t, testLockConflicts) }
+
+func testLockConflicts(t *testing.T, newTable func() testTable, _ *testutil.Clock) {
 	cases := []struct {
 		name     string
 		first    Lock
@@ -53,7 +81,7 @@ func TestLockConflicts(t *testing.T) {
 		{"shared infinity both", Lock{Root: "/d", Infinite: true, Shared: true}, Lock{Root: "/d/x", Shared: true}, false},
 	}
 	for _, c := range cases {
-		m, _ := newTestLocks()
+		m := newTable()
 		mustLock(t, m, 1, c.first)
 		_, err := m.Create(1, c.second)
 		if got := errs.Is(err, errs.Locked); got != c.conflict {
@@ -66,8 +94,10 @@ func TestLockConflicts(t *testing.T) {
 	}
 }
 
-func TestLockScopeAndTokens(t *testing.T) {
-	m, _ := newTestLocks()
+func TestLockScopeAndTokens(t *testing.T) { eachTable(t, testLockScopeAndTokens) }
+
+func testLockScopeAndTokens(t *testing.T, newTable func() testTable, _ *testutil.Clock) {
+	m := newTable()
 	d := mustLock(t, m, 1, Lock{Root: "/d", Infinite: true, Owner: "<href xmlns=\"DAV:\">me</href>"})
 	f := mustLock(t, m, 1, Lock{Root: "/g"})
 	if !m.Holds(1, d.Token, "/d/x/y") || !m.Holds(1, d.Token, "/d") {
@@ -96,8 +126,10 @@ func TestLockScopeAndTokens(t *testing.T) {
 	}
 }
 
-func TestLockExpiryAndRefresh(t *testing.T) {
-	m, clock := newTestLocks()
+func TestLockExpiryAndRefresh(t *testing.T) { eachTable(t, testLockExpiryAndRefresh) }
+
+func testLockExpiryAndRefresh(t *testing.T, newTable func() testTable, clock *testutil.Clock) {
+	m := newTable()
 	l := mustLock(t, m, 1, Lock{Root: "/f", Timeout: 2 * time.Minute})
 	if l.Timeout != 2*time.Minute || !l.Expires.Equal(clock.Now().Add(2*time.Minute)) {
 		t.Fatalf("granted %v until %v", l.Timeout, l.Expires)
@@ -151,9 +183,11 @@ func TestParseTimeout(t *testing.T) {
 	}
 }
 
-func TestLockBoundPerUser(t *testing.T) {
-	m, clock := newTestLocks()
-	m.max = 5
+func TestLockBoundPerUser(t *testing.T) { eachTable(t, testLockBoundPerUser) }
+
+func testLockBoundPerUser(t *testing.T, newTable func() testTable, clock *testutil.Clock) {
+	m := newTable()
+	m.setMax(5)
 	for i := range 5 {
 		mustLock(t, m, 1, Lock{Root: "/f" + string(rune('a'+i)), Timeout: time.Minute})
 	}
@@ -165,8 +199,10 @@ func TestLockBoundPerUser(t *testing.T) {
 	mustLock(t, m, 1, Lock{Root: "/over"}) // expired ones free room
 }
 
-func TestLockRelease(t *testing.T) {
-	m, _ := newTestLocks()
+func TestLockRelease(t *testing.T) { eachTable(t, testLockRelease) }
+
+func testLockRelease(t *testing.T, newTable func() testTable, _ *testutil.Clock) {
+	m := newTable()
 	for _, p := range []string{"/a", "/a/b", "/a/b/c", "/ab", "/x"} {
 		mustLock(t, m, 1, Lock{Root: p})
 	}

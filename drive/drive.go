@@ -45,6 +45,10 @@ type Config struct {
 	// Locks is the WebDAV lock table every mutating operation consults
 	// (drive/locks.go); nil means a new in-process one.
 	Locks davlock.Table
+	// Pins keep chunks between store and commit safe from GC; nil means
+	// in-process pins (one node). Nodes sharing a blob store share them
+	// (dedup.SharedPins).
+	Pins dedup.Pinner
 	// MaxFileSize bounds every file's size, announced or streamed (413
 	// beyond it); 0 means DefaultMaxFileSize. It keeps every size the quota
 	// arithmetic sees far from overflow (at most quota.MaxBytes).
@@ -58,7 +62,7 @@ const DefaultMaxFileSize = 1 << 40
 type Drive struct {
 	meta      meta.Store
 	blobs     dedup.BlobStore
-	pins      *dedup.Pins
+	pins      dedup.Pinner
 	chunkSize int64
 	workers   int
 	hashSem   chan struct{} // shared by all uploads: hashing never oversubscribes the cores
@@ -116,6 +120,9 @@ func New(c Config) *Drive {
 	}
 	if d.log == nil {
 		d.log = slog.Default()
+	}
+	if c.Pins != nil {
+		d.pins = c.Pins
 	}
 	if d.locks == nil {
 		d.locks = davlock.NewManager(d.now)

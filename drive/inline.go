@@ -77,10 +77,21 @@ func (d *Drive) txFunc() func(ctx context.Context, fn func(*sql.Tx) error) error
 	return d.tree().Tx
 }
 
+// prefetchStore is a chunkStore over a blob store that reads ahead (the S3
+// read cache): the wrapper must not hide its dedup.Prefetcher, which GETs
+// look for (read.go).
+type prefetchStore struct{ chunkStore }
+
+func (s prefetchStore) Prefetch(keys []dedup.Key) { s.BlobStore.(dedup.Prefetcher).Prefetch(keys) }
+
 // inlineStore wraps blobs so chunks kept in m are readable beside them.
 func inlineStore(blobs dedup.BlobStore, m meta.Store) dedup.BlobStore {
 	if blobs == nil {
 		return nil
 	}
-	return chunkStore{BlobStore: blobs, inline: m}
+	cs := chunkStore{BlobStore: blobs, inline: m}
+	if _, ok := blobs.(dedup.Prefetcher); ok {
+		return prefetchStore{cs}
+	}
+	return cs
 }

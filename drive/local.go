@@ -20,7 +20,7 @@ import (
 type Local struct {
 	Drive *Drive
 	Meta  *meta.SQLite
-	Blobs *dedup.DiskStore
+	Blobs *dedup.DiskStore // nil when LocalConfig.BlobStore was given
 	Quota *quota.Guard
 }
 
@@ -30,6 +30,12 @@ type Local struct {
 type LocalConfig struct {
 	Config
 	Dir string
+	// MetaURL, when set, is a shared metadata store (postgres://…) in place
+	// of meta.db in Dir.
+	MetaURL string
+	// BlobStore, when set, holds the chunks in place of Dir's chunk
+	// directory (an S3 bucket); Local.Blobs is then nil.
+	BlobStore dedup.BlobStore
 	// Ledger builds the quota ledger over the sink OpenLocal made (cfg has
 	// Sink, Clock and Log set); nil means the embedded ledger.
 	Ledger func(cfg quota.Config) quota.Ledger
@@ -44,14 +50,18 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	m, err := meta.OpenSQLite(ctx, filepath.Join(c.Dir, "meta.db"), c.Now)
+	m, err := openMeta(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := dedup.NewDiskStore(filepath.Join(c.Dir, "chunks"))
-	if err != nil {
-		m.Close()
-		return nil, err
+	var blobs *dedup.DiskStore
+	var store dedup.BlobStore = c.BlobStore
+	if store == nil {
+		if blobs, err = dedup.NewDiskStore(filepath.Join(c.Dir, "chunks")); err != nil {
+			m.Close()
+			return nil, err
+		}
+		store = blobs
 	}
 	sink := quota.NewSQLiteSink(m, c.Now)
 	cfg := quota.Config{Sink: sink, Log: c.Logger}
@@ -64,8 +74,26 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 	}
 	g := quota.NewGuard(newLedger(cfg), sink, c.Logger)
 	dc := c.Config
-	dc.Meta, dc.Blobs, dc.Quota = m, blobs, g
+	dc.Meta, dc.Blobs, dc.Quota = m, store, g
 	return &Local{Drive: New(dc), Meta: m, Blobs: blobs, Quota: g}, nil
+}
+
+// openMeta opens meta.db in the data directory, or the shared store MetaURL
+// names. The PostgreSQL store runs the SQLite store's methods over its own
+// connections (meta/postgres.go), so Local.Meta is that engine either way.
+func openMeta(ctx context.Context, c LocalConfig) (*meta.SQLite, error) {
+	switch {
+	case c.MetaURL == "":
+		return meta.OpenSQLite(ctx, filepath.Join(c.Dir, "meta.db"), c.Now)
+	case meta.IsPostgresURL(c.MetaURL):
+		p, err := meta.OpenPostgres(ctx, c.MetaURL, c.Now)
+		if err != nil {
+			return nil, err
+		}
+		return p.SQLite, nil
+	default:
+		return nil, fmt.Errorf("metadata store %q: want postgres://… (or none for SQLite in the data directory)", c.MetaURL)
+	}
 }
 
 // Reconcile rebuilds the quota ledger from SQLite: the users' totals and

@@ -73,6 +73,15 @@ func (r *Reader) Segments(off, n int64) []Segment {
 		out = append(out, Segment{Key: dedup.Key(c.SHA256), Offset: in, Length: l})
 		off += l
 	}
+	if p, ok := r.d.blobs.(dedup.Prefetcher); ok && len(out) > 1 {
+		// A remote store (S3): keep the next chunks on their way while
+		// the caller sends these in order.
+		keys := make([]dedup.Key, len(out))
+		for i, s := range out {
+			keys[i] = s.Key
+		}
+		p.Prefetch(keys)
+	}
 	return out
 }
 

@@ -72,6 +72,9 @@ func dbKind(err error) errs.Kind {
 			return errs.Exists
 		}
 	}
+	if k, ok := pgKind(err); ok {
+		return k
+	}
 	if strings.Contains(err.Error(), "database is locked") {
 		return errs.Unavailable
 	}
@@ -80,5 +83,5 @@ func dbKind(err error) errs.Kind {
 
 func isUnique(err error) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique || pgUnique(err)
 }

@@ -8,14 +8,37 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"netdisk/internal/testutil"
 )
 
 // TestGroupCommit: callers arriving while a batch commits share the next
 // transaction (one commit for all of them); a member whose fn fails is
 // rolled back alone; every member learns its outcome only after the commit.
 func TestGroupCommit(t *testing.T) {
+	testGroupCommit(t, openTestStore(t))
+}
+
+// The same on PostgreSQL, where a failed statement aborts the transaction
+// until the member's savepoint is rolled back to.
+func TestPostgresGroupCommit(t *testing.T) {
+	testGroupCommit(t, openPostgresTestStore(t))
+}
+
+// openPostgresTestStore is openTestStore on a fresh database of the shared
+// test cluster: the PostgreSQL store is the SQLite store's methods.
+func openPostgresTestStore(t *testing.T) *SQLite {
+	t.Helper()
+	p, err := OpenPostgres(context.Background(), testutil.SharedPostgres(t).NewDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p.SQLite
+}
+
+func testGroupCommit(t *testing.T, s *SQLite) {
 	ctx := context.WithoutCancel(context.Background())
-	s := openTestStore(t)
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +66,22 @@ func TestGroupCommit(t *testing.T) {
 	<-entered
 	before := WriteTxCount()
 	boom := errors.New("boom")
+	queued := func() int {
+		s.group.mu.Lock()
+		defer s.group.mu.Unlock()
+		return len(s.group.queue)
+	}
+	// Members queue one after another, so the batch runs them in order:
+	// member 4's statement fails (a path member 0 committed), and member 5,
+	// after it, still commits.
 	for i := 1; i < 6; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			fn := mkdir(fmt.Sprintf("/d%d", i))
+			if i == 4 {
+				fn = mkdir("/d0")
+			}
 			if i == 3 {
 				fn = func(tx *sql.Tx) error {
 					if err := mkdir("/d3")(tx); err != nil {
@@ -58,12 +92,9 @@ func TestGroupCommit(t *testing.T) {
 			}
 			results[i] = s.GroupTx(ctx, fn)
 		}()
-	}
-	for queued := 0; queued < 5; {
-		s.group.mu.Lock()
-		queued = len(s.group.queue)
-		s.group.mu.Unlock()
-		runtime.Gosched() // waiting for the queue to fill, not timing a result
+		for queued() < i {
+			runtime.Gosched() // waiting for the queue to fill, not timing a result
+		}
 	}
 	close(release)
 	wg.Wait()
@@ -71,7 +102,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("five queued callers took %d transactions, want 1", got)
 	}
 	for i, err := range results {
-		want := i != 3
+		want := i != 3 && i != 4
 		if (err == nil) != want || (i == 3 && !errors.Is(err, boom)) {
 			t.Fatalf("member %d: %v", i, err)
 		}
@@ -99,8 +130,15 @@ func TestGroupCommit(t *testing.T) {
 // TestGroupCommitMany: many concurrent callers all commit, each exactly once,
 // whatever batches they fall into.
 func TestGroupCommitMany(t *testing.T) {
+	testGroupCommitMany(t, openTestStore(t))
+}
+
+func TestPostgresGroupCommitMany(t *testing.T) {
+	testGroupCommitMany(t, openPostgresTestStore(t))
+}
+
+func testGroupCommitMany(t *testing.T, s *SQLite) {
 	ctx := context.WithoutCancel(context.Background())
-	s := openTestStore(t)
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -56,12 +56,14 @@ func (s *SQLite) ChunksHeld(ctx context.Context, uid int64, md5 string, size int
 	const op = "meta.ChunksHeld"
 	// The asked name LEFT JOIN the chunks: unknown content still yields a
 	// row, and its subqueries run (on a NULL id, finding nothing), so the
-	// statement does about the same work whether the content exists.
+	// statement does about the same work whether the content exists. (The
+	// casts and the subqueries' aliases are for PostgreSQL, which runs the
+	// same statement: postgres_dialect.go.)
 	rows, err := s.r.QueryContext(ctx, `SELECT c.id, c.sha256, c.md5, c.size, c.reveal_draw,
 		EXISTS (SELECT 1 FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = c.id AND n.user_id = ?1)
 		OR EXISTS (SELECT 1 FROM session_chunks sc JOIN upload_sessions us ON us.id = sc.session_id WHERE sc.chunk_id = c.id AND us.user_id = ?1),
-		(SELECT count(*) FROM (SELECT DISTINCT n.user_id FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = c.id LIMIT ?2))
-		FROM (SELECT ?3 AS md5, ?4 AS size) q LEFT JOIN chunks c ON c.md5 = q.md5 AND c.size = q.size`, uid, limit, md5, size)
+		(SELECT count(*) FROM (SELECT DISTINCT n.user_id FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = c.id LIMIT ?2) o)
+		FROM (SELECT CAST(?3 AS TEXT) AS md5, CAST(?4 AS BIGINT) AS size) q LEFT JOIN chunks c ON c.md5 = q.md5 AND c.size = q.size`, uid, limit, md5, size)
 	if err != nil {
 		return nil, wrap(op, "", err)
 	}
@@ -93,7 +95,7 @@ func (s *SQLite) FileHeld(ctx context.Context, uid int64, fileHash string, size 
 	err = s.r.QueryRowContext(ctx, `WITH m AS (SELECT id, user_id FROM nodes WHERE file_hash = ?1 AND size = ?2 AND is_dir = 0)
 		SELECT coalesce((SELECT id FROM m WHERE user_id = ?3 LIMIT 1), (SELECT id FROM m LIMIT 1)),
 		EXISTS (SELECT 1 FROM m WHERE user_id = ?3),
-		(SELECT count(*) FROM (SELECT DISTINCT user_id FROM m LIMIT ?4)),
+		(SELECT count(*) FROM (SELECT DISTINCT user_id FROM m LIMIT ?4) o),
 		coalesce((SELECT draw FROM file_draws WHERE file_hash = ?1), ?5)`,
 		fileHash, size, uid, limit, NoDraw).Scan(&id, &h.Own, &h.Owners, &h.Draw)
 	if err != nil {

@@ -80,7 +80,7 @@ func subtree(dir string) (string, []any) {
 func (s *SQLite) CountTree(ctx context.Context, uid int64, dir string, limit int) (int, error) {
 	cond, args := subtree(dir)
 	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM nodes WHERE user_id = ? AND `+cond+` LIMIT ?)`,
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM nodes WHERE user_id = ? AND `+cond+` LIMIT ?) AS below`,
 		append(append([]any{uid}, args...), limit+1)...).Scan(&n)
 	return n, wrap("meta.CountTree", dir, err)
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/async"
+	"netdisk/davlock"
+	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/internal/crashpoint"
@@ -42,6 +44,18 @@ type Options struct {
 	// Redis is the URL of the Redis server holding the quota ledger; empty
 	// means the embedded ledger (one daemon per data directory).
 	Redis string
+	// Meta is a shared metadata store's URL (postgres://…); empty means
+	// SQLite in DataDir. A shared store needs Redis: Open refuses without.
+	Meta string
+	// Blobs is a shared chunk store's URL (s3://BUCKET[/PREFIX]?…); empty
+	// means the chunk directory in DataDir. CacheDir and CacheSize bound the
+	// node's local read cache of its chunks (scaleout.go).
+	Blobs     string
+	CacheDir  string
+	CacheSize int64
+	// LeaseTTL is how long a run-once job's lease outlives a node that
+	// died holding it; 0 means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 	// Pprof, when set, serves net/http/pprof on this address (a listener of
 	// its own, never the public one; for profiling, off by default).
 	Pprof string
@@ -89,6 +103,7 @@ type Daemon struct {
 	Async  *async.Service
 	rdb    *redis.Client
 	opts   Options
+	node   string // this process's name among the nodes (pins, leases)
 
 	// The background loops (GC, upload janitor, checksums, quota ledger)
 	// use the stores: Serve's end and Close stop them and wait for every
@@ -132,6 +147,26 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
+	}
+	if d.opts.Meta != "" {
+		// Nodes share the store: the jobs that must run once run under a
+		// lease (lease.go). The quota ledger and lock leases keep running
+		// on every node: each reconciles its own view after a Redis outage.
+		// So does the checksum pass: a node's writes kick its own pass at
+		// once, and recording a checksum twice is harmless (SetChecksums
+		// records only for the version it was computed on).
+		ttl := d.opts.LeaseTTL
+		if ttl <= 0 {
+			ttl = DefaultLeaseTTL
+		}
+		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger}
+		for i, j := range jobs {
+			switch j.name {
+			case "gc", "upload-janitor":
+				run := j.run
+				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
+			}
+		}
 	}
 	for _, j := range jobs {
 		d.bg.Add(1)
@@ -190,12 +225,30 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if err := o.Instant.Check(); err != nil {
 		return nil, err
 	}
+	if err := checkShared(o); err != nil {
+		return nil, err
+	}
+	blobs, err := openBlobs(ctx, o)
+	if err != nil {
+		return nil, err
+	}
 	ledger, rdb, err := redisLedger(o.Redis)
 	if err != nil {
 		return nil, err
 	}
-	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger,
-		Config: drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}})
+	node := nodeName()
+	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}
+	if o.Meta != "" {
+		// Nodes sharing the metadata share the WebDAV locks, in Redis
+		// (checkShared made sure there is one): a lock taken through one
+		// node binds writes through every node. One node keeps them in
+		// process, Redis or not.
+		dc.Locks = davlock.NewRedis(rdb, "", o.Now, o.Logger)
+		// And the pins that keep another node's GC off the chunks this
+		// node stored and has not committed yet.
+		dc.Pins = dedup.NewSharedPins(rdb, node, o.Logger)
+	}
+	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc})
 	if err != nil {
 		closeRedis(rdb)
 		return nil, err
@@ -233,21 +286,28 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	// Async jobs live beside the locks: in SQLite alone, in Redis shared.
-	var store async.Store = async.NewEmbedded(m, 0)
+	// Async jobs live beside the locks: in SQLite alone, in Redis shared
+	// (nodes sharing the metadata always have Redis: checkShared), so the
+	// embedded store is only ever the one node's own SQLite.
+	var store async.Store
 	if rdb != nil {
 		store = async.NewRedis(rdb, 0)
+	} else {
+		store = async.NewEmbedded(m, 0)
 	}
-	host, _ := os.Hostname()
-	as, err := async.New(ctx, async.Config{Store: store, Files: d, Locks: locks, Node: fmt.Sprintf("%s-%d", host, os.Getpid()),
+	as, err := async.New(ctx, async.Config{Store: store, Files: d, Locks: locks, Node: node,
 		Window: o.AsyncWindow, Tick: o.AsyncTick, Timeout: o.AsyncTimeout, Now: o.Now, Log: o.Logger})
 	if err != nil {
 		locks.Close()
 		return fail(fmt.Errorf("async: %w", err))
 	}
-	srv := New(Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
-		Async: as, AsyncRecheck: o.AsyncRecheck})
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, rdb: rdb, opts: o}, nil
+	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
+		Async: as, AsyncRecheck: o.AsyncRecheck}
+	if o.Meta != "" {
+		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
+	}
+	srv := New(sc)
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, rdb: rdb, opts: o, node: node}, nil
 }
 
 func closeRedis(rdb *redis.Client) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"netdisk/api"
 	"netdisk/apitype"
@@ -41,6 +42,9 @@ type Config struct {
 	LockStreamRecheck time.Duration
 	Async             *async.Service // the async download API (/api/v1/async/); nil answers it 503
 	AsyncRecheck      time.Duration  // see api.API.AsyncRecheck
+	// SharedLogins, when set, keeps the login throttle's failure counts in
+	// this Redis, shared by the nodes (throttle_redis.go).
+	SharedLogins *redis.Client
 }
 
 // Server is the HTTP side of the daemon.
@@ -70,6 +74,9 @@ func New(c Config) *Server {
 		s.now = time.Now
 	}
 	s.logins = newThrottle(s.now)
+	if c.SharedLogins != nil {
+		s.logins.shared = &sharedFailures{rdb: c.SharedLogins, log: s.log}
+	}
 	s.metrics = NewMetrics(prometheus.NewRegistry())
 	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
 	s.api = api.New(c.Drive, s.log)

@@ -73,6 +73,9 @@ type throttle struct {
 	addrs map[string]*counter
 	accts map[string]*counter
 	swept time.Time // last sweep: at most one a minute, however many are tracked
+	// shared, when set, holds the failure counts every node sees
+	// (throttle_redis.go).
+	shared *sharedFailures
 }
 
 func newThrottle(now func() time.Time) *throttle {
@@ -107,10 +110,23 @@ func ensure[K comparable](m map[K]*counter, k K) *counter {
 // the outcome.
 func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
 	account = accountKey(account)
+	var sn [3]int
+	var slast [3]int64
+	shared := false
+	if t.shared != nil {
+		sn, slast, shared = t.shared.load(account, addr)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	pk := pairKey{account, addr}
+	if shared {
+		// The shared counts are the truth; this node's counters keep only
+		// their attempts in flight.
+		for i, c := range []*counter{ensure(t.pairs, pk), ensure(t.addrs, addr), ensure(t.accts, account)} {
+			c.n, c.last = sn[i], time.Unix(0, slast[i])
+		}
+	}
 	pair := live(t.pairs, pk, now)
 	wait := max(pair.lockedFor(PairLimit, now), live(t.addrs, addr, now).lockedFor(AddrLimit, now))
 	if pair != nil && pair.n > 0 {
@@ -133,10 +149,39 @@ func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
 // (the pair's failures are cleared, as done does).
 func (t *throttle) admitVerified(account, addr string) bool {
 	account = accountKey(account)
+	var sn [3]int
+	var slast [3]int64
+	shared := false
+	if t.shared != nil {
+		// Nodes sharing the users lock a pair out together: the failures
+		// another node saw refuse a remembered password here too.
+		sn, slast, shared = t.shared.load(account, addr)
+	}
+	ok, cleared := t.admitVerifiedLocal(account, addr, shared, sn, slast)
+	if ok && cleared && t.shared != nil {
+		t.shared.record(account, addr, true, t.now())
+	}
+	return ok
+}
+
+// admitVerifiedLocal is admitVerified on this node's counters (loaded with
+// the shared counts when shared); cleared reports that the pair had failures
+// that the success cleared.
+func (t *throttle) admitVerifiedLocal(account, addr string, shared bool, sn [3]int, slast [3]int64) (ok, cleared bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	pk := pairKey{account, addr}
+	if shared {
+		for i, c := range []*counter{ensure(t.pairs, pk), ensure(t.addrs, addr), ensure(t.accts, account)} {
+			c.n, c.last = sn[i], time.Unix(0, slast[i])
+		}
+		defer func() {
+			dropIdle(t.pairs, pk)
+			dropIdle(t.addrs, addr)
+			dropIdle(t.accts, account)
+		}()
+	}
 	settled := func(c *counter) *counter { // the failures only
 		if c == nil {
 			return nil
@@ -149,7 +194,7 @@ func (t *throttle) admitVerified(account, addr string) bool {
 		wait = max(wait, settled(live(t.accts, account, now)).lockedFor(AcctLimit, now))
 	}
 	if wait > 0 {
-		return false
+		return false, false
 	}
 	if pair != nil && pair.n > 0 {
 		a, acct := ensure(t.addrs, addr), ensure(t.accts, account)
@@ -159,8 +204,9 @@ func (t *throttle) admitVerified(account, addr string) bool {
 		dropIdle(t.pairs, pk)
 		dropIdle(t.addrs, addr)
 		dropIdle(t.accts, account)
+		return true, true
 	}
-	return true
+	return true, false
 }
 
 // done records the outcome of an admitted attempt: a failure counts on the
@@ -169,6 +215,9 @@ func (t *throttle) admitVerified(account, addr string) bool {
 // evaluated false (the check could not be made) records nothing.
 func (t *throttle) done(account, addr string, evaluated, success bool) {
 	account = accountKey(account)
+	if t.shared != nil && evaluated {
+		t.shared.record(account, addr, success, t.now())
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()

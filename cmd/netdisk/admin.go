@@ -53,7 +53,7 @@ Sizes are written as people write them: 500MB, 10GiB, 1.5TB (0 or
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	env.conn.register(cmd)
-	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env))
+	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd())
 	friendlyErrors(cmd)
 	return cmd
 }

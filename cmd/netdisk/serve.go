@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -33,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		logLevel  string
 		logJSON   bool
 		multiNode bool
+		cacheSize string
 		instant   string
 		owners    string
 	)
@@ -79,6 +81,14 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			}
 			o.MaxFileSize = int64(mf)
 			o.SingleNodePull = !multiNode
+			cz, err := humanize.ParseBytes(cacheSize)
+			if err != nil {
+				return fmt.Errorf("--cache-size %q: %w", cacheSize, err)
+			}
+			o.CacheSize = int64(cz)
+			if o.Blobs != "" && o.CacheDir == "" {
+				o.CacheDir = filepath.Join(o.DataDir, "cache")
+			}
 			if o.LockLease < 100*time.Millisecond {
 				return fmt.Errorf("--lock-lease %v: want at least 100ms", o.LockLease)
 			}
@@ -127,6 +137,11 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 		"until then the answer is the one for unknown content), shared (whenever anyone holds it: reveals what others store), off (never; a user's own content always is)")
 	f.StringVar(&owners, "instant-upload-owners", "2-10", "private mode: each content's secret threshold of distinct owners is drawn once in this range MIN-MAX")
 	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, the locks and the async jobs, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
+	f.StringVar(&o.Meta, "meta", "", "shared metadata store, postgres://USER:PASS@HOST/DB (empty: SQLite in --data); needs --redis")
+	f.StringVar(&o.Blobs, "blobs", "", "shared chunk store, s3://BUCKET[/PREFIX]?endpoint=HOST:PORT&region=R (empty: chunks in --data); credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile")
+	f.StringVar(&o.CacheDir, "cache-dir", "", "local read cache of --blobs chunks (default: --data/cache)")
+	f.StringVar(&cacheSize, "cache-size", "1GiB", "most bytes the --blobs read cache keeps")
+	f.DurationVar(&o.LeaseTTL, "lease-ttl", server.DefaultLeaseTTL, "with --meta: a node running a run-once job (GC, upload session expiry) that stops renewing its lease for this long hands the job to another node")
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
 	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
 	f.IntVar(&o.LockMaxUserWait, "lock-max-user-wait", lock.DefaultMaxUserWait, "most lock waits of one user at once (429 beyond)")

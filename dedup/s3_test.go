@@ -1,0 +1,176 @@
+package dedup_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"netdisk/dedup"
+	"netdisk/dedup/storetest"
+	"netdisk/internal/testutil"
+)
+
+// One S3 server serves the package's tests; each store gets its own bucket.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.StopSharedS3()
+	os.Exit(code)
+}
+
+func openS3(t *testing.T) *dedup.S3Store {
+	s3 := testutil.SharedS3(t)
+	url, _ := s3.NewBucket(t)
+	s, err := dedup.OpenS3(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The S3 store passes the BlobStore conformance suite on a real S3 server,
+// with AWS_CA_BUNDLE set as on this machine (the client must not read it).
+func TestS3Store(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", filepath.Join(t.TempDir(), "no-such-bundle.pem"))
+	storetest.Run(t, func(t *testing.T) dedup.BlobStore { return openS3(t) })
+}
+
+// The read cache in front of S3 passes the same suite.
+func TestS3CacheStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) dedup.BlobStore {
+		c, err := dedup.NewCache(openS3(t), dedup.CacheConfig{Dir: t.TempDir(), Size: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	})
+}
+
+func sha(b []byte) dedup.Key {
+	s := sha256.Sum256(b)
+	return dedup.Key(hex.EncodeToString(s[:]))
+}
+
+// A cached chunk is served from the cache; a corrupted cache file (left by
+// an earlier run) is detected, dropped and fetched again; nodes racing to
+// put one chunk all succeed and the object holds its bytes.
+func TestS3CacheVerifiesAndRaces(t *testing.T) {
+	ctx := context.Background()
+	remote := openS3(t)
+	dir := t.TempDir()
+	b := bytes.Repeat([]byte("chunk "), 1000)
+	k := sha(b)
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errc <- remote.Put(ctx, k, b)
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatalf("racing put: %v", err)
+		}
+	}
+	// An earlier run left a corrupted copy in the cache directory.
+	if err := os.WriteFile(filepath.Join(dir, string(k)), []byte("torn"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := dedup.NewCache(remote, dedup.CacheConfig{Dir: dir, Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rwg sync.WaitGroup
+	for range 4 {
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			r, err := c.Open(ctx, k)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got, _ := io.ReadAll(r)
+			r.Close()
+			if !bytes.Equal(got, b) {
+				t.Errorf("read %d bytes, not the chunk", len(got))
+			}
+		}()
+	}
+	rwg.Wait()
+	got, err := os.ReadFile(filepath.Join(dir, string(k)))
+	if err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("cache file after the reads: %d bytes, %v; want the chunk", len(got), err)
+	}
+	// Deleting through the cache removes the object and the cached copy.
+	if err := c.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := remote.Has(ctx, k); ok {
+		t.Fatal("object still in the bucket after Delete")
+	}
+	if _, err := os.Stat(filepath.Join(dir, string(k))); !os.IsNotExist(err) {
+		t.Fatalf("cached copy after Delete: %v", err)
+	}
+}
+
+// A reader announcing its chunks finds the next ones fetched ahead: once
+// they are in the cache, they read even after the remote objects are gone.
+func TestS3CacheReadAhead(t *testing.T) {
+	ctx := context.Background()
+	remote := openS3(t)
+	dir := t.TempDir()
+	c, err := dedup.NewCache(remote, dedup.CacheConfig{Dir: dir, Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []dedup.Key
+	for i := range 5 {
+		b := bytes.Repeat([]byte{byte('a' + i)}, 10000)
+		k := sha(b)
+		if err := remote.Put(ctx, k, b); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	c.Prefetch(keys)
+	r, err := c.Open(ctx, keys[0]) // starts keys[1..3]
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range keys[1:4] {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, string(k))); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("chunk %s not fetched ahead within 10s", k)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for _, k := range keys[1:4] {
+		if err := remote.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range keys[1:4] {
+		r, err := c.Open(ctx, k)
+		if err != nil {
+			t.Fatalf("chunk fetched ahead: %v", err)
+		}
+		r.Close()
+	}
+}

@@ -1,0 +1,211 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgBinDir is where Debian's postgresql package puts the server programs;
+// they are not on PATH.
+const pgBinDir = "/usr/lib/postgresql/15/bin"
+
+// Postgres is a private PostgreSQL cluster: a fresh initdb in a temp dir,
+// listening on a free loopback port and a unix socket inside that dir, with
+// fsync off (a test cluster need not survive power loss). Each test gets its
+// own database from NewDatabase.
+type Postgres struct {
+	Addr   string // 127.0.0.1:PORT
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *bytes.Buffer
+	dbs    atomic.Int64
+}
+
+var (
+	sharedPG    *Postgres
+	sharedPGErr error
+	sharedPGMu  sync.Mutex
+)
+
+// SharedPostgres returns the package test run's cluster, starting it on
+// first use: one cluster per test binary, however many tests use it. The
+// test binary's TestMain stops it with StopSharedPostgres. A missing
+// PostgreSQL skips the test locally and fails it under CI.
+func SharedPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(pgBinDir, "initdb")); err != nil {
+		if InCI() {
+			t.Fatalf("PostgreSQL 15 is required under CI but %s/initdb is missing (see .ci/run)", pgBinDir)
+		}
+		t.Skipf("PostgreSQL 15 not installed (%s)", pgBinDir)
+	}
+	sharedPGMu.Lock()
+	defer sharedPGMu.Unlock()
+	if sharedPG == nil && sharedPGErr == nil {
+		sharedPG, sharedPGErr = LaunchPostgres()
+	}
+	if sharedPGErr != nil {
+		t.Fatal(sharedPGErr)
+	}
+	return sharedPG
+}
+
+// StopSharedPostgres stops the cluster SharedPostgres started, if any.
+func StopSharedPostgres() {
+	sharedPGMu.Lock()
+	defer sharedPGMu.Unlock()
+	if sharedPG != nil {
+		sharedPG.Stop()
+		sharedPG = nil
+	}
+}
+
+// LaunchPostgres initialises and starts a cluster; the caller stops it
+// (Stop). initdb and postgres refuse to run as root, so as root they run as
+// the postgres user, in a directory it owns.
+func LaunchPostgres() (*Postgres, error) {
+	dir, err := os.MkdirTemp("", "netdisk-pg-")
+	if err != nil {
+		return nil, err
+	}
+	p := &Postgres{dir: dir}
+	cred, err := pgCredential(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(pgBinDir, "initdb"), "-D", data, "-U", "postgres",
+		"--auth=trust", "--locale=C", "--encoding=UTF8", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			continue
+		}
+		p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = p.start(data, cred); err == nil {
+			return p, nil
+		}
+	}
+	os.RemoveAll(dir)
+	return nil, fmt.Errorf("start postgres: %w", err)
+}
+
+func pgCredential(dir string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs the postgres user to run the server: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func (p *Postgres) start(data string, cred *syscall.Credential) error {
+	_, port, _ := net.SplitHostPort(p.Addr)
+	cmd := exec.Command(filepath.Join(pgBinDir, "postgres"), "-D", data, "-p", port, "-k", p.dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB")
+	// The server dies with the test binary, even when that is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	log := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	p.cmd, p.exited, p.log = cmd, exited, log
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := pgx.Connect(ctx, p.url("postgres"))
+		if err == nil {
+			c.Close(ctx)
+			cancel()
+			return nil
+		}
+		cancel()
+		select {
+		case <-exited:
+			return fmt.Errorf("postgres exited: %v: %s", err, log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.kill()
+			return fmt.Errorf("postgres not accepting connections after 30s: %v", err)
+		}
+	}
+}
+
+func (p *Postgres) url(db string) string {
+	return "postgres://postgres@" + p.Addr + "/" + db + "?sslmode=disable"
+}
+
+// NewDatabase creates an empty database and returns its URL.
+func (p *Postgres) NewDatabase(t testing.TB) string {
+	t.Helper()
+	url, err := p.CreateDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+// CreateDatabase creates an empty database and returns its URL (for programs
+// such as the benchmarks; tests use NewDatabase).
+func (p *Postgres) CreateDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("db%d", p.dbs.Add(1))
+	c, err := pgx.Connect(ctx, p.url("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(ctx)
+	// template0 with no WAL-logged copy: the fastest way to an empty database.
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 STRATEGY file_copy"); err != nil {
+		return "", fmt.Errorf("create database: %w", err)
+	}
+	return p.url(name), nil
+}
+
+func (p *Postgres) kill() {
+	if p.cmd == nil {
+		return
+	}
+	// SIGQUIT: immediate shutdown; the data dir is thrown away anyway.
+	p.cmd.Process.Signal(syscall.SIGQUIT)
+	<-p.exited
+	p.cmd = nil
+}
+
+// Stop shuts the server down and removes its directory.
+func (p *Postgres) Stop() {
+	p.kill()
+	os.RemoveAll(p.dir)
+}

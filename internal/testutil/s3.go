@@ -1,0 +1,219 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// VersityGWVersion is the S3 server the tests run (posix mode: buckets are
+// directories of a temp dir). It is built once into VersityGWDir.
+const VersityGWVersion = "v1.8.0"
+
+// S3 test credentials: versitygw's root user.
+const (
+	S3AccessKey = "netdisk-test"
+	S3SecretKey = "netdisk-test-secret"
+)
+
+// VersityGWDir is where the built versitygw binary is cached between runs.
+func VersityGWDir() string {
+	if d := os.Getenv("NETDISK_TOOLS"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "netdisk", "bin")
+}
+
+// S3 is a real S3 server (versitygw) on a free loopback port.
+type S3 struct {
+	Endpoint string // 127.0.0.1:PORT
+	dir      string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	log      *bytes.Buffer
+	buckets  atomic.Int64
+}
+
+var (
+	sharedS3    *S3
+	sharedS3Err error
+	sharedS3Mu  sync.Mutex
+)
+
+// versityGW returns the versitygw binary, building it (about two minutes)
+// when it is not cached yet.
+func versityGW() (string, error) {
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	bin := filepath.Join(VersityGWDir(), "versitygw")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "install", "github.com/versity/versitygw/cmd/versitygw@"+VersityGWVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+VersityGWDir(), "GOFLAGS=-buildvcs=false")
+	cmd.Dir = os.TempDir() // outside this module: its own go.mod decides
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build versitygw %s: %v\n%s", VersityGWVersion, err, out)
+	}
+	return bin, nil
+}
+
+// SharedS3 returns the test binary's S3 server, starting it on first use,
+// and sets the AWS credential variables netdisk reads to its root user's.
+// TestMain stops it with StopSharedS3. A server that cannot be had skips
+// the test locally and fails it under CI.
+func SharedS3(t *testing.T) *S3 {
+	t.Helper()
+	sharedS3Mu.Lock()
+	defer sharedS3Mu.Unlock()
+	if sharedS3 == nil && sharedS3Err == nil {
+		sharedS3, sharedS3Err = LaunchS3()
+	}
+	if sharedS3Err != nil {
+		if InCI() {
+			t.Fatal(sharedS3Err)
+		}
+		t.Skip(sharedS3Err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", S3AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", S3SecretKey)
+	return sharedS3
+}
+
+// StopSharedS3 stops the server SharedS3 started, if any.
+func StopSharedS3() {
+	sharedS3Mu.Lock()
+	defer sharedS3Mu.Unlock()
+	if sharedS3 != nil {
+		sharedS3.Stop()
+		sharedS3 = nil
+	}
+}
+
+// LaunchS3 starts versitygw in posix mode over a temp dir; the caller stops
+// it (Stop).
+func LaunchS3() (*S3, error) {
+	bin, err := versityGW()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "netdisk-s3-")
+	if err != nil {
+		return nil, err
+	}
+	s := &S3{dir: dir}
+	for attempt := 0; attempt < 5; attempt++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			continue
+		}
+		s.Endpoint = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = s.start(bin); err == nil {
+			return s, nil
+		}
+	}
+	os.RemoveAll(dir)
+	return nil, fmt.Errorf("start versitygw: %w", err)
+}
+
+func (s *S3) start(bin string) error {
+	cmd := exec.Command(bin, "--port", s.Endpoint, "--access", S3AccessKey, "--secret", S3SecretKey, "--quiet",
+		"posix", s.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	log := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.cmd, s.exited, s.log = cmd, exited, log
+	c, err := s.Client()
+	if err != nil {
+		s.kill()
+		return err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.ListBuckets(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("versitygw exited: %v: %s", err, log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.kill()
+			return fmt.Errorf("versitygw not answering after 20s: %v", err)
+		}
+	}
+}
+
+// Client is an S3 client as the root user, for tests to look into buckets.
+func (s *S3) Client() (*minio.Client, error) {
+	return minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(S3AccessKey, S3SecretKey, ""),
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+}
+
+// NewBucket creates an empty bucket and returns the --blobs URL for it.
+func (s *S3) NewBucket(t testing.TB) (url, bucket string) {
+	t.Helper()
+	url, bucket, err := s.CreateBucket(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, bucket
+}
+
+// CreateBucket creates an empty bucket and returns the --blobs URL for it
+// (for programs such as the benchmarks; tests use NewBucket).
+func (s *S3) CreateBucket(ctx context.Context) (url, bucket string, err error) {
+	bucket = fmt.Sprintf("netdisk-%d", s.buckets.Add(1))
+	c, err := s.Client()
+	if err != nil {
+		return "", "", err
+	}
+	if err := c.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		return "", "", fmt.Errorf("make bucket: %w", err)
+	}
+	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&insecure=1", bucket, s.Endpoint), bucket, nil
+}
+
+func (s *S3) kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+	s.cmd = nil
+}
+
+// Stop kills the server and removes its directory.
+func (s *S3) Stop() {
+	s.kill()
+	os.RemoveAll(s.dir)
+}

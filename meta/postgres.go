@@ -1,0 +1,152 @@
+package meta
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+//go:embed pgmigrations/*.sql
+var pgMigrations embed.FS
+
+// Postgres is the Store on a PostgreSQL database, shared by every node of a
+// scaled-out deployment. It is the SQLite store's methods over PostgreSQL
+// connections that adapt the shared SQL (postgres_dialect.go); only opening,
+// the schema and error classification differ.
+type Postgres struct {
+	*SQLite
+}
+
+var _ Store = (*Postgres)(nil)
+
+// IsPostgresURL reports whether a --meta value names a PostgreSQL database.
+func IsPostgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// OpenPostgres connects to the database at url (postgres://user:pass@host/db)
+// and applies pending migrations under an advisory lock, so nodes starting
+// together migrate once and the others wait, then find nothing to do.
+func OpenPostgres(ctx context.Context, url string, now func() time.Time) (*Postgres, error) {
+	if now == nil {
+		now = time.Now
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("meta: postgres URL: %w", err)
+	}
+	w := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*cfg), writer: true})
+	r := sql.OpenDB(pgConnector{inner: stdlib.GetConnector(*cfg)})
+	// Write transactions queue on the advisory lock in the server; a few
+	// connections let the statements outside them (and the queue) proceed.
+	w.SetMaxOpenConns(8)
+	w.SetMaxIdleConns(8)
+	r.SetMaxOpenConns(16)
+	r.SetMaxIdleConns(16)
+	p := &Postgres{SQLite: &SQLite{w: w, r: r, now: now}}
+	if err := p.migrate(ctx); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Postgres) migrate(ctx context.Context) error {
+	conn, err := p.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("meta: postgres: %w", err)
+	}
+	defer conn.Close()
+	// A session lock on this one connection: held across the migrations'
+	// transactions, released when it is returned (or the node dies).
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(migrateLockKey)); err != nil {
+		return fmt.Errorf("meta: postgres: migration lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(migrateLockKey))
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ns BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("meta: migrate: %w", err)
+	}
+	names, err := fs.Glob(pgMigrations, "pgmigrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var n int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+			return fmt.Errorf("meta: migrate: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := pgMigrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("meta: migration %s: %w", name, err)
+		}
+		err = func() error {
+			for _, stmt := range splitSQL(string(body)) {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return err
+				}
+			}
+			if fill := pgPostMigration[name]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_ns) VALUES (?, ?)`, name, p.now().UnixNano())
+			return err
+		}()
+		if err == nil {
+			err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+		if err != nil {
+			return fmt.Errorf("meta: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// pgPostMigration is postMigration (sqlite.go) for the PostgreSQL schema:
+// the same Go fills, run after the migration that matches SQLite's, in its
+// transaction.
+var pgPostMigration = map[string]func(context.Context, *sql.Tx) error{
+	"pgmigrations/002_instant_draws.sql": drawExisting,
+}
+
+// splitSQL cuts a migration file into statements at semicolons ending a
+// line; the files hold no function bodies or literals that would contain one.
+func splitSQL(body string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}

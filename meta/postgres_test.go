@@ -1,0 +1,207 @@
+package meta_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"netdisk/errs"
+	"netdisk/internal/testutil"
+	"netdisk/meta"
+	"netdisk/meta/metatest"
+)
+
+// One PostgreSQL cluster serves the package's tests; each store gets its own
+// database.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.StopSharedPostgres()
+	os.Exit(code)
+}
+
+// The PostgreSQL store passes the conformance suite on a real server.
+func TestPostgresConformance(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	metatest.Run(t, func(t *testing.T, now func() time.Time) meta.Store {
+		s, err := meta.OpenPostgres(context.Background(), pg.NewDatabase(t), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// Nodes starting together against a fresh database migrate it once: every
+// open succeeds, each migration is recorded exactly once, and what one node
+// writes the others read.
+func TestPostgresConcurrentOpensMigrateOnce(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	url := pg.NewDatabase(t)
+	const nodes = 6
+	type opened struct {
+		s   *meta.Postgres
+		err error
+	}
+	results := make(chan opened, nodes)
+	for range nodes {
+		go func() {
+			s, err := meta.OpenPostgres(context.Background(), url, nil)
+			results <- opened{s, err}
+		}()
+	}
+	var stores []*meta.Postgres
+	for range nodes {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("open: %v", r.err)
+		}
+		stores = append(stores, r.s)
+		t.Cleanup(func() { r.s.Close() })
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var rows, distinct int
+	if err := c.QueryRow(ctx, `SELECT count(*), count(DISTINCT name) FROM schema_migrations`).Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if rows == 0 || rows != distinct {
+		t.Fatalf("schema_migrations holds %d rows for %d migrations, want one row each", rows, distinct)
+	}
+	u, err := stores[0].CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := stores[nodes-1].UserByName(ctx, "ALICE")
+	if err != nil || got.ID != u.ID {
+		t.Fatalf("user through another node: %+v, %v", got, err)
+	}
+}
+
+// Two nodes committing files for one user at once never take the user past
+// their quota, and the finished bytes stay exact.
+func TestPostgresQuotaAcrossNodes(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	url := pg.NewDatabase(t)
+	ctx := context.Background()
+	var nodes [2]*meta.Postgres
+	for i := range nodes {
+		s, err := meta.OpenPostgres(ctx, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		nodes[i] = s
+	}
+	u, err := nodes[0].CreateUser(ctx, "bob", "h", false, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tries = 24
+	errc := make(chan error, tries)
+	for i := range tries {
+		go func() {
+			_, err := nodes[i%2].CommitFile(ctx, u.ID, fmt.Sprintf("/f%d", i), meta.NewFile{
+				Size: 1, FileHash: "h", ModTime: time.Unix(1, 0),
+				Chunks: []meta.Chunk{{SHA256: fmt.Sprintf("%064d", i), MD5: "m", Size: 1}},
+			})
+			errc <- err
+		}()
+	}
+	ok := 0
+	for range tries {
+		err := <-errc
+		switch {
+		case err == nil:
+			ok++
+		case !errs.Is(err, errs.Quota):
+			t.Fatalf("commit: %v", err)
+		}
+	}
+	got, err := nodes[1].UserByID(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok != 10 || got.Finished != 10 {
+		t.Fatalf("%d commits succeeded, finished = %d; want 10 and 10 (quota 10 bytes)", ok, got.Finished)
+	}
+}
+
+// The PostgreSQL store keeps the async records' contract too (migration 003).
+func TestPostgresAsyncConformance(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	metatest.RunAsync(t, func(t *testing.T) meta.AsyncJobs {
+		s, err := meta.OpenPostgres(context.Background(), pg.NewDatabase(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// Content stored before migration 002 (instant upload's draws) gets its
+// draws while the migration applies, and they stay what they were across
+// restarts, as on SQLite (TestDrawsBackfilledAndStableAcrossRestarts).
+func TestPostgresDrawsBackfilledAndStable(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	url := pg.NewDatabase(t)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec := func(q string) {
+		t.Helper()
+		// The simple protocol runs a file of several statements at once.
+		if _, err := c.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	init, err := os.ReadFile("pgmigrations/001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A database as the version before the draws left it.
+	mustExec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_ns BIGINT NOT NULL)`)
+	mustExec(string(init))
+	mustExec(`INSERT INTO schema_migrations(name, applied_ns) VALUES ('pgmigrations/001_init.sql', 1)`)
+	mustExec(`INSERT INTO users(id, name, pass_hash, created_ns) VALUES (1, 'alice', 'h', 1)`)
+	mustExec(`INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (1, '/', '', '', 1, 1)`)
+	mustExec(`INSERT INTO nodes(id, user_id, path, parent, name, is_dir, size, mtime_ns, file_hash) VALUES (10, 1, '/f', '/', 'f', 0, 3, 1, 'fh')`)
+	mustExec(`INSERT INTO chunks(id, sha256, md5, size, created_ns) VALUES (20, 's1', 'm1', 3, 1)`)
+	mustExec(`INSERT INTO file_chunks(node_id, idx, chunk_id) VALUES (10, 0, 20)`)
+	c.Close(ctx)
+
+	draws := func() (chunk, file int64) {
+		t.Helper()
+		s, err := meta.OpenPostgres(ctx, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		hs, err := s.ChunksHeld(ctx, 2, "m1", 3, 10)
+		if err != nil || len(hs) != 1 || hs[0].Owners != 1 || hs[0].Own {
+			t.Fatalf("ChunksHeld = %+v %v", hs, err)
+		}
+		_, h, found, err := s.FileHeld(ctx, 2, "fh", 3, 10)
+		if err != nil || !found || h.Owners != 1 || h.Own {
+			t.Fatalf("FileHeld = %+v %v %v", h, found, err)
+		}
+		return hs[0].Draw, h.Draw
+	}
+	c1, f1 := draws()
+	if c1 == meta.NoDraw || f1 == meta.NoDraw || c1 < 0 || f1 < 0 || c1 >= meta.DrawRange || f1 >= meta.DrawRange {
+		t.Fatalf("backfilled draws %d %d", c1, f1)
+	}
+	if c2, f2 := draws(); c2 != c1 || f2 != f1 {
+		t.Fatalf("draws changed across a restart: %d %d, then %d %d", c1, f1, c2, f2)
+	}
+}
