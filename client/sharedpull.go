@@ -47,7 +47,7 @@ type SharedPullResult struct {
 }
 
 // PullOp is the lock op of pulls.
-const PullOp = "pull"
+const PullOp = lock.PullOp
 
 // errLockLost ends a transfer whose lock passed on (its lease ran out).
 var errLockLost = errors.New("pull lock lost: the lease ran out")

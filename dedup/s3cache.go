@@ -34,21 +34,42 @@ const maxCachedBlob = 64 << 20
 // Cache is a BlobStore in front of a remote one (S3): reads are served from
 // a local directory of chunks keyed by SHA-256, filled on a miss. A chunk
 // is verified against its name when fetched and the first time this
-// process reads a file left by an earlier run, so a torn or corrupted cache
-// file is dropped and fetched again, never served. Concurrent misses for one
-// chunk make one fetch. Writes, existence and deletion go to the remote
-// store, which is the truth: the cache is never asked whether a chunk
-// exists (another node's GC may have removed it).
+// process reads a file it did not write, so a torn or corrupted cache
+// file is dropped and fetched again, never served. Writes, existence and
+// deletion go to the remote store, which is the truth: the cache is never
+// asked whether a chunk exists (another node's GC may have removed it).
+//
+// Concurrent misses for one chunk make one fetch. In a process, a
+// singleflight collapses them. Several processes may share one directory
+// (several `netdisk serve` on one host, containers sharing a cache volume):
+// given a Puller (SetPuller: the daemon's pull lock of seed 003,
+// lock.Manager.Pull), a miss takes the pull lock of the chunk; the holder
+// fetches, verifies and renames the file into place, then unlocks with
+// success, and the processes waiting for it wake, find the file and read it
+// without fetching. A failed fetch passes the lock to the next waiter, which
+// fetches in turn. Without a Puller, or when the lock service is out of
+// reach, each process fetches for itself.
+//
+// Sharing is safe because the directory is the only shared state: files
+// appear whole (temporary file, then rename), a file this process did not
+// write counts as a hit (and is verified on its first read), a file another
+// process removed counts as a miss, and each process's eviction re-reads the
+// directory now and then, so --cache-size bounds the whole directory
+// whatever process wrote its files (each evicts the least recently used
+// chunks it knows of; another process's hits are known to it only by the
+// file's modification time).
 type Cache struct {
 	remote BlobStore
 	dir    string
 	max    int64
+	now    func() time.Time // orders chunks by last use, nothing else
 
 	mu      sync.Mutex
 	used    int64
-	tick    uint64
+	stored  int64 // bytes this process wrote since it last re-read the directory
 	entries map[Key]*cacheEntry
 	fetch   singleflight.Group
+	puller  Puller
 
 	// Read-ahead (Prefetch): ahead maps a chunk to the ones a reader will
 	// want after it; reading it starts fetching them in the background, at
@@ -75,39 +96,121 @@ const (
 
 type cacheEntry struct {
 	size     int64
-	used     uint64 // tick of the last read, for least-recently-used eviction
+	used     int64 // time of the last read (ns), for least-recently-used eviction
 	verified bool
 }
+
+// Puller runs a chunk's fetch once among the processes sharing the cache
+// directory (the daemon gives a lock.Puller: the chunk's pull lock): it
+// calls fetch unless have reports the chunk (named by its SHA-256) in the
+// directory, waiting while another process fetches it; a fetch that fails
+// hands the turn to a waiter. Its wait ends with ctx. It must not fail
+// because the lock service does: then it calls fetch uncoordinated.
+type Puller interface {
+	Pull(ctx context.Context, sha256 string, have func() bool, fetch func(context.Context) error) error
+}
+
+// pullTimeout bounds one shared fetch (the lock wait and the transfer): the
+// callers waiting for it each give up with their own context sooner.
+const pullTimeout = 5 * time.Minute
+
+// rescanShare: a process re-reads the shared directory whenever it has
+// written this share of the bound since it last did, so the files other
+// processes write count against the bound within a sixteenth of it each.
+const rescanShare = 16
 
 var _ BlobStore = (*Cache)(nil)
 
 // NewCache opens the cache directory, indexing the chunks an earlier run
-// left there and removing unfinished temporary files.
+// (or another process sharing it) left there and removing temporary files
+// too old to be a fetch under way.
 func NewCache(remote BlobStore, cc CacheConfig) (*Cache, error) {
-	c := &Cache{remote: remote, dir: cc.Dir, max: cc.Size, entries: map[Key]*cacheEntry{},
+	c := &Cache{remote: remote, dir: cc.Dir, max: cc.Size, now: time.Now, entries: map[Key]*cacheEntry{},
 		ahead: map[Key][]Key{}, fetching: map[Key]bool{}, fetches: make(chan struct{}, readAheadFetches)}
 	if c.max <= 0 {
 		c.max = DefaultCacheSize
 	}
-	des, err := os.ReadDir(cc.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("cache dir: %w", err)
-	}
-	for _, de := range des {
-		k := Key(de.Name())
-		if !k.Valid() {
-			if strings.HasSuffix(de.Name(), ".tmp") {
-				os.Remove(filepath.Join(cc.Dir, de.Name()))
-			}
-			continue
-		}
-		if fi, err := de.Info(); err == nil {
-			c.entries[k] = &cacheEntry{size: fi.Size()}
-			c.used += fi.Size()
-		}
+	if err := c.rescan(true); err != nil {
+		return nil, err
 	}
 	c.evict()
 	return c, nil
+}
+
+// SetPuller makes misses take the pull lock p gives (see Cache); call it
+// before the cache serves reads.
+func (c *Cache) SetPuller(p Puller) {
+	c.mu.Lock()
+	c.puller = p
+	c.mu.Unlock()
+}
+
+// rescan re-reads the directory: files other processes wrote join the index
+// (their modification time as their last use), files they removed leave it.
+// At start it also removes stale temporary files.
+func (c *Cache) rescan(start bool) error {
+	des, err := os.ReadDir(c.dir)
+	if err != nil {
+		return fmt.Errorf("cache dir: %w", err)
+	}
+	now := c.now()
+	seen := make(map[Key]os.FileInfo, len(des))
+	for _, de := range des {
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		k := Key(de.Name())
+		if k.Valid() {
+			seen[k] = fi
+		} else if start && strings.HasSuffix(de.Name(), ".tmp") && now.Sub(fi.ModTime()) > staleTemp {
+			// Younger ones may be another process's fetch under way (disk.go's
+			// staleTemp: a fetch takes seconds).
+			os.Remove(filepath.Join(c.dir, de.Name()))
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if _, ok := seen[k]; !ok {
+			c.used -= e.size
+			delete(c.entries, k)
+		}
+	}
+	for k, fi := range seen {
+		if _, ok := c.entries[k]; !ok {
+			c.entries[k] = &cacheEntry{size: fi.Size(), used: fi.ModTime().UnixNano()}
+			c.used += fi.Size()
+		}
+	}
+	c.stored = 0
+	return nil
+}
+
+// adopt indexes a chunk file another process put in the directory (it is
+// verified on its first read); false when there is none.
+func (c *Cache) adopt(key Key) bool {
+	fi, err := os.Stat(c.path(key))
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	c.mu.Lock()
+	if _, ok := c.entries[key]; !ok {
+		c.entries[key] = &cacheEntry{size: fi.Size(), used: c.now().UnixNano()}
+		c.used += fi.Size()
+	}
+	c.mu.Unlock()
+	return true
+}
+
+// present reports whether the chunk's file is in the directory, whoever put
+// it there: the Puller's re-check after another process's fetch.
+func (c *Cache) present(key Key) bool {
+	if _, err := os.Stat(c.path(key)); err != nil {
+		c.unindex(key)
+		return false
+	}
+	return c.adopt(key)
 }
 
 func (c *Cache) path(k Key) string { return filepath.Join(c.dir, string(k)) }
@@ -137,6 +240,13 @@ func (c *Cache) Open(ctx context.Context, key Key) (io.ReadSeekCloser, error) {
 	}
 	if f := c.hit(key); f != nil {
 		return f, nil
+	}
+	if v == nil {
+		// Another process fetched it, and it is gone again already
+		// (evicted by a process short of room, or torn): fetch it here.
+		if v, err = c.fetchRemote(ctx, key); err != nil {
+			return nil, err
+		}
 	}
 	// Evicted already (a tiny cache): serve the fetched bytes.
 	return nopCloser{bytes.NewReader(v)}, nil
@@ -208,31 +318,58 @@ func (c *Cache) startFetches(keys []Key) {
 	}
 }
 
-// get fetches a chunk into the cache, once however many ask at a time, and
-// returns its bytes.
+// get fetches a chunk into the cache, once however many ask at a time (in
+// this process by the singleflight, across processes by the Puller), and
+// returns its bytes, or nil when another process fetched it into the
+// directory. Each caller waits until its own ctx ends; the shared fetch
+// goes on for the others.
 func (c *Cache) get(ctx context.Context, key Key) ([]byte, error) {
-	v, err, _ := c.fetch.Do(string(key), func() (any, error) {
+	ch := c.fetch.DoChan(string(key), func() (any, error) {
 		// The fetch serves every waiter: it must not die with the first
 		// caller's request.
-		r, err := c.remote.Open(context.WithoutCancel(ctx), key)
-		if err != nil {
-			return nil, err
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pullTimeout)
+		defer cancel()
+		c.mu.Lock()
+		p := c.puller
+		c.mu.Unlock()
+		if p == nil {
+			return c.fetchRemote(fctx, key)
 		}
-		defer r.Close()
-		b, err := io.ReadAll(io.LimitReader(r, maxCachedBlob+1))
-		if err != nil {
-			return nil, fmt.Errorf("cache fetch %s: %w", key, err)
-		}
-		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != string(key) {
-			return nil, fmt.Errorf("cache fetch %s: the remote object's bytes do not match its name", key)
-		}
-		c.store(key, b)
-		return b, nil
+		var b []byte
+		err := p.Pull(fctx, string(key), func() bool { return c.present(key) }, func(ctx context.Context) error {
+			var err error
+			b, err = c.fetchRemote(ctx, key)
+			return err
+		})
+		return b, err
 	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]byte), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fetchRemote reads a chunk from the remote store, verifies it and caches it.
+func (c *Cache) fetchRemote(ctx context.Context, key Key) ([]byte, error) {
+	r, err := c.remote.Open(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return v.([]byte), nil
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxCachedBlob+1))
+	if err != nil {
+		return nil, fmt.Errorf("cache fetch %s: %w", key, err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != string(key) {
+		return nil, fmt.Errorf("cache fetch %s: the remote object's bytes do not match its name", key)
+	}
+	c.store(key, b)
+	return b, nil
 }
 
 type nopCloser struct{ *bytes.Reader }
@@ -242,20 +379,21 @@ func (nopCloser) Close() error { return nil }
 // hit opens a cached chunk, verifying it on its first read by this process;
 // nil on a miss (or a file that failed verification, now removed).
 func (c *Cache) hit(key Key) *os.File {
+	f, err := os.Open(c.path(key))
+	if err != nil {
+		c.unindex(key) // never there, or removed by another process
+		return nil
+	}
+	c.adopt(key) // a file another process wrote is a hit too
 	c.mu.Lock()
 	e := c.entries[key]
 	if e != nil {
-		c.tick++
-		e.used = c.tick
+		e.used = c.now().UnixNano()
 	}
 	verified := e != nil && e.verified
 	c.mu.Unlock()
-	if e == nil {
-		return nil
-	}
-	f, err := os.Open(c.path(key))
-	if err != nil {
-		c.forget(key)
+	if e == nil { // evicted between the two
+		f.Close()
 		return nil
 	}
 	if verified {
@@ -278,12 +416,10 @@ func (c *Cache) hit(key Key) *os.File {
 }
 
 // store writes a verified chunk into the cache (temp file, then rename: a
-// reader never sees half a chunk). Failing to cache is not an error.
+// reader, in this process or another, never sees half a chunk). Failing to
+// cache is not an error.
 func (c *Cache) store(key Key, b []byte) {
-	c.mu.Lock()
-	_, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok || int64(len(b)) > c.max {
+	if int64(len(b)) > c.max || c.adopt(key) { // there already (maybe put by another process)
 		return
 	}
 	tmp, err := os.CreateTemp(c.dir, "*.tmp")
@@ -303,27 +439,37 @@ func (c *Cache) store(key Key, b []byte) {
 	}
 	c.mu.Lock()
 	if _, ok := c.entries[key]; !ok {
-		c.tick++
-		c.entries[key] = &cacheEntry{size: int64(len(b)), used: c.tick, verified: true}
+		c.entries[key] = &cacheEntry{size: int64(len(b)), used: c.now().UnixNano(), verified: true}
 		c.used += int64(len(b))
 	}
+	c.stored += int64(len(b))
+	rescan := c.stored >= c.max/rescanShare
 	c.mu.Unlock()
+	if rescan {
+		c.rescan(false) // a directory that cannot be read: keep the index as it is
+	}
 	c.evict()
 }
 
-// forget drops a cached chunk.
-func (c *Cache) forget(key Key) {
+// unindex drops a chunk from the index, leaving the directory alone.
+func (c *Cache) unindex(key Key) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		c.used -= e.size
 		delete(c.entries, key)
 	}
 	c.mu.Unlock()
+}
+
+// forget drops a cached chunk, from the index and the directory.
+func (c *Cache) forget(key Key) {
+	c.unindex(key)
 	os.Remove(c.path(key))
 }
 
 // evict removes the least recently read chunks until the cache is within
 // nine tenths of its bound (evicting in batches, not one file per store).
+// A chunk another process removed first is simply gone.
 func (c *Cache) evict() {
 	c.mu.Lock()
 	if c.used <= c.max {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"netdisk/internal/tick"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +46,8 @@ type Manager struct {
 
 	subMu sync.RWMutex
 	subs  map[Node]map[*Subscription]struct{}
+
+	pullDown atomic.Bool // Pull is fetching uncoordinated (logged once)
 }
 
 // NewManager returns a manager watching c.State's events; Close stops it.

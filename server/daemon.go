@@ -286,6 +286,12 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		m.Close()
 		return nil, fmt.Errorf("locks: %w", err)
 	}
+	if c, ok := blobs.(*dedup.Cache); ok && rdb != nil {
+		// Processes sharing --cache-dir (and this Redis) fetch each chunk
+		// once: misses take its pull lock (scaleout.go). In process, the
+		// cache's own singleflight already does.
+		c.SetPuller(lock.Puller{M: locks, Scope: cachePullScope, Node: lock.Node{User: cachePullUser, ID: node}})
+	}
 	// Async jobs live beside the locks: in SQLite alone, in Redis shared
 	// (nodes sharing the metadata always have Redis: checkShared), so the
 	// embedded store is only ever the one node's own SQLite.

@@ -45,3 +45,13 @@ func nodeName() string {
 	rand.Read(b)
 	return host + "-" + hex.EncodeToString(b)
 }
+
+// The read cache's pull locks (seed 003): a miss on a chunk takes
+// "pull:cache:<sha-256>" as this node. The "cache:" scope is not one the
+// lock API lets clients name (they have "content:", "chunk:" and "path:"),
+// so no client can hold up a node's reads; cachePullUser, not a user ID,
+// gives the nodes' waits their own per-user queue bound.
+const (
+	cachePullScope = "cache:"
+	cachePullUser  = "nodes"
+)
