@@ -127,10 +127,41 @@ func (t guardTruth) OpenSessions(ctx context.Context) ([]Session, error) {
 	return t.g.OpenSessions(ctx)
 }
 
-// Run flushes due tasks every interval, reconciles when the ledger lost its
-// state or an update failed, and prunes settled flush records every hour
-// (records older than an hour: far beyond any lease).
+// Run keeps the ledger healthy and flushes it every interval: Heal then
+// Flush, and prunes settled flush records every hour (records older than an
+// hour: far beyond any lease). It is RunHeal and RunFlush in one loop, for a
+// daemon alone on its database.
+//
+// Nodes sharing one database and one Redis split it (server/daemon.go):
+//   - RunHeal on every node. Only this process knows that one of its own
+//     ledger updates failed (dirty) and which holds it has open (a
+//     Reconcile rebuilds from the database plus the holds of the process
+//     that runs it), and every node's requests answer 503 while the shared
+//     ledger's state is lost, so each checks and repairs as soon as it can.
+//   - RunFlush on one node at a time, under a lease. It writes the shared
+//     ledger's coalesced chunk counts into the shared database and prunes
+//     the database's settled records: work on shared state that one node
+//     does for all. (Flushing from several nodes would still be exact, the
+//     claims are leased and the writes sequenced, see the package doc; it
+//     would only multiply the scans and the database writes' contention.)
+//     A holder's death delays flushes by a lease, never loses one: its
+//     claims are re-sent after the claim lease by the next holder.
 func (g *Guard) Run(ctx context.Context, clock Clock, every time.Duration) {
+	g.run(ctx, clock, every, true, true)
+}
+
+// RunHeal is Run's repair half: Heal every interval until ctx ends.
+func (g *Guard) RunHeal(ctx context.Context, every time.Duration) {
+	g.run(ctx, nil, every, true, false)
+}
+
+// RunFlush is Run's shared half: Flush every interval and prune every hour
+// until ctx ends.
+func (g *Guard) RunFlush(ctx context.Context, clock Clock, every time.Duration) {
+	g.run(ctx, clock, every, false, true)
+}
+
+func (g *Guard) run(ctx context.Context, clock Clock, every time.Duration, heal, flush bool) {
 	if clock == nil {
 		clock = systemClock{}
 	}
@@ -143,7 +174,13 @@ func (g *Guard) Run(ctx context.Context, clock Clock, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		g.Tick(ctx, clock.Now())
+		if heal && !g.Heal(ctx) {
+			continue
+		}
+		if !flush {
+			continue
+		}
+		g.Flush(ctx, clock.Now())
 		if now := clock.Now(); g.sink != nil && now.Sub(lastPrune) >= time.Hour {
 			lastPrune = now
 			if _, err := g.sink.PruneSettled(ctx, now.Add(-time.Hour)); err != nil && ctx.Err() == nil {
@@ -153,26 +190,48 @@ func (g *Guard) Run(ctx context.Context, clock Clock, every time.Duration) {
 	}
 }
 
-// Tick is one round of Run: reconcile if needed, then flush what is due.
+// Tick is one round of Run: Heal, then Flush what is due at now.
 func (g *Guard) Tick(ctx context.Context, now time.Time) {
-	if g.dirty.Load() {
-		if err := g.Reconcile(ctx); err != nil {
+	if g.Heal(ctx) {
+		g.Flush(ctx, now)
+	}
+}
+
+// Heal reconciles when an update of this process failed (dirty) or the
+// ledger lost its state; false when the ledger is not usable yet.
+func (g *Guard) Heal(ctx context.Context) bool {
+	if !g.dirty.Load() {
+		err := g.l.Ready(ctx)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, ErrStateLost) {
 			if ctx.Err() == nil {
-				g.log.Warn("quota: reconcile", "err", err)
+				g.log.Warn("quota: ledger", "err", err)
 			}
+			return false
+		}
+		g.log.Warn("quota: ledger state lost, reconciling")
+	}
+	if err := g.Reconcile(ctx); err != nil {
+		if ctx.Err() == nil {
+			g.log.Warn("quota: reconcile", "err", err)
+		}
+		return false
+	}
+	g.log.Info("quota: reconciled from the database")
+	return true
+}
+
+// Flush writes the tasks due at now to the database. A ledger that lost
+// its state is Heal's to repair (on every node): Flush only says so.
+func (g *Guard) Flush(ctx context.Context, now time.Time) {
+	if _, err := g.l.ScanDue(ctx, now); err != nil && ctx.Err() == nil {
+		if errors.Is(err, ErrStateLost) {
+			g.log.Debug("quota: flush waits for the ledger to be reconciled", "err", err)
 			return
 		}
-		g.log.Info("quota: reconciled from the database")
-	}
-	_, err := g.l.ScanDue(ctx, now)
-	if errors.Is(err, ErrStateLost) {
-		g.log.Warn("quota: ledger state lost, reconciling")
-		if err = g.Reconcile(ctx); err == nil {
-			g.log.Info("quota: reconciled from the database")
-		}
-	}
-	if err != nil && ctx.Err() == nil {
-		g.log.Warn("quota: scan", "err", err)
+		g.log.Warn("quota: flush", "err", err)
 	}
 }
 

@@ -141,20 +141,36 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 	jobs := []job{
 		{"upload-janitor", func(ctx context.Context) { d.Upload.Run(ctx, min(d.Upload.TTL()/10, time.Minute)) }},
 		{"checksums", func(ctx context.Context) { d.Drive.RunChecksums(ctx, time.Minute, nil) }},
-		{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }},
 		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
 		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
 	}
-	if d.opts.Meta != "" {
+	if d.opts.Meta == "" {
+		jobs = append(jobs, job{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }})
+	} else {
 		// Nodes share the store: the jobs that must run once run under a
-		// lease (lease.go). The quota ledger and lock leases keep running
-		// on every node: each reconciles its own view after a Redis outage.
-		// So does the checksum pass: a node's writes kick its own pass at
-		// once, and recording a checksum twice is harmless (SetChecksums
-		// records only for the version it was computed on).
+		// lease (lease.go): GC, upload session expiry, and the quota
+		// ledger's flushes into the database (quota.Guard.Run says why
+		// its repair half stays on every node).
+		//
+		// On every node, by design:
+		//   - quota: each node repairs the ledger from its own knowledge
+		//     (its failed updates, its open holds) and notices a lost
+		//     ledger at once rather than a lease later;
+		//   - lock-leases: expiring is idempotent, and each node's waiters
+		//     must not wait on another node's loop to move on;
+		//   - async-scheduler: every job is stepped under its own lock in
+		//     the shared lock service (async.Service.step), a lease held by
+		//     the one node running it and passed on when that node dies, so
+		//     jobs already run once, spread over the nodes;
+		//   - checksums: a node's writes kick its own pass at once, and
+		//     recording a checksum twice is harmless (SetChecksums records
+		//     only for the version it was computed on).
+		jobs = append(jobs,
+			job{"quota", func(ctx context.Context) { d.Quota.RunHeal(ctx, time.Second) }},
+			job{"quota-flush", func(ctx context.Context) { d.Quota.RunFlush(ctx, clock, time.Second) }})
 		ttl := d.opts.LeaseTTL
 		if ttl <= 0 {
 			ttl = DefaultLeaseTTL
@@ -162,7 +178,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger}
 		for i, j := range jobs {
 			switch j.name {
-			case "gc", "upload-janitor":
+			case "gc", "upload-janitor", "quota-flush":
 				run := j.run
 				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
 			}

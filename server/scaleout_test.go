@@ -146,23 +146,24 @@ func TestTwoNodesShareOneDrive(t *testing.T) {
 	}
 }
 
-// Run-once jobs run on one node at a time and move to another when their
-// node is killed.
+// Run-once jobs (GC, and the quota ledger's flushes into the shared
+// database) run on one node at a time and move to another when their node
+// is killed.
 func TestRunOnceJobsMoveWhenNodeDies(t *testing.T) {
 	pg := testutil.SharedPostgres(t)
 	r := testutil.StartRedis(t)
 	shared := []string{"--meta", pg.NewDatabase(t), "--redis", r.URL, "--lease-ttl", "1s", "--gc-interval", "1h"}
 	a := testutil.StartDaemon(t, shared...)
 	b := testutil.StartDaemon(t, shared...)
-	const took = `msg="run-once job: lease taken, running here" job=gc`
-	holder := func() (*testutil.Daemon, *testutil.Daemon) {
+	took := func(job string) string { return `msg="run-once job: lease taken, running here" job=` + job }
+	holder := func(job string) (*testutil.Daemon, *testutil.Daemon) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
 		for time.Now().Before(deadline) {
-			ina, inb := strings.Count(a.Logs(), took), strings.Count(b.Logs(), took)
+			ina, inb := strings.Count(a.Logs(), took(job)), strings.Count(b.Logs(), took(job))
 			switch {
 			case ina > 0 && inb > 0:
-				return nil, nil
+				t.Fatalf("both nodes ran %s", job)
 			case ina > 0:
 				return a, b
 			case inb > 0:
@@ -170,20 +171,22 @@ func TestRunOnceJobsMoveWhenNodeDies(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		t.Fatal("no node took the gc lease within 15s")
+		t.Fatalf("no node took the %s lease within 15s", job)
 		return nil, nil
 	}
-	h, other := holder()
-	if h == nil {
-		t.Fatal("both nodes ran gc at once")
-	}
+	// Kill the flusher; the survivor then runs both jobs (gc moving too if
+	// it ran there).
+	holder("gc")
+	h, other := holder("quota-flush")
 	h.Kill()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(other.Logs(), took) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gc did not move to the surviving node within 15s of the holder's death (lease 1s)")
+	for _, job := range []string{"quota-flush", "gc"} {
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(other.Logs(), took(job)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not move to the surviving node within 15s of the holder's death (lease 1s)", job)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -189,3 +189,47 @@ func TestConcurrentWritesKeepInvariant(t *testing.T) {
 		}
 	})
 }
+
+// The guard's two halves, as nodes sharing a database run them: Heal (every
+// node) repairs a ledger whose state was lost without flushing anything;
+// Flush (the node holding the lease) writes the coalesced counts.
+func TestGuardHealAndFlushSplit(t *testing.T) {
+	r := testutil.StartRedis(t)
+	e := newEnvWith(t, r.Client())
+	ctx := context.Background()
+	uid := e.user("pia", 10*testChunk)
+	info, err := e.s.Init(ctx, uid, "/part", 2*testChunk, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := randBytes(testChunk)
+	if err := e.s.PutChunk(ctx, uid, info.UploadID, 0, md5hex(c), bytes.NewReader(c), -1); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(10 * time.Second)
+	if !e.g.Heal(ctx) {
+		t.Fatal("Heal of a healthy ledger reports it unusable")
+	}
+	if n := e.sqlUnfinished(uid); n != 0 {
+		t.Fatalf("Heal flushed %d bytes: flushing is the lease holder's", n)
+	}
+	// Redis restarts empty: Heal alone rebuilds the ledger from the database.
+	r.FlushAll()
+	if _, err := e.d.QuotaOf(ctx, uid); err == nil {
+		t.Fatal("usage answered from an emptied Redis")
+	}
+	if !e.g.Heal(ctx) {
+		t.Fatal("Heal did not reconcile the lost ledger")
+	}
+	q, err := e.d.QuotaOf(ctx, uid)
+	if err != nil || q.Uploading != 2*testChunk || q.Unfinished != testChunk {
+		t.Fatalf("usage after Heal = %+v, %v; want the open session's", q, err)
+	}
+	if n := e.sqlUnfinished(uid); n != 0 {
+		t.Fatalf("Heal flushed %d bytes", n)
+	}
+	e.g.Flush(ctx, e.clock.Now())
+	if n := e.sqlUnfinished(uid); n != testChunk {
+		t.Fatalf("database unfinished after Flush = %d, want %d", n, testChunk)
+	}
+}
