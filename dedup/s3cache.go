@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -70,6 +71,7 @@ type Cache struct {
 	entries map[Key]*cacheEntry
 	fetch   singleflight.Group
 	puller  Puller
+	fetched atomic.Int64 // chunks read from the remote store
 
 	// Read-ahead (Prefetch): ahead maps a chunk to the ones a reader will
 	// want after it; reading it starts fetching them in the background, at
@@ -354,8 +356,13 @@ func (c *Cache) get(ctx context.Context, key Key) ([]byte, error) {
 	}
 }
 
+// Fetches is how many chunk reads the cache sent the remote store (a metric:
+// with a shared directory, the nodes' sum is the bucket's GETs).
+func (c *Cache) Fetches() int64 { return c.fetched.Load() }
+
 // fetchRemote reads a chunk from the remote store, verifies it and caches it.
 func (c *Cache) fetchRemote(ctx context.Context, key Key) ([]byte, error) {
+	c.fetched.Add(1)
 	r, err := c.remote.Open(ctx, key)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/async"
@@ -329,6 +330,12 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}
 	srv := New(sc)
+	if c, ok := blobs.(*dedup.Cache); ok {
+		srv.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "netdisk_chunk_cache_fetches_total",
+			Help: "Chunks the read cache fetched from the shared chunk store (misses this node fetched itself).",
+		}, func() float64 { return float64(c.Fetches()) }))
+	}
 	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, rdb: rdb, opts: o, node: node}, nil
 }
 

@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -475,4 +477,88 @@ func TestQuotaExactAcrossNodes(t *testing.T) {
 			t.Fatalf("quota on %s: %+v; want finished %d (the %d files stored) and nothing in flight", d.Addr, q, stored*size, stored)
 		}
 	}
+}
+
+// Two nodes sharing one --cache-dir and one Redis, reading the same cold
+// file at once from four readers each, fetch each chunk from the bucket
+// once between them: the sum of their cache fetch counters is the number
+// of chunks the directory ends up holding.
+func TestSharedCacheDirFetchesEachChunkOnce(t *testing.T) {
+	dir := t.TempDir()
+	c := startCluster(t, 2, "--cache-dir", dir)
+	a := c.nodes[0]
+	body := make([]byte, 2<<20)
+	rand.Read(body)
+	if code, msg := fetch(t, a, "PUT", "/dav/cold.bin", "admin", a.AdminPass, body); code != http.StatusCreated {
+		t.Fatalf("PUT: %d %s", code, msg)
+	}
+	// Cold: the upload left its chunks in the cache; remove them.
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		os.Remove(filepath.Join(dir, de.Name()))
+	}
+	before := 0
+	for _, d := range c.nodes {
+		before += cacheFetches(t, d)
+	}
+	var wg sync.WaitGroup
+	for _, d := range c.nodes {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := d.Do(context.Background(), "GET", "/dav/cold.bin", "admin", a.AdminPass, nil, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, body) {
+					t.Errorf("GET through %s: %d, %d bytes, %v; want the file", d.Addr, resp.StatusCode, len(got), err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	fetched := -before
+	for _, d := range c.nodes {
+		fetched += cacheFetches(t, d)
+	}
+	des, err = os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	for _, de := range des {
+		if !strings.HasSuffix(de.Name(), ".tmp") {
+			chunks++
+		}
+	}
+	if chunks < 2 || fetched != chunks {
+		t.Fatalf("the nodes fetched %d chunks from the bucket for %d distinct chunks, want one fetch each", fetched, chunks)
+	}
+}
+
+// cacheFetches reads a node's netdisk_chunk_cache_fetches_total.
+func cacheFetches(t *testing.T, d *testutil.Daemon) int {
+	t.Helper()
+	code, m := fetch(t, d, "GET", "/metrics", "admin", d.AdminPass, nil)
+	if code != http.StatusOK {
+		t.Fatalf("metrics on %s: %d", d.Addr, code)
+	}
+	for _, line := range strings.Split(m, "\n") {
+		if v, ok := strings.CutPrefix(line, "netdisk_chunk_cache_fetches_total "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("metric line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no netdisk_chunk_cache_fetches_total on %s", d.Addr)
+	return 0
 }
