@@ -136,25 +136,40 @@ func TestSharedCacheOneFetch(t *testing.T) {
 	b, k := coldChunk(t, remote)
 	var wg sync.WaitGroup
 	errc := make(chan error, 3*8)
-	readAll(t, nodes[0].cache, k, b, 8, &wg, errc)
+	contend(t, nodes, k, b, 8, &wg, errc, &wg, errc)
+	noErrors(t, &wg, errc)
+	for i, want := range []int64{1, 0, 0} {
+		if got := nodes[i].remote.opens.Load(); got != want {
+			t.Errorf("process %d read the chunk from S3 %d times, want %d", i, got, want)
+		}
+	}
+}
+
+// contend starts readers on each node in turn: the first node's fetch
+// starts (and is held), then each other node is seen queued behind it in
+// order, then the fetches are let go. The first node's readers report to
+// wg0/errc0, the others' to wg/errc.
+func contend(t *testing.T, nodes []*node, k dedup.Key, b []byte, readers int, wg0 *sync.WaitGroup, errc0 chan error, wg *sync.WaitGroup, errc chan error) {
+	t.Helper()
+	readAll(t, nodes[0].cache, k, b, readers, wg0, errc0)
 	<-nodes[0].remote.started
-	readAll(t, nodes[1].cache, k, b, 8, &wg, errc)
-	readAll(t, nodes[2].cache, k, b, 8, &wg, errc)
-	waitQueued(t, nodes[1], k, 1)
-	waitQueued(t, nodes[2], k, 2)
+	for i, nd := range nodes[1:] {
+		readAll(t, nd.cache, k, b, readers, wg, errc)
+		waitQueued(t, nd, k, i+1)
+	}
 	for _, nd := range nodes {
 		close(nd.remote.gate)
 	}
+}
+
+// noErrors waits for the readers and fails on the first error one met.
+func noErrors(t *testing.T, wg *sync.WaitGroup, errc chan error) {
+	t.Helper()
 	wg.Wait()
 	close(errc)
 	for err := range errc {
 		if err != nil {
 			t.Fatal(err)
-		}
-	}
-	for i, nd := range nodes {
-		if got, want := nd.remote.opens.Load(), int64(map[bool]int{true: 1}[i == 0]); got != want {
-			t.Errorf("process %d read the chunk from S3 %d times, want %d", i, got, want)
 		}
 	}
 }
@@ -170,15 +185,7 @@ func TestSharedCacheFailurePassesLock(t *testing.T) {
 	var wg0, wg sync.WaitGroup
 	errc0 := make(chan error, 4)
 	errc := make(chan error, 2*4)
-	readAll(t, nodes[0].cache, k, b, 4, &wg0, errc0)
-	<-nodes[0].remote.started
-	readAll(t, nodes[1].cache, k, b, 4, &wg, errc)
-	waitQueued(t, nodes[1], k, 1)
-	readAll(t, nodes[2].cache, k, b, 4, &wg, errc)
-	waitQueued(t, nodes[2], k, 2)
-	for _, nd := range nodes {
-		close(nd.remote.gate)
-	}
+	contend(t, nodes, k, b, 4, &wg0, errc0, &wg, errc)
 	wg0.Wait()
 	close(errc0)
 	for err := range errc0 {
@@ -186,13 +193,7 @@ func TestSharedCacheFailurePassesLock(t *testing.T) {
 			t.Fatalf("a reader of the failing holder: %v, want its fetch error", err)
 		}
 	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	noErrors(t, &wg, errc)
 	for i, want := range []int64{1, 1, 0} {
 		if got := nodes[i].remote.opens.Load(); got != want {
 			t.Errorf("process %d read the chunk from S3 %d times, want %d", i, got, want)
@@ -295,13 +296,7 @@ func TestSharedCacheLockServiceDown(t *testing.T) {
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
 	readAll(t, nodes[0].cache, k, b, 2, &wg, errc)
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		if err != nil {
-			t.Fatalf("read with Redis down: %v", err)
-		}
-	}
+	noErrors(t, &wg, errc)
 	if n := nodes[0].remote.opens.Load(); n != 1 {
 		t.Fatalf("%d fetches, want 1", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/tick"
 )
 
 // PullOp is the op of pull locks: a fetch of content that several nodes want.
@@ -117,18 +118,11 @@ func (m *Manager) keepLease(ctx context.Context, op, resource string, n Node) (s
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(m.lim.Lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := m.Heartbeat(ctx, op, resource, n); errs.Is(err, errs.Conflict) {
-					return
-				}
+		tick.Every(ctx, max(m.lim.Lease/3, time.Millisecond), func(ctx context.Context) {
+			if _, err := m.Heartbeat(ctx, op, resource, n); errs.Is(err, errs.Conflict) {
+				cancel() // lost: nothing left to renew
 			}
-		}
+		})
 	}()
 	return func() { cancel(); <-done }
 }
