@@ -74,6 +74,11 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if errno := lookupName(name); errno != 0 {
 		return nil, errno
 	}
+	if n := d.localChild(name); n != nil {
+		// Created here, not on the server yet (write-back).
+		n.getattr(&out.Attr)
+		return &n.Inode, 0
+	}
 	e, found, fresh, at := d.cached(name)
 	if fresh && !found {
 		return nil, syscall.ENOENT
@@ -263,6 +268,9 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 // list asks the server for the children of d, at path p, and keeps them as
 // the listing.
 func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
+	// Taken before asking: a file whose upload lands while we ask is then
+	// in one of the two.
+	local := d.localChildren()
 	es, err := d.fsys.o.Backend.List(ctx, p)
 	if err != nil {
 		return nil, Errno(err)
@@ -270,6 +278,18 @@ func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
 	listing := make(map[string]Entry, len(es))
 	for _, e := range es {
 		listing[e.Name] = e
+	}
+	// Files created here whose upload is still queued exist for this
+	// mount's users (close-to-open consistency, writeback.go).
+	for name, n := range local {
+		if _, dup := listing[name]; dup || n.isDeleted() {
+			continue
+		}
+		var a fuse.Attr
+		n.getattr(&a)
+		e := Entry{Name: name, Size: int64(a.Size), ModTime: a.ModTime(), Mode: a.Mode&0o7777 | ModeValid}
+		listing[name] = e
+		es = append(es, e)
 	}
 	d.mu.Lock()
 	d.listing, d.listedAt = listing, d.fsys.o.Now()
@@ -320,7 +340,8 @@ func (d *dirNode) touch() {
 }
 
 // Create stages an empty file and stores it at once, so the name exists on
-// the server (for rename, other clients, listings) while it is written. The
+// the server (for rename, other clients, listings) while it is written; with
+// write-back it is stored with its content after the close. The
 // mode (the kernel has applied the umask) is stored with it unless it is
 // the default a new file shows anyway, which saves a call per file in cp -r.
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -338,9 +359,15 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	}
 	ch := d.NewInode(ctx, n, fs.StableAttr{Mode: syscall.S_IFREG})
 	p := joinPath(d.path(), name)
-	n.mu.Lock()
-	errno, stored := n.uploadLocked(ctx, p)
-	n.mu.Unlock()
+	var errno syscall.Errno
+	var stored bool
+	if d.fsys.wb != nil {
+		n.local = true
+	} else {
+		n.mu.Lock()
+		errno, stored = n.uploadLocked(ctx, p)
+		n.mu.Unlock()
+	}
 	if errno != 0 {
 		n.dropStage()
 		if stored {
@@ -370,22 +397,83 @@ func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (d *dirNode) remove(ctx context.Context, name string) syscall.Errno {
+	if n := d.localChild(name); n != nil && n.removeLocal() {
+		// Never reached the server: nothing to remove there.
+		d.noteChild(name, nil)
+		d.touch()
+		return 0
+	}
+	var file *fileNode
+	if ch := d.GetChild(name); ch != nil {
+		switch n := ch.Operations().(type) {
+		case *fileNode:
+			file = n
+		case *dirNode:
+			if len(n.localChildren()) > 0 {
+				// Its files still queued (write-back) make it not empty,
+				// whatever the server says.
+				return syscall.ENOTEMPTY
+			}
+		}
+	}
 	if errno := d.preserveChild(ctx, name); errno != 0 {
 		return errno
+	}
+	if file != nil {
+		// No upload of it may run (and land after the removal, bringing it
+		// back) while the server removes it.
+		file.mu.Lock()
+		file.beginBusyLocked()
+		file.mu.Unlock()
+		defer func() {
+			file.mu.Lock()
+			file.endBusyLocked()
+			file.mu.Unlock()
+		}()
 	}
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
 	if err := d.fsys.o.Backend.Remove(ctx, joinPath(d.path(), name)); err != nil {
 		return Errno(err)
 	}
-	if ch := d.GetChild(name); ch != nil {
-		if n, ok := ch.Operations().(*fileNode); ok {
-			n.markDeleted()
-		}
+	if file != nil {
+		file.markDeleted()
 	}
 	d.noteChild(name, nil)
 	d.touch()
 	return 0
+}
+
+// localChild is the child file name when it was created here and the
+// server does not have it yet (write-back), else nil.
+func (d *dirNode) localChild(name string) *fileNode {
+	if d.fsys.wb == nil {
+		return nil
+	}
+	if ch := d.GetChild(name); ch != nil {
+		if n, ok := ch.Operations().(*fileNode); ok && n.isLocal() {
+			return n
+		}
+	}
+	return nil
+}
+
+// localChildren are the child files created here that the server does not
+// have yet (write-back), by name.
+func (d *dirNode) localChildren() map[string]*fileNode {
+	if d.fsys.wb == nil {
+		return nil
+	}
+	var out map[string]*fileNode
+	for name, ch := range d.Children() {
+		if n, ok := ch.Operations().(*fileNode); ok && n.isLocal() {
+			if out == nil {
+				out = map[string]*fileNode{}
+			}
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // preserveChild keeps the bytes of the child file name for its open
@@ -414,6 +502,22 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	}
 	if errno := d.fsys.checkName(newName); errno != 0 {
 		return errno
+	}
+	if ch := d.GetChild(name); ch != nil && ch.IsDir() {
+		// A queued file's path is computed when its upload starts: none
+		// may run, or wait, while a folder above it moves (write-back).
+		if err := d.fsys.Sync(ctx); err != nil {
+			return Errno(err)
+		}
+	}
+	if n := nd.localChild(newName); n != nil {
+		// The server must know the file this rename replaces.
+		n.mu.Lock()
+		errno := n.flushLocked(ctx)
+		n.mu.Unlock()
+		if errno != 0 {
+			return errno
+		}
 	}
 	src, dst := joinPath(d.path(), name), joinPath(nd.path(), newName)
 	// Data written but not yet stored goes first, so the new name never

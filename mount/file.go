@@ -28,6 +28,9 @@ type fileNode struct {
 	mode    *uint32    // likewise (chmod of a file being written)
 	opens   int
 	deleted bool
+	// local: created here with write-back and not stored on the server yet;
+	// this mount's listings and lookups show it from here (dir.go).
+	local bool
 
 	// Network calls run without mu (a stat of a file must not wait for its
 	// upload over a slow link). busy marks one in progress that uses the
@@ -88,6 +91,26 @@ func (n *fileNode) refresh(e Entry, now time.Time) {
 		n.entry, n.attrAt = e, now
 		n.gen++
 	}
+}
+
+// removeLocal removes a file created here that the server never got
+// (write-back): true when it was still such a file once no upload of it
+// ran, else the caller removes it on the server as usual.
+func (n *fileNode) removeLocal() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.waitIdleLocked()
+	if !n.local || n.deleted {
+		return false
+	}
+	n.deleted = true // the stage stays for open handles (dropped at release)
+	return true
+}
+
+func (n *fileNode) isDeleted() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.deleted
 }
 
 func (n *fileNode) markDeleted() {
@@ -387,15 +410,37 @@ func (n *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off
 
 // Flush runs at every close(2): written data is uploaded then, and a failed
 // upload is the close's error. The staged data stays for the next attempt.
+// With write-back the file is queued for upload instead (writeback.go).
 func (n *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	if wb := n.fsys.wb; wb != nil {
+		if n.pendingUpload() {
+			wb.add(n)
+		}
+		return 0
+	}
+	return n.Fsync(ctx, fh, 0)
+}
+
+// Fsync returns only when the server has committed the content, with or
+// without write-back (an upload already running is waited for).
+func (n *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.flushLocked(ctx)
 }
 
-// Fsync returns only when the server has committed the content.
-func (n *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
-	return n.Flush(ctx, fh)
+// pendingUpload says the stage holds data the server is still to get.
+func (n *fileNode) pendingUpload() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stage != nil && n.dirty && !n.deleted
+}
+
+// isLocal says n was created here and the server does not have it yet.
+func (n *fileNode) isLocal() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.local && !n.deleted
 }
 
 func (n *fileNode) flushLocked(ctx context.Context) syscall.Errno {
@@ -425,7 +470,7 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) (errno syscall.Er
 	n.endBusyLocked()
 	if stored {
 		// Writers waited, so the stage is what was sent.
-		n.dirty = false
+		n.dirty, n.local = false, false
 		if a != nil && n.ahead == a {
 			a.release(false)
 		}
@@ -514,6 +559,17 @@ func (n *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno 
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.opens--
+	if wb := n.fsys.wb; wb != nil && n.opens == 0 && n.stage != nil && (n.busy || n.dirty && !n.deleted) {
+		// The write-back worker uploads it if need be and then drops the
+		// stage (writeBackNow). It was queued at Flush; it is again here
+		// in case that upload failed, and when an upload runs now: a
+		// release waits for no upload (the kernel's unmount waits for the
+		// release).
+		n.mu.Unlock()
+		wb.add(n)
+		n.mu.Lock()
+		return 0
+	}
 	n.waitIdleLocked()
 	if n.opens > 0 || n.stage == nil {
 		return 0

@@ -29,6 +29,12 @@ type Options struct {
 	// ChunkLocks, when set, coordinates chunk fetches with the other mounts
 	// sharing the cache folder (sharedfetch.go): each chunk is fetched once.
 	ChunkLocks ChunkLocker
+	// WriteBack makes close return once the data is staged locally and
+	// uploads it in the background (writeback.go); fsync still waits for
+	// the server. WriteBackFiles bounds the closed files waiting (0 means
+	// 4096): close waits beyond it.
+	WriteBack      bool
+	WriteBackFiles int
 }
 
 // FS is the filesystem; Root returns its root node.
@@ -36,6 +42,7 @@ type FS struct {
 	o        Options
 	flights  singleflight.Group
 	prefetch chan struct{} // bounds background fetches
+	wb       *writeBack    // nil without Options.WriteBack
 }
 
 // New checks options and returns the filesystem.
@@ -61,7 +68,29 @@ func New(o Options) (*FS, error) {
 	if err := os.MkdirAll(o.StageDir, 0o700); err != nil {
 		return nil, err
 	}
-	return &FS{o: o, prefetch: make(chan struct{}, max(o.Prefetch, 1))}, nil
+	f := &FS{o: o, prefetch: make(chan struct{}, max(o.Prefetch, 1))}
+	if o.WriteBack {
+		f.wb = newWriteBack(f, o.WriteBackFiles)
+	}
+	return f, nil
+}
+
+// Sync waits until every file closed so far has been uploaded (or its
+// upload has failed and left it staged); without write-back there is never
+// anything to wait for.
+func (f *FS) Sync(ctx context.Context) error {
+	if f.wb == nil {
+		return nil
+	}
+	return f.wb.sync(ctx)
+}
+
+// Close uploads what write-back still holds and stops its workers; call it
+// once the filesystem is unmounted.
+func (f *FS) Close() {
+	if f.wb != nil {
+		f.wb.close()
+	}
 }
 
 // Root is the root directory node.

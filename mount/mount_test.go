@@ -32,6 +32,7 @@ type env struct {
 	cache *mount.ChunkCache
 	mnt   string
 	srv   *fuse.Server
+	fsys  *mount.FS
 }
 
 const testChunk = 64 << 10
@@ -68,7 +69,7 @@ func (e *env) mount(opts ...func(*mount.Options)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.mnt = t.TempDir()
+	e.mnt, e.fsys = t.TempDir(), fsys
 	if e.srv, err = mount.Mount(e.mnt, fsys, "netdisk-test"); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +78,7 @@ func (e *env) mount(opts ...func(*mount.Options)) {
 		if err := srv.Unmount(); err != nil {
 			exec.Command("fusermount3", "-u", "-z", e.mnt).Run()
 		}
+		fsys.Close()
 	})
 }
 

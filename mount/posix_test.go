@@ -29,14 +29,19 @@ var unsupported = map[string]string{
 
 // TestPosix runs every go-fuse POSIX case against the mount except the
 // documented unsupported ones, which are not run at all (a missing tool or
-// device fails through testutil.RequireTool instead).
+// device fails through testutil.RequireTool instead); once uploading at
+// close, once with write-back (close returns before the upload).
 func TestPosix(t *testing.T) {
 	for name := range unsupported {
 		if _, ok := posixtest.All[name]; !ok {
 			t.Errorf("unsupported lists %q, which posixtest no longer has: update the list and the README", name)
 		}
 	}
-	e := setup(t)
+	t.Run("upload-at-close", func(t *testing.T) { runPosix(t, setup(t)) })
+	t.Run("write-back", func(t *testing.T) { runPosix(t, setup(t, func(o *optsT) { o.WriteBack = true })) })
+}
+
+func runPosix(t *testing.T, e *env) {
 	names := make([]string, 0, len(posixtest.All))
 	for n := range posixtest.All {
 		if why, ok := unsupported[n]; ok {

@@ -35,6 +35,7 @@ func newMountCmd() *cobra.Command {
 		prefetch            int
 		sharedCache         bool
 		node                string
+		writeBack           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mount [--server URL] MOUNTPOINT",
@@ -44,6 +45,12 @@ SIGTERM or 'fusermount3 -u MOUNTPOINT'; --daemon detaches once mounted.
 Reads fetch only the chunks they touch into a local content-addressed cache;
 writes are staged locally and uploaded on close/fsync (fsync returns when the
 server has committed).
+
+--write-back makes close return once the data is staged and uploads in the
+background (much faster for many small files). fsync still returns only when
+the server has committed; this mount shows new files and content at once,
+other clients once the upload lands; an upload error is logged and retried at
+the next fsync, close or the unmount, which uploads everything still queued.
 
 The password comes from --password-file, NETDISK_PASSWORD or a prompt on a
 terminal; --password works but shows in ps, and is warned about.
@@ -72,7 +79,7 @@ others wait for it and read it from the shared cache. --node names the mount
 					lockNode = fmt.Sprintf("%s-%d", host, os.Getpid())
 				}
 			}
-			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch, lockNode)
+			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch, lockNode, writeBack)
 		},
 	}
 	cf.register(cmd)
@@ -90,6 +97,7 @@ others wait for it and read it from the shared cache. --node names the mount
 	f.StringVar(&passwordFile, "password-file", "", "read the password from the first line of FILE")
 	f.BoolVar(&sharedCache, "shared-cache", false, "coordinate chunk fetches with the other mounts sharing --cache-dir (each chunk fetched once)")
 	f.StringVar(&node, "node", "", "this mount's name for --shared-cache (default HOSTNAME-PID)")
+	f.BoolVar(&writeBack, "write-back", false, "return from close before the upload ends (fsync still waits for the server)")
 	return cmd
 }
 
@@ -126,7 +134,7 @@ func mountPassword(cmd *cobra.Command, cf *clientFlags, file string) error {
 
 // lockNode, when not empty, coordinates chunk fetches with the other mounts
 // sharing cacheDir under that node name.
-func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSize int64, ttl, timeout time.Duration, prefetch int, lockNode string) (err error) {
+func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSize int64, ttl, timeout time.Duration, prefetch int, lockNode string, writeBack bool) (err error) {
 	child := os.Getenv(envDaemonChild) != ""
 	// One *os.File for fd 3: a second one would close the descriptor again
 	// from its finalizer, by then perhaps a different file (the FUSE device).
@@ -157,7 +165,7 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 		return err
 	}
 	mo := mount.Options{Backend: be, Cache: cache, StageDir: stage, TTL: ttl,
-		OpTimeout: timeout, Prefetch: prefetch, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+		OpTimeout: timeout, Prefetch: prefetch, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), WriteBack: writeBack}
 	if lockNode != "" {
 		mo.ChunkLocks = &mount.HTTPChunkLocks{C: c, Node: lockNode, Log: slog.Default()}
 	}
@@ -189,6 +197,10 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 		}
 	}()
 	srv.Wait()
+	if writeBack {
+		slog.Info("unmounted; uploading what write-back still holds")
+	}
+	fsys.Close()
 	cache.Wait()
 	// Staged data whose upload failed is kept; say where.
 	if left, _ := os.ReadDir(stage); len(left) > 0 {

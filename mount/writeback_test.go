@@ -1,0 +1,217 @@
+package mount_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"netdisk/mount"
+)
+
+// gatedBackend is the real HTTP backend whose uploads wait until the test
+// opens the gate: it holds files in the write-back queue for as long as a
+// test needs to look at them there.
+type gatedBackend struct {
+	*mount.HTTPBackend
+	mu   sync.Mutex
+	gate chan struct{}
+}
+
+func (g *gatedBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string) (mount.Entry, error) {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	select {
+	case <-gate:
+	case <-ctx.Done():
+		return mount.Entry{}, ctx.Err()
+	}
+	return g.HTTPBackend.Upload(ctx, r, size, hashes, p)
+}
+
+func (g *gatedBackend) open() {
+	g.mu.Lock()
+	close(g.gate)
+	g.mu.Unlock()
+}
+
+// clock is a settable clock for the mount's TTLs.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+func newClock() *clock               { return &clock{now: time.Now()} }
+func (e *env) serverHas(p string) bool {
+	_, err := e.c.Stat(context.Background(), p)
+	return err == nil
+}
+func (e *env) syncAll(t *testing.T) { t.Helper(); mustNil(t, e.fsys.Sync(context.Background())) }
+func mustNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setupWriteBack mounts with write-back, uploads held at a gate, and a clock
+// the test moves past the TTLs.
+func setupWriteBack(t *testing.T) (*env, *gatedBackend, *clock) {
+	clk := newClock()
+	var g *gatedBackend
+	e := setup(t, func(o *mount.Options) {
+		g = &gatedBackend{HTTPBackend: o.Backend.(*mount.HTTPBackend), gate: make(chan struct{})}
+		o.Backend, o.WriteBack, o.Now = g, true, clk.Now
+	})
+	t.Cleanup(g.openOnce)
+	return e, g, clk
+}
+
+func (g *gatedBackend) openOnce() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.gate:
+	default:
+		close(g.gate)
+	}
+}
+
+// TestWriteBackCloseToOpen: close returns while the server has nothing yet,
+// and this mount shows the new file and its content meanwhile — by name,
+// in listings and after every TTL — until the upload lands and the server
+// holds the same bytes.
+func TestWriteBackCloseToOpen(t *testing.T) {
+	e, g, clk := setupWriteBack(t)
+	data := randBytes(3*testChunk + 5)
+	small := []byte("small file\n")
+	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "big.bin"), data, 0o644))
+	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "small.txt"), small, 0o600))
+	if e.serverHas("/big.bin") || e.serverHas("/small.txt") {
+		t.Fatal("the server has a file whose upload is held at the gate: close waited for it")
+	}
+	for round := 0; round < 2; round++ {
+		clk.Add(time.Hour) // every name, attribute and listing is stale now
+		if got := mustRead(t, filepath.Join(e.mnt, "big.bin")); !bytes.Equal(got, data) {
+			t.Fatalf("round %d: read back %d bytes, want the %d written", round, len(got), len(data))
+		}
+		fi, err := os.Stat(filepath.Join(e.mnt, "small.txt"))
+		mustNil(t, err)
+		if fi.Size() != int64(len(small)) || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("round %d: small.txt shows size %d mode %v", round, fi.Size(), fi.Mode().Perm())
+		}
+		names, err := os.ReadDir(e.mnt)
+		mustNil(t, err)
+		if len(names) != 2 || names[0].Name() != "big.bin" || names[1].Name() != "small.txt" {
+			t.Fatalf("round %d: the mount lists %v", round, names)
+		}
+	}
+	g.open()
+	e.syncAll(t)
+	serverHolds(t, e, "/big.bin", "alice", "alice-pass", data)
+	serverHolds(t, e, "/small.txt", "alice", "alice-pass", small)
+	if n, err := e.c.Stat(context.Background(), "/small.txt"); err != nil || n.Mode&0o777 != 0o600 {
+		t.Fatalf("small.txt on the server: mode %o, %v (the create's mode is stored with the upload)", n.Mode, err)
+	}
+	clk.Add(time.Hour)
+	if got := mustRead(t, filepath.Join(e.mnt, "big.bin")); !bytes.Equal(got, data) {
+		t.Fatal("after the upload the mount reads other bytes")
+	}
+}
+
+// TestWriteBackFsyncWaits: fsync returns only once the server has the
+// content, with write-back as without.
+func TestWriteBackFsyncWaits(t *testing.T) {
+	e, g, _ := setupWriteBack(t)
+	g.open()
+	for i := 0; i < 5; i++ {
+		data := randBytes(testChunk*i + 100)
+		name := fmt.Sprintf("f%d", i)
+		f, err := os.Create(filepath.Join(e.mnt, name))
+		mustNil(t, err)
+		_, err = f.Write(data)
+		mustNil(t, err)
+		mustNil(t, f.Sync())
+		// Before the close, and without waiting for the queue.
+		serverHolds(t, e, "/"+name, "alice", "alice-pass", data)
+		mustNil(t, f.Close())
+	}
+}
+
+// TestWriteBackNamesWaitForData: removing, renaming and replacing files and
+// folders whose uploads are queued leaves the server with exactly what a
+// mount without write-back would: removed files never appear, renamed ones
+// appear under the new name only, with their content, and a folder holding
+// queued files is not empty.
+func TestWriteBackNamesWaitForData(t *testing.T) {
+	e, g, _ := setupWriteBack(t)
+	m := e.mnt
+	mustNil(t, os.Mkdir(filepath.Join(m, "d"), 0o755))
+	mustNil(t, os.WriteFile(filepath.Join(m, "gone"), []byte("x"), 0o644))
+	mustNil(t, os.Remove(filepath.Join(m, "gone")))
+	mustNil(t, os.WriteFile(filepath.Join(m, "d", "queued"), []byte("q"), 0o644))
+	if err := os.Remove(filepath.Join(m, "d")); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Fatalf("rmdir of a folder holding a queued file: %v, want ENOTEMPTY", err)
+	}
+	if _, err := os.Stat(filepath.Join(m, "gone")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a removed queued file still shows: %v", err)
+	}
+	g.open()
+	want := map[string][]byte{}
+	for i := 0; i < 20; i++ {
+		b := randBytes(100 + i*testChunk/4)
+		p := fmt.Sprintf("d/sub/f%02d", i)
+		if i == 0 {
+			mustNil(t, os.Mkdir(filepath.Join(m, "d", "sub"), 0o755))
+		}
+		mustNil(t, os.WriteFile(filepath.Join(m, p), b, 0o644))
+		want["/moved/sub/"+fmt.Sprintf("f%02d", i)] = b
+	}
+	mustNil(t, os.WriteFile(filepath.Join(m, "d", "a"), []byte("aaa"), 0o644))
+	mustNil(t, os.Rename(filepath.Join(m, "d", "a"), filepath.Join(m, "d", "b")))
+	want["/moved/b"] = []byte("aaa")
+	want["/moved/queued"] = []byte("q")
+	mustNil(t, os.WriteFile(filepath.Join(m, "old"), []byte("old content"), 0o644))
+	mustNil(t, os.WriteFile(filepath.Join(m, "new"), []byte("new content"), 0o644))
+	mustNil(t, os.Rename(filepath.Join(m, "new"), filepath.Join(m, "old")))
+	want["/old"] = []byte("new content")
+	mustNil(t, os.Rename(filepath.Join(m, "d"), filepath.Join(m, "moved")))
+	e.syncAll(t)
+	for p, b := range want {
+		serverHolds(t, e, p, "alice", "alice-pass", b)
+	}
+	for _, p := range []string{"/gone", "/d", "/new", "/moved/a"} {
+		if e.serverHas(p) {
+			t.Errorf("the server has %s", p)
+		}
+	}
+}
+
+// TestWriteBackUnmountUploads: what is queued when the mount ends is
+// uploaded before FS.Close returns.
+func TestWriteBackUnmountUploads(t *testing.T) {
+	e, g, _ := setupWriteBack(t)
+	want := map[string][]byte{}
+	for i := 0; i < 30; i++ {
+		b := randBytes(50 + i)
+		p := fmt.Sprintf("/u%02d", i)
+		mustNil(t, os.WriteFile(e.mnt+p, b, 0o644))
+		want[p] = b
+	}
+	mustNil(t, e.srv.Unmount())
+	g.open()
+	e.fsys.Close()
+	for p, b := range want {
+		serverHolds(t, e, p, "alice", "alice-pass", b)
+	}
+}
