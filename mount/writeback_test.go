@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
+	"netdisk/client"
 	"netdisk/mount"
 )
 
@@ -214,4 +216,37 @@ func TestWriteBackUnmountUploads(t *testing.T) {
 	for p, b := range want {
 		serverHolds(t, e, p, "alice", "alice-pass", b)
 	}
+}
+
+// TestWriteBackErrorAtFsync: with write-back an upload the server refuses
+// (over quota) does not fail the close, but the data is not lost: it stays
+// readable through the mount, and fsync reports the refusal (EDQUOT), as
+// often as it is asked, until the file fits.
+func TestWriteBackErrorAtFsync(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
+	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "dave", Password: "dave-pass", Quota: 10 * testChunk}); err != nil {
+		t.Fatal(err)
+	}
+	e.c = client.New(e.d.URL, "dave", "dave-pass")
+	e.mount(func(o *mount.Options) { o.WriteBack = true })
+	p := filepath.Join(e.mnt, "big.bin")
+	data := randBytes(12 * testChunk)
+	mustNil(t, os.WriteFile(p, data, 0o644)) // close does not wait for the refusal
+	e.syncAll(t)                             // the background upload has been refused
+	if got := mustRead(t, p); !bytes.Equal(got, data) {
+		t.Fatal("the refused file does not read back through the mount")
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	mustNil(t, err)
+	defer f.Close()
+	for i := 0; i < 2; i++ {
+		if err := f.Sync(); !errors.Is(err, syscall.EDQUOT) {
+			t.Fatalf("fsync %d of a file over quota: %v, want EDQUOT", i, err)
+		}
+	}
+	mustNil(t, f.Truncate(5*testChunk)) // now it fits
+	mustNil(t, f.Sync())
+	serverHolds(t, e, "/big.bin", "dave", "dave-pass", data[:5*testChunk])
 }
