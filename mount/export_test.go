@@ -6,3 +6,7 @@ import "context"
 func (f *FS) Fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte, error) {
 	return f.fetch(ctx, p, fileHash, c)
 }
+
+// Abandon lets go of the folder's lock without cleaning up, as the death of
+// its process does.
+func (s *Staging) Abandon() { s.lock.Close() }

@@ -31,6 +31,7 @@ type fileNode struct {
 	// local: created here with write-back and not stored on the server yet;
 	// this mount's listings and lookups show it from here (dir.go).
 	local bool
+	noted bool // the stage has a write-back note (staging.go)
 
 	// Network calls run without mu (a stat of a file must not wait for its
 	// upload over a slow link). busy marks one in progress that uses the
@@ -103,7 +104,12 @@ func (n *fileNode) removeLocal() bool {
 	if !n.local || n.deleted {
 		return false
 	}
-	n.deleted = true // the stage stays for open handles (dropped at release)
+	n.deleted = true
+	if n.opens == 0 {
+		n.dropStage()
+	} else {
+		n.dropNoteLocked() // the stage stays for open handles (dropped at release)
+	}
 	return true
 }
 
@@ -115,6 +121,7 @@ func (n *fileNode) isDeleted() bool {
 
 func (n *fileNode) markDeleted() {
 	n.mu.Lock()
+	n.dropNoteLocked()
 	n.deleted = true
 	n.mu.Unlock()
 }
@@ -147,6 +154,7 @@ func (n *fileNode) stopAhead() {
 func (n *fileNode) dropStage() {
 	if n.stage != nil {
 		n.stage.Close()
+		n.dropNoteLocked()
 		os.Remove(n.stage.Name())
 		n.stage, n.dirty = nil, false
 		n.stopAhead()
@@ -429,11 +437,16 @@ func (n *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) sy
 	return n.flushLocked(ctx)
 }
 
-// pendingUpload says the stage holds data the server is still to get.
+// pendingUpload says the stage holds data the server is still to get, and
+// notes where it goes (for a later mount's recovery, staging.go).
 func (n *fileNode) pendingUpload() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.stage != nil && n.dirty && !n.deleted
+	if n.stage != nil && n.dirty && !n.deleted {
+		n.writeNoteLocked()
+		return true
+	}
+	return false
 }
 
 // isLocal says n was created here and the server does not have it yet.
@@ -471,6 +484,7 @@ func (n *fileNode) uploadLocked(ctx context.Context, p string) (errno syscall.Er
 	if stored {
 		// Writers waited, so the stage is what was sent.
 		n.dirty, n.local = false, false
+		n.dropNoteLocked()
 		if a != nil && n.ahead == a {
 			a.release(false)
 		}

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -158,6 +162,14 @@ func TestWriteBackFsyncWaits(t *testing.T) {
 func TestWriteBackNamesWaitForData(t *testing.T) {
 	e, g, _ := setupWriteBack(t)
 	m := e.mnt
+	want := map[string][]byte{}
+	// These take the upload workers, held at the gate: what is queued
+	// after them stays in the queue until the gate opens.
+	for i := 0; i < 4; i++ {
+		p := fmt.Sprintf("/held%d", i)
+		want[p] = []byte(p)
+		mustNil(t, os.WriteFile(m+p, want[p], 0o644))
+	}
 	mustNil(t, os.Mkdir(filepath.Join(m, "d"), 0o755))
 	mustNil(t, os.WriteFile(filepath.Join(m, "gone"), []byte("x"), 0o644))
 	mustNil(t, os.Remove(filepath.Join(m, "gone")))
@@ -169,7 +181,6 @@ func TestWriteBackNamesWaitForData(t *testing.T) {
 		t.Fatalf("a removed queued file still shows: %v", err)
 	}
 	g.open()
-	want := map[string][]byte{}
 	for i := 0; i < 20; i++ {
 		b := randBytes(100 + i*testChunk/4)
 		p := fmt.Sprintf("d/sub/f%02d", i)
@@ -249,4 +260,83 @@ func TestWriteBackErrorAtFsync(t *testing.T) {
 	mustNil(t, f.Truncate(5*testChunk)) // now it fits
 	mustNil(t, f.Sync())
 	serverHolds(t, e, "/big.bin", "dave", "dave-pass", data[:5*testChunk])
+}
+
+// TestWriteBackRecovery: files a mount closed with write-back but never
+// uploaded (its process died: here its uploads hang and its staging
+// folder's lock is let go, as at a kill -9) are uploaded by the next mount
+// of the same cache folder — to their path, or beside a version changed
+// elsewhere since — while a file removed before the crash stays removed and
+// a live mount's staging folder is left alone.
+func TestWriteBackRecovery(t *testing.T) {
+	cacheDir := t.TempDir()
+	dead, err := mount.OpenStaging(cacheDir)
+	mustNil(t, err)
+	live, err := mount.OpenStaging(cacheDir)
+	mustNil(t, err)
+	defer live.Close(slog.Default())
+	mustNil(t, os.WriteFile(filepath.Join(live.Dir, "stage-1.wb"), []byte(`{"path":"/live"}`), 0o600))
+	mustNil(t, os.WriteFile(filepath.Join(live.Dir, "stage-1"), []byte("live"), 0o600))
+
+	clk := newClock()
+	var g *gatedBackend
+	e := setup(t, func(o *mount.Options) {
+		g = &gatedBackend{HTTPBackend: o.Backend.(*mount.HTTPBackend), gate: make(chan struct{})}
+		o.Backend, o.WriteBack, o.Now, o.StageDir, o.UploadTimeout = g, true, clk.Now, dead.Dir, 3*time.Second
+	})
+	ctx := context.Background()
+	// /old is on the server before; /changed gets a newer version from
+	// elsewhere after the mount wrote it.
+	for _, p := range []string{"/old", "/changed"} {
+		if _, err := e.c.Upload(ctx, p, bytes.NewReader([]byte("server "+p)), int64(len("server "+p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Add(time.Hour) // the mount sees the server's files
+	fresh, old, changed := randBytes(3*testChunk+1), []byte("new old"), []byte("ours")
+	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "fresh"), fresh, 0o640))
+	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "old"), old, 0o644))
+	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "changed"), changed, 0o644))
+	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "removed"), []byte("x"), 0o644))
+	mustNil(t, os.Remove(filepath.Join(e.mnt, "removed")))
+	time.Sleep(10 * time.Millisecond) // mtime resolution: the server's version must be newer
+	if _, err := e.c.Upload(ctx, "/changed", bytes.NewReader([]byte("theirs")), 6); err != nil {
+		t.Fatal(err)
+	}
+	// The mount dies: no upload ever leaves it, its lock is let go.
+	mustNil(t, exec.Command("fusermount3", "-u", "-z", e.mnt).Run())
+	dead.Abandon()
+
+	next, err := mount.OpenStaging(cacheDir)
+	mustNil(t, err)
+	defer next.Close(slog.Default())
+	n, err := next.Recover(ctx, mount.NewHTTPBackend(e.c), slog.Default())
+	mustNil(t, err)
+	if n != 3 {
+		t.Fatalf("recovered %d files, want 3", n)
+	}
+	serverHolds(t, e, "/fresh", "alice", "alice-pass", fresh)
+	serverHolds(t, e, "/old", "alice", "alice-pass", old)
+	serverHolds(t, e, "/changed", "alice", "alice-pass", []byte("theirs"))
+	ls, err := e.c.List(ctx, "/")
+	mustNil(t, err)
+	var names []string
+	for _, x := range ls {
+		names = append(names, x.Name)
+		if strings.HasPrefix(x.Name, "changed.recovered-") {
+			serverHolds(t, e, "/"+x.Name, "alice", "alice-pass", changed)
+		}
+	}
+	if len(names) != 4 || e.serverHas("/removed") || e.serverHas("/live") {
+		t.Fatalf("the server lists %v; want changed, its recovered copy, fresh and old", names)
+	}
+	if st, err := e.c.Stat(ctx, "/fresh"); err != nil || st.Mode&0o777 != 0o640 {
+		t.Fatalf("/fresh mode %o (%v), want the 0640 it was created with", st.Mode, err)
+	}
+	if _, err := os.Stat(dead.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the dead mount's staging folder is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(live.Dir, "stage-1.wb")); err != nil {
+		t.Fatalf("a live mount's staging folder was touched: %v", err)
+	}
 }

@@ -160,11 +160,19 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 	if err != nil {
 		return err
 	}
-	stage, err := os.MkdirTemp(mustDir(cacheDir), "staging-")
+	stage, err := mount.OpenStaging(cacheDir)
 	if err != nil {
 		return err
 	}
-	mo := mount.Options{Backend: be, Cache: cache, StageDir: stage, TTL: ttl,
+	defer stage.Close(slog.Default())
+	// Files an earlier mount of this cache folder closed with --write-back
+	// but never uploaded (it was killed) go to the server before we serve.
+	if n, err := stage.Recover(ctx, be, slog.Default()); err != nil {
+		slog.Error("recovering files queued by an earlier mount failed; they stay in the cache folder", "err", err, "uploaded", n)
+	} else if n > 0 {
+		slog.Info("uploaded files queued by an earlier mount", "files", n)
+	}
+	mo := mount.Options{Backend: be, Cache: cache, StageDir: stage.Dir, TTL: ttl,
 		OpTimeout: timeout, Prefetch: prefetch, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), WriteBack: writeBack}
 	if lockNode != "" {
 		mo.ChunkLocks = &mount.HTTPChunkLocks{C: c, Node: lockNode, Log: slog.Default()}
@@ -202,18 +210,7 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 	}
 	fsys.Close()
 	cache.Wait()
-	// Staged data whose upload failed is kept; say where.
-	if left, _ := os.ReadDir(stage); len(left) > 0 {
-		slog.Warn("staged data not uploaded is kept", "dir", stage, "files", len(left))
-	} else {
-		os.Remove(stage)
-	}
-	return nil
-}
-
-func mustDir(d string) string {
-	os.MkdirAll(d, 0o700)
-	return d
+	return nil // stage.Close keeps staged data whose upload failed, and says where
 }
 
 // detach re-runs this command in a new session and returns once the child
