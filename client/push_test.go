@@ -184,12 +184,7 @@ func TestPushThroughFaultyProxy(t *testing.T) {
 func TestPushAbortsThenResumes(t *testing.T) {
 	d := startDaemon(t)
 	p := newFaultProxy(t, d.URL)
-	p.setFault(func(n int) string {
-		if n > 6 {
-			return "500" // the daemon "breaks" after 6 chunks
-		}
-		return ""
-	})
+	p.setFault(breakAfter(6))
 	c := New(p.URL, "admin", d.AdminPass)
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 4, 24*testChunk)
 	var log eventLog
@@ -442,12 +437,7 @@ func TestCLIPushJSONEvents(t *testing.T) {
 func TestPushResumedAfterLocalChange(t *testing.T) {
 	d := startDaemon(t, "--instant-upload=shared")
 	p := newFaultProxy(t, d.URL)
-	p.setFault(func(n int) string {
-		if n > 8 {
-			return "500" // the daemon "breaks" after 8 chunks
-		}
-		return ""
-	})
+	p.setFault(breakAfter(8))
 	c := New(p.URL, "admin", d.AdminPass)
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 40, 24*testChunk+100)
 	po := fastRetries()
