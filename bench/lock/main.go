@@ -42,7 +42,7 @@ func main() {
 	ops := flag.Int("ops", 20000, "operations per measurement")
 	workers := flag.Int("workers", 8, "concurrent callers")
 	wakeups := flag.Int("wakeups", 300, "unlock→event round trips measured")
-	redisURL := flag.String("redis", "", "Redis URL (default: start redis-server on a free port)")
+	redisURL := benchredis.Flag()
 	flag.Parse()
 	log.SetFlags(0)
 	ctx := context.Background()

@@ -42,7 +42,7 @@ func main() {
 	delay := flag.Duration("delay", 5*time.Second, "ledger flush delay")
 	ops := flag.Int("ops", 20000, "chunk operations per ledger in the throughput run")
 	workers := flag.Int("workers", 8, "concurrent clients in the throughput run")
-	redisURL := flag.String("redis", "", "Redis URL (default: start redis-server on a free port)")
+	redisURL := benchredis.Flag()
 	flag.Parse()
 	log.SetFlags(0)
 	ctx := context.Background()

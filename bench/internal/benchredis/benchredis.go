@@ -3,6 +3,7 @@
 package benchredis
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -10,6 +11,11 @@ import (
 
 	"netdisk/internal/testutil"
 )
+
+// Flag defines the -redis flag Connect reads.
+func Flag() *string {
+	return flag.String("redis", "", "Redis URL (default: start redis-server on a free port)")
+}
 
 // Connect returns a client of the Redis at url, or of a private
 // redis-server started for the run when url is ""; the URL it connected to;
