@@ -106,11 +106,18 @@ func (a *API) withUsage(r *http.Request, au apitype.AdminUser, uid int64) apityp
 
 func (a *API) deleteUser(w http.ResponseWriter, r *http.Request, actor meta.User) {
 	name := r.PathValue("name")
-	if err := a.D.DeleteUserAs(r.Context(), actor, name); err != nil {
+	a.userChanged(w, r, actor, name, "user deleted", a.D.DeleteUserAs(r.Context(), actor, name))
+}
+
+// userChanged answers a change to user name that has no body to return:
+// its error in the wire's terms, or 204 and a line in the log saying what
+// was done and by whom.
+func (a *API) userChanged(w http.ResponseWriter, r *http.Request, actor meta.User, name, what string, err error) {
+	if err != nil {
 		a.WriteError(w, r, userError(name, err))
 		return
 	}
-	a.Log.Info("admin: user deleted", "name", name, "by", actor.Name)
+	a.Log.Info("admin: "+what, "name", name, "by", actor.Name)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -121,12 +128,7 @@ func (a *API) setPassword(w http.ResponseWriter, r *http.Request, actor meta.Use
 		a.WriteError(w, r, err)
 		return
 	}
-	if err := a.D.SetPassword(r.Context(), name, req.Password); err != nil {
-		a.WriteError(w, r, userError(name, err))
-		return
-	}
-	a.Log.Info("admin: password changed", "name", name, "by", actor.Name)
-	w.WriteHeader(http.StatusNoContent)
+	a.userChanged(w, r, actor, name, "password changed", a.D.SetPassword(r.Context(), name, req.Password))
 }
 
 func (a *API) setQuota(w http.ResponseWriter, r *http.Request, actor meta.User) {

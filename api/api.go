@@ -31,6 +31,19 @@ const MaxJSONBody = 1 << 20
 // Handler is an authenticated handler: the server has checked the credentials.
 type Handler func(w http.ResponseWriter, r *http.Request, u meta.User)
 
+// withService serves h when the optional service it needs runs on this
+// server (running reports it, at each request); otherwise the request is
+// answered Unavailable with why, before its body is read.
+func (a *API) withService(running func() bool, op, why string, h Handler) Handler {
+	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
+		if !running() {
+			a.WriteError(w, r, errs.Errorf(op, errs.Unavailable, "%s", why))
+			return
+		}
+		h(w, r, u)
+	}
+}
+
 // Route is one endpoint.
 type Route struct {
 	Pattern string // net/http ServeMux pattern, e.g. "POST /api/v1/file/init"

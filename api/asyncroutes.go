@@ -34,14 +34,9 @@ func (a *API) asyncRoutes() []Route {
 	}
 }
 
+// withAsync serves h when this server runs async downloads.
 func (a *API) withAsync(h Handler) Handler {
-	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
-		if a.Async == nil {
-			a.WriteError(w, r, errs.Errorf("api.async", errs.Unavailable, "async downloads are not enabled on this server"))
-			return
-		}
-		h(w, r, u)
-	}
+	return a.withService(func() bool { return a.Async != nil }, "api.async", "async downloads are not enabled on this server", h)
 }
 
 func (a *API) asyncAdd(w http.ResponseWriter, r *http.Request, u meta.User) {

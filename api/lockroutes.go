@@ -43,12 +43,17 @@ const maxStreamKeys = 64
 
 func (a *API) lockRoutes() []Route {
 	return []Route{
-		{Pattern: "POST /api/v1/lock/try", Handler: a.lockTry},
-		{Pattern: "POST /api/v1/lock/heartbeat", Handler: a.lockHeartbeat},
-		{Pattern: "POST /api/v1/lock/unlock", Handler: a.lockUnlock},
-		{Pattern: "GET /api/v1/lock/state", Handler: a.lockState},
-		{Pattern: "GET /api/v1/lock/events", Handler: a.lockEvents},
+		{Pattern: "POST /api/v1/lock/try", Handler: a.withLocks(a.lockTry)},
+		{Pattern: "POST /api/v1/lock/heartbeat", Handler: a.withLocks(a.lockHeartbeat)},
+		{Pattern: "POST /api/v1/lock/unlock", Handler: a.withLocks(a.lockUnlock)},
+		{Pattern: "GET /api/v1/lock/state", Handler: a.withLocks(a.lockState)},
+		{Pattern: "GET /api/v1/lock/events", Handler: a.withLocks(a.lockEvents)},
 	}
+}
+
+// withLocks serves h when this server runs a lock manager.
+func (a *API) withLocks(h Handler) Handler {
+	return a.withService(func() bool { return a.Locks != nil }, "api.lock", "locks are not enabled on this server", h)
 }
 
 // lockTarget is a request's key and node in the manager's terms.
@@ -120,10 +125,6 @@ func (a *API) lockAnswer(t lockTarget, r lock.Result) apitype.LockAnswer {
 
 // lockRequest decodes a body and its target; false when it answered.
 func (a *API) lockRequest(w http.ResponseWriter, r *http.Request, u meta.User) (apitype.LockRequest, lockTarget, bool) {
-	if a.Locks == nil {
-		a.WriteError(w, r, errs.Errorf("api.lock", errs.Unavailable, "locks are not enabled on this server"))
-		return apitype.LockRequest{}, lockTarget{}, false
-	}
 	var req apitype.LockRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)
@@ -225,10 +226,6 @@ func (a *API) lockUnlock(w http.ResponseWriter, r *http.Request, u meta.User) {
 }
 
 func (a *API) lockState(w http.ResponseWriter, r *http.Request, u meta.User) {
-	if a.Locks == nil {
-		a.WriteError(w, r, errs.Errorf("api.lock", errs.Unavailable, "locks are not enabled on this server"))
-		return
-	}
 	q := r.URL.Query()
 	t, err := parseLockTarget(u, q.Get("op"), q.Get("resource"), q.Get("node"))
 	if err != nil {
@@ -249,10 +246,6 @@ func (a *API) lockState(w http.ResponseWriter, r *http.Request, u meta.User) {
 // happened while the client was away (a grant, a release) is told by its
 // effect on the node's standing, and nothing later is missed.
 func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
-	if a.Locks == nil {
-		a.WriteError(w, r, errs.Errorf("api.lock", errs.Unavailable, "locks are not enabled on this server"))
-		return
-	}
 	q := r.URL.Query()
 	n, err := userNode(u, q.Get("node"))
 	if err != nil {

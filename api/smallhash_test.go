@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"netdisk/apitype"
 	"strings"
 	"testing"
 	"time"
@@ -69,10 +70,7 @@ func TestSmallUploadWithFileHash(t *testing.T) {
 	if st != 200 || !cont {
 		t.Fatalf("new content: %d (100 Continue first: %v) %s", st, cont, ans)
 	}
-	var r struct {
-		result
-		Instant bool `json:"instant"`
-	}
+	var r apitype.FileResult
 	json.Unmarshal(ans, &r)
 	if r.FileHash != h || r.Instant {
 		t.Fatalf("new content answer %s", ans)

@@ -28,14 +28,9 @@ func (a *API) uploadRoutes() []Route {
 	}
 }
 
+// withUpload serves h when this server runs the upload service.
 func (a *API) withUpload(h Handler) Handler {
-	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
-		if a.Upload == nil {
-			a.WriteError(w, r, errs.Errorf("api.upload", errs.Unavailable, "the upload service is not running"))
-			return
-		}
-		h(w, r, u)
-	}
+	return a.withService(func() bool { return a.Upload != nil }, "api.upload", "the upload service is not running", h)
 }
 
 func (a *API) uploadInit(w http.ResponseWriter, r *http.Request, u meta.User) {

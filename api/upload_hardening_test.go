@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"netdisk/apitype"
 	"strconv"
 	"testing"
 )
@@ -42,7 +43,7 @@ func TestReceivedChunkCannotBeReplaced(t *testing.T) {
 			t.Fatalf("chunk %d: %d", i, st)
 		}
 	}
-	var r result
+	var r apitype.FileResult
 	if st := x.merge("ann", in.UploadID, fileHash(b), &r); st != 200 {
 		t.Fatalf("merge: %d", st)
 	}
@@ -58,7 +59,7 @@ func TestMergeHashMustMatchInit(t *testing.T) {
 	x := start(t)
 	x.addUser("ann", 0)
 	a, b := randBytes(cs+10), randBytes(cs+10)
-	var in info
+	var in apitype.Session
 	if st := x.call("ann", "POST", "/api/v1/file/init", map[string]any{"path": "/a", "size": len(a), "fileHash": fileHash(a)}, &in); st != 200 {
 		t.Fatalf("init: %d", st)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/internal/testutil"
 )
@@ -78,19 +79,6 @@ func (x *tester) addUser(name string, quota int64) {
 	}
 }
 
-type info struct {
-	UploadID    string  `json:"uploadId"`
-	ChunkSize   int64   `json:"chunkSize"`
-	TotalChunks int64   `json:"totalChunks"`
-	Uploaded    []int64 `json:"uploaded"`
-}
-
-type result struct {
-	Path     string `json:"path"`
-	Size     int64  `json:"size"`
-	FileHash string `json:"fileHash"`
-}
-
 func randBytes(n int) []byte { b := make([]byte, n); rand.Read(b); return b }
 
 func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
@@ -105,9 +93,9 @@ func fileHash(b []byte) string {
 	return chunker.FileHash(hs)
 }
 
-func (x *tester) init(user, path string, size int64) info {
+func (x *tester) init(user, path string, size int64) apitype.Session {
 	x.t.Helper()
-	var in info
+	var in apitype.Session
 	if st := x.call(user, "POST", "/api/v1/file/init", map[string]any{"path": path, "size": size}, &in); st != 200 {
 		x.t.Fatalf("init %s: %d", path, st)
 	}
@@ -144,7 +132,7 @@ func (x *tester) get(user, path string) ([]byte, http.Header) {
 }
 
 // sendAll uploads a whole file through the protocol and returns the merge result.
-func (x *tester) sendAll(user, path string, b []byte) result {
+func (x *tester) sendAll(user, path string, b []byte) apitype.FileResult {
 	x.t.Helper()
 	in := x.init(user, path, int64(len(b)))
 	for i := int64(0); i < in.TotalChunks; i++ {
@@ -152,7 +140,7 @@ func (x *tester) sendAll(user, path string, b []byte) result {
 			x.t.Fatalf("chunk %d: %d", i, st)
 		}
 	}
-	var r result
+	var r apitype.FileResult
 	if st := x.merge(user, in.UploadID, fileHash(b), &r); st != 200 {
 		x.t.Fatalf("merge: %d", st)
 	}
@@ -201,7 +189,7 @@ func TestUploadProtocol(t *testing.T) {
 	if st := x.put("alice", in.UploadID, b, 2); st != 200 {
 		t.Fatalf("repeated chunk: %d", st)
 	}
-	var sess info
+	var sess apitype.Session
 	x.call("alice", "GET", "/api/v1/file/session?uploadId="+in.UploadID, nil, &sess)
 	if fmt.Sprint(sess.Uploaded) != "[0 2 3]" || sess.UploadID != in.UploadID {
 		t.Fatalf("session = %+v", sess)
@@ -220,11 +208,11 @@ func TestUploadProtocol(t *testing.T) {
 	if st := x.merge("alice", in.UploadID, md5hex([]byte("wrong")), nil); st != 422 {
 		t.Fatalf("merge with a wrong hash = %d, want 422", st)
 	}
-	var r1, r2 result
+	var r1, r2 apitype.FileResult
 	if st := x.merge("alice", in.UploadID, fileHash(b), &r1); st != 200 {
 		t.Fatalf("merge = %d", st)
 	}
-	want := result{Path: "/docs/a.bin", Size: int64(len(b)), FileHash: fileHash(b)}
+	want := apitype.FileResult{Path: "/docs/a.bin", Size: int64(len(b)), FileHash: fileHash(b)}
 	if r1 != want {
 		t.Fatalf("merge = %+v, want %+v", r1, want)
 	}
@@ -255,7 +243,7 @@ func TestUploadProtocol(t *testing.T) {
 	if in3.TotalChunks != 0 {
 		t.Fatalf("empty init = %+v", in3)
 	}
-	var r3 result
+	var r3 apitype.FileResult
 	if st := x.merge("alice", in3.UploadID, md5hex(nil), &r3); st != 200 || r3.Size != 0 {
 		t.Fatalf("empty merge = %d %+v", st, r3)
 	}
@@ -297,24 +285,6 @@ func proof(nonce string, content []byte, ranges [][2]int64) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-type challenge struct {
-	Nonce  string     `json:"nonce"`
-	Ranges [][2]int64 `json:"ranges"`
-}
-
-type patchAnswer struct {
-	Exists    bool       `json:"exists"`
-	Completed bool       `json:"completed"`
-	Path      string     `json:"path"`
-	Challenge *challenge `json:"challenge"`
-}
-
-type proveAnswer struct {
-	OK        bool   `json:"ok"`
-	Completed bool   `json:"completed"`
-	Path      string `json:"path"`
-}
-
 func TestInstantUpload(t *testing.T) {
 	// Shared mode: one other owner is enough to be offered a challenge
 	// (private_test.go covers the default).
@@ -329,7 +299,7 @@ func TestInstantUpload(t *testing.T) {
 
 	// Same user: completed at once, no challenge, no bytes.
 	in := x.init("alice", "/again.bin", int64(len(b)))
-	var pa patchAnswer
+	var pa apitype.PatchHashResult
 	x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh}, &pa)
 	if !pa.Exists || !pa.Completed || pa.Path != "/again.bin" || pa.Challenge != nil {
 		t.Fatalf("same-user patchHash = %+v", pa)
@@ -341,12 +311,12 @@ func TestInstantUpload(t *testing.T) {
 	// Another user: a challenge; a wrong proof fails, and so does replaying
 	// the right answer to a used challenge.
 	in = x.init("bob", "/mine.bin", int64(len(b)))
-	pa = patchAnswer{}
+	pa = apitype.PatchHashResult{}
 	x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh}, &pa)
 	if !pa.Exists || pa.Completed || pa.Challenge == nil || len(pa.Challenge.Ranges) == 0 {
 		t.Fatalf("cross-user patchHash = %+v", pa)
 	}
-	var pr proveAnswer
+	var pr apitype.ProveResult
 	x.call("bob", "POST", "/api/v1/file/prove", map[string]any{"uploadId": in.UploadID, "nonce": pa.Challenge.Nonce, "proof": proof(pa.Challenge.Nonce, randBytes(len(b)), pa.Challenge.Ranges)}, &pr)
 	if pr.OK {
 		t.Fatal("a wrong proof was accepted")
@@ -359,7 +329,7 @@ func TestInstantUpload(t *testing.T) {
 		t.Fatalf("file exists after failed proofs: %d", st)
 	}
 	x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh}, &pa)
-	pr = proveAnswer{}
+	pr = apitype.ProveResult{}
 	x.call("bob", "POST", "/api/v1/file/prove", map[string]any{"uploadId": in.UploadID, "nonce": pa.Challenge.Nonce, "proof": proof(pa.Challenge.Nonce, b, pa.Challenge.Ranges)}, &pr)
 	if !pr.OK || !pr.Completed || pr.Path != "/mine.bin" {
 		t.Fatalf("right proof = %+v", pr)
@@ -370,7 +340,7 @@ func TestInstantUpload(t *testing.T) {
 
 	// Chunk level: carol proves one chunk, uploads the rest.
 	in = x.init("carol", "/c.bin", int64(len(b)))
-	pa = patchAnswer{}
+	pa = apitype.PatchHashResult{}
 	x.call("carol", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 1, "hash": md5hex(chunkAt(b, 1))}, &pa)
 	if !pa.Exists || pa.Challenge == nil {
 		t.Fatalf("cross-user chunk patchHash = %+v", pa)
@@ -447,7 +417,7 @@ func TestBadInputsChangeNothing(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", c.name, st, c.want)
 		}
 	}
-	var sess info
+	var sess apitype.Session
 	x.call("alice", "GET", "/api/v1/file/session?uploadId="+in.UploadID, nil, &sess)
 	if fmt.Sprint(sess.Uploaded) != "[0]" {
 		t.Fatalf("session changed: %+v", sess)
@@ -553,7 +523,7 @@ func TestSameChunksAsWebDAV(t *testing.T) {
 		t.Fatalf("API upload added %d chunk records: boundaries differ from WebDAV's", now-base)
 	}
 	// The small-file endpoint cuts the same way.
-	var small result
+	var small apitype.FileResult
 	x.call("alice", "PUT", "/api/v1/file/upload?path=/small/s.bin", b, &small)
 	if small.FileHash != r.FileHash || x.stats() != base {
 		t.Fatalf("small upload = %+v", small)
@@ -573,7 +543,7 @@ func TestFileOps(t *testing.T) {
 	if st := x.call("alice", "POST", "/api/v1/fs/mkdir", map[string]any{"path": "/a/b/c", "parents": true}, nil); st != 200 {
 		t.Fatalf("mkdir -p existing = %d", st)
 	}
-	var up result
+	var up apitype.FileResult
 	x.call("alice", "PUT", "/api/v1/file/upload?path=/a/f.txt", []byte("hello"), &up)
 	x.call("alice", "GET", "/api/v1/fs/stat?path=/a/f.txt", nil, &n)
 	if n["size"] != float64(5) || n["fileHash"] != up.FileHash || n["mode"] != float64(0o644) || n["mtime"] == "" {

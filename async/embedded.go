@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"netdisk/internal/zero"
 	"sort"
 	"time"
 
@@ -22,9 +23,7 @@ var _ Store = (*Embedded)(nil)
 // NewEmbedded returns a store over db whose records live ttl (0 means
 // DefaultTTL) from their last write.
 func NewEmbedded(db meta.AsyncJobs, ttl time.Duration) *Embedded {
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
+	zero.OrDefault(&ttl, DefaultTTL)
 	return &Embedded{db: db, ttl: ttl}
 }
 

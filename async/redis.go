@@ -3,6 +3,7 @@ package async
 import (
 	"context"
 	"errors"
+	"netdisk/internal/zero"
 	"strconv"
 	"time"
 
@@ -40,9 +41,7 @@ func WorkKey(agentKey string) string { return "AsyncDownloadAgent:Work:" + agent
 
 // NewRedis returns a store on rdb whose keys live ttl (0 means DefaultTTL).
 func NewRedis(rdb *redis.Client, ttl time.Duration) *Redis {
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
+	zero.OrDefault(&ttl, DefaultTTL)
 	return &Redis{rdb: rdb, ttl: ttl}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"netdisk/internal/zero"
 	"path"
 	"regexp"
 	"strconv"
@@ -65,24 +66,13 @@ type Service struct {
 
 // New returns a service; Close releases its pins (and its own lock manager).
 func New(ctx context.Context, c Config) (*Service, error) {
-	if c.Window <= 0 {
-		c.Window = DefaultWindow
-	}
+	zero.OrDefault(&c.Window, DefaultWindow)
 	if c.Window%time.Second != 0 {
 		return nil, fmt.Errorf("async: the window must be whole seconds, not %v", c.Window)
 	}
-	if c.Tick <= 0 {
-		c.Tick = DefaultTick
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Log == nil {
-		c.Log = slog.Default()
-	}
+	zero.OrDefault(&c.Tick, DefaultTick)
+	zero.OrDefault(&c.Timeout, DefaultTimeout)
+	c.Now, c.Log = zero.Clock(c.Now), zero.Logger(c.Log)
 	if c.Node == "" {
 		c.Node = "daemon-" + randomID()[:12]
 	}

@@ -132,6 +132,17 @@ func (p *faultProxy) setDelay(d time.Duration) {
 	p.delay = d
 }
 
+// breakAfter is a fault for setFault: the daemon "breaks" (answers 500)
+// after n chunk requests.
+func breakAfter(n int) func(int) string {
+	return func(i int) string {
+		if i > n {
+			return "500"
+		}
+		return ""
+	}
+}
+
 func (p *faultProxy) setFault(f func(n int) string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -70,17 +70,20 @@ func (l *eventLog) count(k chunker.EventKind) int {
 	return n
 }
 
-func pullBytes(t *testing.T, c *Client, remote string) []byte {
+// wantPulled pulls remote as c and fails t unless it reads back as want.
+func wantPulled(t *testing.T, c *Client, remote string, want []byte) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pulled")
 	if _, err := c.Pull(context.Background(), remote, out, PullOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(out)
+	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s as %s pulls %d bytes unlike the %d written", remote, c.User, len(got), len(want))
+	}
 }
 
 func TestPushNewFileThenPull(t *testing.T) {
@@ -102,9 +105,7 @@ func TestPushNewFileThenPull(t *testing.T) {
 	if err != nil || n.Size != int64(len(data)) {
 		t.Fatalf("stat %+v %v", n, err)
 	}
-	if got := pullBytes(t, c, "/dir/a.bin"); !bytes.Equal(got, data) {
-		t.Fatal("pulled bytes differ")
-	}
+	wantPulled(t, c, "/dir/a.bin", data)
 }
 
 func TestPullResumesFromPart(t *testing.T) {
@@ -177,20 +178,13 @@ func TestPushThroughFaultyProxy(t *testing.T) {
 	if log.count(chunker.QueueAborted) != 0 || log.count(chunker.QueueDrained) != 1 {
 		t.Fatal("aborted or not drained under recoverable faults")
 	}
-	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/f.bin"); !bytes.Equal(got, data) {
-		t.Fatal("pulled bytes differ")
-	}
+	wantPulled(t, New(d.URL, "admin", d.AdminPass), "/f.bin", data)
 }
 
 func TestPushAbortsThenResumes(t *testing.T) {
 	d := startDaemon(t)
 	p := newFaultProxy(t, d.URL)
-	p.setFault(func(n int) string {
-		if n > 6 {
-			return "500" // the daemon "breaks" after 6 chunks
-		}
-		return ""
-	})
+	p.setFault(breakAfter(6))
 	c := New(p.URL, "admin", d.AdminPass)
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 4, 24*testChunk)
 	var log eventLog
@@ -222,9 +216,7 @@ func TestPushAbortsThenResumes(t *testing.T) {
 			t.Fatalf("chunk %s sent again on resume", i)
 		}
 	}
-	if got := pullBytes(t, c, "/f.bin"); !bytes.Equal(got, data) {
-		t.Fatal("pulled bytes differ")
-	}
+	wantPulled(t, c, "/f.bin", data)
 }
 
 func TestInstantUploadOfAnotherUsersContent(t *testing.T) {
@@ -255,9 +247,7 @@ func TestInstantUploadOfAnotherUsersContent(t *testing.T) {
 	if log.count(chunker.InstantUpload)+log.count(chunker.Merged) != 1 {
 		t.Fatal("neither instant upload nor merge")
 	}
-	if got := pullBytes(t, New(d.URL, "bob", "bob-pass-123"), "/mine.bin"); !bytes.Equal(got, data) {
-		t.Fatal("bob's copy differs")
-	}
+	wantPulled(t, New(d.URL, "bob", "bob-pass-123"), "/mine.bin", data)
 }
 
 // The real binary is killed with SIGKILL in the middle of a push; the next
@@ -331,9 +321,7 @@ func TestCLIPushResumesAfterKill(t *testing.T) {
 		t.Fatalf("resumed push sent %d bytes of %d, accepted %d chunks (%d held before)", sent, len(data), len(again), ok)
 	}
 	t.Logf("first runs: %d chunks; resumed run sent %d of %d bytes", ok, sent, len(data))
-	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/f.bin"); !bytes.Equal(got, data) {
-		t.Fatal("pulled bytes differ")
-	}
+	wantPulled(t, New(d.URL, "admin", d.AdminPass), "/f.bin", data)
 }
 
 func TestCLIErrors(t *testing.T) {
@@ -449,12 +437,7 @@ func TestCLIPushJSONEvents(t *testing.T) {
 func TestPushResumedAfterLocalChange(t *testing.T) {
 	d := startDaemon(t, "--instant-upload=shared")
 	p := newFaultProxy(t, d.URL)
-	p.setFault(func(n int) string {
-		if n > 8 {
-			return "500" // the daemon "breaks" after 8 chunks
-		}
-		return ""
-	})
+	p.setFault(breakAfter(8))
 	c := New(p.URL, "admin", d.AdminPass)
 	local, data := writeRandom(t, t.TempDir(), "f.bin", 40, 24*testChunk+100)
 	po := fastRetries()
@@ -501,9 +484,7 @@ func TestPushResumedAfterLocalChange(t *testing.T) {
 		t.Fatalf("%d chunks hashed, want 25: the re-check uses the hashes already computed", log.count(chunker.ChunkHashed))
 	}
 	t.Logf("held before %v; resumed push sent %v (%d bytes)", held, sent, res.BytesSent)
-	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/f.bin"); !bytes.Equal(got, data) {
-		t.Fatal("pulled bytes differ from the changed file")
-	}
+	wantPulled(t, New(d.URL, "admin", d.AdminPass), "/f.bin", data)
 }
 
 // A small file (one request) survives a 500 and a dropped connection: the
@@ -534,9 +515,7 @@ func TestPushSmallFileRetries(t *testing.T) {
 	if calls := p.calls("/api/v1/file/init") + p.calls("/api/v1/file/patchHash") + p.calls("/api/v1/file/uploadChunk"); calls != 0 {
 		t.Fatalf("%d session calls beside the one-request upload, want 0", calls)
 	}
-	if got := pullBytes(t, New(d.URL, "admin", d.AdminPass), "/s.bin"); !bytes.Equal(got, data) {
-		t.Fatal("pulled bytes differ")
-	}
+	wantPulled(t, New(d.URL, "admin", d.AdminPass), "/s.bin", data)
 
 	// A 4xx is final: a file over the user's quota fails at once.
 	if _, err := New(d.URL, "admin", d.AdminPass).AdminAddUser(context.Background(), apitype.NewUser{Name: "dan", Password: "dan-pass-123", Quota: 50 << 10}); err != nil {
@@ -605,8 +584,6 @@ func TestPushSmallFileHashFirst(t *testing.T) {
 		if (res.Instant == 1) != tc.instant || reqs != 1 || n != want || res.BytesSent != want || sessionCalls(p) != 0 {
 			t.Fatalf("%s: %d requests carrying %d bytes (want 1 and %d), %+v, calls %v", tc.path, reqs, n, want, res, p.paths)
 		}
-		if got := pullBytes(t, New(d.URL, tc.c.User, tc.c.Password), tc.path); !bytes.Equal(got, data) {
-			t.Fatalf("%s differs", tc.path)
-		}
+		wantPulled(t, New(d.URL, tc.c.User, tc.c.Password), tc.path, data)
 	}
 }

@@ -18,11 +18,7 @@ import (
 )
 
 // One S3 server serves the package's tests; each store gets its own bucket.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopSharedS3()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 func openS3(t *testing.T) *dedup.S3Store {
 	s3 := testutil.SharedS3(t)

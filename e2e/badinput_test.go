@@ -76,11 +76,7 @@ func TestMalformedPaths(t *testing.T) {
 	}
 	for _, p := range bad {
 		for _, m := range []string{"PUT", "GET", "MKCOL", "PROPFIND", "DELETE"} {
-			var hdr map[string]string
-			if m == "PROPFIND" {
-				hdr = map[string]string{"Depth": "0"}
-			}
-			st, body := e.rawRequest(m, p, "alice", "alice-pw", hdr)
+			st, body := e.rawRequest(m, p, "alice", "alice-pw", e.plainHeaders(m))
 			if st != http.StatusBadRequest {
 				t.Errorf("%s %.60s: %d %.100q, want 400", m, p, st, body)
 			}
@@ -216,14 +212,7 @@ func TestMissingResource404(t *testing.T) {
 	e := start(t)
 	e.addUser("alice", "alice-pw")
 	for _, m := range []string{"GET", "HEAD", "DELETE", "PROPFIND", "PROPPATCH", "COPY", "MOVE"} {
-		hdr := map[string]string{}
-		switch m {
-		case "COPY", "MOVE":
-			hdr["Destination"] = e.d.URL + "/dav/copy.txt"
-		case "PROPFIND":
-			hdr["Depth"] = "0"
-		}
-		if st := e.status(m, "/dav/missing.txt", "alice", "alice-pw", hdr); st != http.StatusNotFound {
+		if st := e.status(m, "/dav/missing.txt", "alice", "alice-pw", e.plainHeaders(m)); st != http.StatusNotFound {
 			t.Errorf("%s of a missing file: %d, want 404", m, st)
 		}
 	}
@@ -254,4 +243,18 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("a stalled client blocked another request")
 	}
+}
+
+// plainHeaders are the headers WebDAV method m needs to be a well-formed
+// request, so that what a test varies (the path, the resource) is what the
+// server answers about: Depth 0 for PROPFIND, a Destination for COPY and
+// MOVE.
+func (e *env) plainHeaders(m string) map[string]string {
+	switch m {
+	case "COPY", "MOVE":
+		return map[string]string{"Destination": e.d.URL + "/dav/copy.txt"}
+	case "PROPFIND":
+		return map[string]string{"Depth": "0"}
+	}
+	return nil
 }

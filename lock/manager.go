@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"netdisk/internal/tick"
+	"netdisk/internal/zero"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,21 +56,10 @@ func NewManager(ctx context.Context, c Config) (*Manager, error) {
 	if c.State == nil {
 		c.State = NewMemory()
 	}
-	if c.Lease <= 0 {
-		c.Lease = DefaultLease
-	}
-	if c.MaxQueue <= 0 {
-		c.MaxQueue = DefaultMaxQueue
-	}
-	if c.MaxUserWait <= 0 {
-		c.MaxUserWait = DefaultMaxUserWait
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Log == nil {
-		c.Log = slog.Default()
-	}
+	zero.OrDefault(&c.Lease, DefaultLease)
+	zero.OrDefault(&c.MaxQueue, DefaultMaxQueue)
+	zero.OrDefault(&c.MaxUserWait, DefaultMaxUserWait)
+	c.Now, c.Log = zero.Clock(c.Now), zero.Logger(c.Log)
 	m := &Manager{st: c.State, now: c.Now, log: c.Log, subs: map[Node]map[*Subscription]struct{}{},
 		lim: Limits{Lease: c.Lease, MultiNode: !c.SingleNode, MaxQueue: c.MaxQueue, MaxUserWait: c.MaxUserWait}}
 	stop, err := c.State.Watch(ctx, m.deliver)

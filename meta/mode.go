@@ -2,12 +2,10 @@ package meta
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
 	"netdisk/errs"
-	"netdisk/vpath"
 )
 
 // Permission bits. The store keeps them as plain numbers for clients that
@@ -74,26 +72,5 @@ func (s *SQLite) MkdirMode(ctx context.Context, uid int64, path string, mtime ti
 	if err := checkPerm(op, path, perm); err != nil {
 		return Node{}, err
 	}
-	mode := StoredMode(perm)
-	var n Node
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := checkParent(ctx, tx, op, uid, path); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mode, mtime_ns) VALUES (?,?,?,?,1,?,?)`,
-			uid, path, vpath.Parent(path), vpath.Base(path), mode, mtime.UnixNano())
-		if isUnique(err) {
-			return errs.E(op, errs.Exists, path, nil)
-		}
-		if err != nil {
-			return err
-		}
-		if err := touchDirs(ctx, tx, uid, mtime, vpath.Parent(path)); err != nil {
-			return err
-		}
-		id, _ := res.LastInsertId()
-		n = Node{ID: id, UserID: uid, Path: path, IsDir: true, Mode: mode, ModTime: time.Unix(0, mtime.UnixNano())}
-		return nil
-	})
-	return n, wrap(op, path, err)
+	return s.mkdir(ctx, op, uid, path, mtime, StoredMode(perm))
 }

@@ -106,14 +106,19 @@ func checkParent(ctx context.Context, q querier, op string, uid int64, path stri
 
 // Mkdir creates a directory whose parent exists.
 func (s *SQLite) Mkdir(ctx context.Context, uid int64, path string, mtime time.Time) (Node, error) {
-	const op = "meta.Mkdir"
+	return s.mkdir(ctx, "meta.Mkdir", uid, path, mtime, 0)
+}
+
+// mkdir creates a directory whose parent exists with mode as stored (0: the
+// default permissions; StoredMode).
+func (s *SQLite) mkdir(ctx context.Context, op string, uid int64, path string, mtime time.Time, mode uint32) (Node, error) {
 	var n Node
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if err := checkParent(ctx, tx, op, uid, path); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,?,?,1,?)`,
-			uid, path, vpath.Parent(path), vpath.Base(path), mtime.UnixNano())
+		res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mode, mtime_ns) VALUES (?,?,?,?,1,?,?)`,
+			uid, path, vpath.Parent(path), vpath.Base(path), mode, mtime.UnixNano())
 		if isUnique(err) {
 			return errs.E(op, errs.Exists, path, nil)
 		}
@@ -124,7 +129,7 @@ func (s *SQLite) Mkdir(ctx context.Context, uid int64, path string, mtime time.T
 			return err
 		}
 		id, _ := res.LastInsertId()
-		n = Node{ID: id, UserID: uid, Path: path, IsDir: true, ModTime: time.Unix(0, mtime.UnixNano())}
+		n = Node{ID: id, UserID: uid, Path: path, IsDir: true, Mode: mode, ModTime: time.Unix(0, mtime.UnixNano())}
 		return nil
 	})
 	return n, wrap(op, path, err)

@@ -17,11 +17,7 @@ import (
 
 // One PostgreSQL cluster serves the package's tests; each store gets its own
 // database.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopSharedPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // The PostgreSQL store passes the conformance suite on a real server.
 func TestPostgresConformance(t *testing.T) {

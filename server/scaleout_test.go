@@ -29,12 +29,7 @@ import (
 )
 
 // One PostgreSQL cluster and one S3 server serve the package's tests.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopSharedPostgres()
-	testutil.StopSharedS3()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // A node on a shared metadata store refuses to start without Redis, and
 // says why.

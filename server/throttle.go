@@ -109,36 +109,83 @@ func ensure[K comparable](m map[K]*counter, k K) *counter {
 // If not, it returns how long to wait. If so, the caller must call done with
 // the outcome.
 func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
-	account = accountKey(account)
-	var sn [3]int
-	var slast [3]int64
-	shared := false
-	if t.shared != nil {
-		sn, slast, shared = t.shared.load(account, addr)
-	}
+	pk := pairKey{accountKey(account), addr}
+	sc := t.loadShared(pk)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	pk := pairKey{account, addr}
-	if shared {
-		// The shared counts are the truth; this node's counters keep only
-		// their attempts in flight.
-		for i, c := range []*counter{ensure(t.pairs, pk), ensure(t.addrs, addr), ensure(t.accts, account)} {
-			c.n, c.last = sn[i], time.Unix(0, slast[i])
-		}
-	}
-	pair := live(t.pairs, pk, now)
-	wait := max(pair.lockedFor(PairLimit, now), live(t.addrs, addr, now).lockedFor(AddrLimit, now))
-	if pair != nil && pair.n > 0 {
-		wait = max(wait, live(t.accts, account, now).lockedFor(AcctLimit, now))
-	}
-	if wait > 0 {
+	t.adopt(pk, sc)
+	if wait := t.lockWait(pk, now, func(c *counter) *counter { return c }); wait > 0 {
 		return wait, false
 	}
-	ensure(t.pairs, pk).inflight++
-	ensure(t.addrs, addr).inflight++
-	ensure(t.accts, account).inflight++
+	for _, c := range t.counters(pk) {
+		c.inflight++
+	}
 	return 0, true
+}
+
+// sharedCounts are the failure counts all nodes see for an attempt's pair,
+// address and account (ok false: no shared counts), loaded before t.mu is
+// taken.
+type sharedCounts struct {
+	n    [3]int
+	last [3]int64 // Unix ns
+	ok   bool
+}
+
+func (t *throttle) loadShared(pk pairKey) (sc sharedCounts) {
+	if t.shared != nil {
+		sc.n, sc.last, sc.ok = t.shared.load(pk.account, pk.addr)
+	}
+	return sc
+}
+
+// counters returns the pair's, the address's and the account's counters,
+// created when missing (t.mu held).
+func (t *throttle) counters(pk pairKey) [3]*counter {
+	return [3]*counter{ensure(t.pairs, pk), ensure(t.addrs, pk.addr), ensure(t.accts, pk.account)}
+}
+
+// adopt sets this node's failure counts to the shared ones (t.mu held): the
+// shared counts are the truth; this node's counters keep only their
+// attempts in flight.
+func (t *throttle) adopt(pk pairKey, sc sharedCounts) {
+	if !sc.ok {
+		return
+	}
+	for i, c := range t.counters(pk) {
+		c.n, c.last = sc.n[i], time.Unix(0, sc.last[i])
+	}
+}
+
+// lockWait says how long the counters of pk block a new attempt, each
+// counter as view shows it (t.mu held). The account's count locks out only
+// a pair that has failed itself, so a spray at one account does not lock
+// its owner out from elsewhere.
+func (t *throttle) lockWait(pk pairKey, now time.Time, view func(*counter) *counter) time.Duration {
+	pair := live(t.pairs, pk, now)
+	wait := max(view(pair).lockedFor(PairLimit, now), view(live(t.addrs, pk.addr, now)).lockedFor(AddrLimit, now))
+	if pair != nil && pair.n > 0 {
+		wait = max(wait, view(live(t.accts, pk.account, now)).lockedFor(AcctLimit, now))
+	}
+	return wait
+}
+
+// clearPair takes a success: the pair's failures are cleared and taken off
+// the address's and the account's sums (t.mu held).
+func (t *throttle) clearPair(pk pairKey) {
+	c := t.counters(pk)
+	pair, a, acct := c[0], c[1], c[2]
+	a.n = max(a.n-pair.n, 0)
+	acct.n = max(acct.n-pair.n, 0)
+	pair.n = 0
+}
+
+// dropIdle forgets pk's counters that hold nothing (t.mu held).
+func (t *throttle) dropIdle(pk pairKey) {
+	dropIdle(t.pairs, pk)
+	dropIdle(t.addrs, pk.addr)
+	dropIdle(t.accts, pk.account)
 }
 
 // admitVerified is admit for a password the drive has verified before and
@@ -148,39 +195,27 @@ func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
 // --transfers 8) are not turned away. When admitted it counts as a success
 // (the pair's failures are cleared, as done does).
 func (t *throttle) admitVerified(account, addr string) bool {
-	account = accountKey(account)
-	var sn [3]int
-	var slast [3]int64
-	shared := false
-	if t.shared != nil {
-		// Nodes sharing the users lock a pair out together: the failures
-		// another node saw refuse a remembered password here too.
-		sn, slast, shared = t.shared.load(account, addr)
-	}
-	ok, cleared := t.admitVerifiedLocal(account, addr, shared, sn, slast)
+	pk := pairKey{accountKey(account), addr}
+	// Nodes sharing the users lock a pair out together: the failures
+	// another node saw refuse a remembered password here too.
+	sc := t.loadShared(pk)
+	ok, cleared := t.admitVerifiedLocal(pk, sc)
 	if ok && cleared && t.shared != nil {
-		t.shared.record(account, addr, true, t.now())
+		t.shared.record(pk.account, pk.addr, true, t.now())
 	}
 	return ok
 }
 
 // admitVerifiedLocal is admitVerified on this node's counters (loaded with
-// the shared counts when shared); cleared reports that the pair had failures
-// that the success cleared.
-func (t *throttle) admitVerifiedLocal(account, addr string, shared bool, sn [3]int, slast [3]int64) (ok, cleared bool) {
+// the shared counts sc); cleared reports that the pair had failures that
+// the success cleared.
+func (t *throttle) admitVerifiedLocal(pk pairKey, sc sharedCounts) (ok, cleared bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	pk := pairKey{account, addr}
-	if shared {
-		for i, c := range []*counter{ensure(t.pairs, pk), ensure(t.addrs, addr), ensure(t.accts, account)} {
-			c.n, c.last = sn[i], time.Unix(0, slast[i])
-		}
-		defer func() {
-			dropIdle(t.pairs, pk)
-			dropIdle(t.addrs, addr)
-			dropIdle(t.accts, account)
-		}()
+	if sc.ok {
+		t.adopt(pk, sc)
+		defer t.dropIdle(pk)
 	}
 	settled := func(c *counter) *counter { // the failures only
 		if c == nil {
@@ -188,22 +223,12 @@ func (t *throttle) admitVerifiedLocal(account, addr string, shared bool, sn [3]i
 		}
 		return &counter{n: c.n, last: c.last}
 	}
-	pair := live(t.pairs, pk, now)
-	wait := max(settled(pair).lockedFor(PairLimit, now), settled(live(t.addrs, addr, now)).lockedFor(AddrLimit, now))
-	if pair != nil && pair.n > 0 {
-		wait = max(wait, settled(live(t.accts, account, now)).lockedFor(AcctLimit, now))
-	}
-	if wait > 0 {
+	if t.lockWait(pk, now, settled) > 0 {
 		return false, false
 	}
-	if pair != nil && pair.n > 0 {
-		a, acct := ensure(t.addrs, addr), ensure(t.accts, account)
-		a.n = max(a.n-pair.n, 0)
-		acct.n = max(acct.n-pair.n, 0)
-		pair.n = 0
-		dropIdle(t.pairs, pk)
-		dropIdle(t.addrs, addr)
-		dropIdle(t.accts, account)
+	if pair := live(t.pairs, pk, now); pair != nil && pair.n > 0 {
+		t.clearPair(pk)
+		t.dropIdle(pk)
 		return true, true
 	}
 	return true, false
@@ -214,32 +239,26 @@ func (t *throttle) admitVerifiedLocal(account, addr string, shared bool, sn [3]i
 // (and takes them off the address's and account's sums) and nothing else.
 // evaluated false (the check could not be made) records nothing.
 func (t *throttle) done(account, addr string, evaluated, success bool) {
-	account = accountKey(account)
+	pk := pairKey{accountKey(account), addr}
 	if t.shared != nil && evaluated {
-		t.shared.record(account, addr, success, t.now())
+		t.shared.record(pk.account, pk.addr, success, t.now())
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	pk := pairKey{account, addr}
-	pair, a, acct := ensure(t.pairs, pk), ensure(t.addrs, addr), ensure(t.accts, account)
-	pair.inflight--
-	a.inflight--
-	acct.inflight--
+	for _, c := range t.counters(pk) {
+		c.inflight--
+	}
 	switch {
 	case evaluated && success:
-		a.n = max(a.n-pair.n, 0)
-		acct.n = max(acct.n-pair.n, 0)
-		pair.n = 0
+		t.clearPair(pk)
 	case evaluated:
-		for _, c := range []*counter{pair, a, acct} {
+		for _, c := range t.counters(pk) {
 			c.n++
 			c.last = now
 		}
 	}
-	dropIdle(t.pairs, pk)
-	dropIdle(t.addrs, addr)
-	dropIdle(t.accts, account)
+	t.dropIdle(pk)
 	if len(t.pairs) > maxTracked && now.Sub(t.swept) > time.Minute { // bound memory under a spray of addresses
 		t.swept = now
 		t.sweep(now)
@@ -253,19 +272,14 @@ func dropIdle[K comparable](m map[K]*counter, k K) {
 }
 
 func (t *throttle) sweep(now time.Time) {
-	for k, c := range t.pairs {
-		if c.inflight == 0 && now.Sub(c.last) > FailureWindow {
-			delete(t.pairs, k)
-		}
-	}
-	for k, c := range t.addrs {
-		if c.inflight == 0 && now.Sub(c.last) > FailureWindow {
-			delete(t.addrs, k)
-		}
-	}
-	for k, c := range t.accts {
-		if c.inflight == 0 && now.Sub(c.last) > FailureWindow {
-			delete(t.accts, k)
-		}
+	sweep(t.pairs, now)
+	sweep(t.addrs, now)
+	sweep(t.accts, now)
+}
+
+// sweep drops m's counters whose failures are out of the window.
+func sweep[K comparable](m map[K]*counter, now time.Time) {
+	for k := range m {
+		live(m, k, now)
 	}
 }

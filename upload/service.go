@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"netdisk/internal/zero"
 	"sync"
 	"time"
 
@@ -91,21 +92,13 @@ func New(c Config) *Service {
 		panic(err) // the daemon parses its flags with ParseInstantMode and ParseOwnerRange
 	}
 	s.inst = inst
-	if s.ttl <= 0 {
-		s.ttl = DefaultTTL
-	}
-	if s.keep <= 0 {
-		s.keep = DefaultMergedRetention
-	}
-	if s.chTTL <= 0 {
-		s.chTTL = DefaultChallengeTTL
-	}
+	zero.OrDefault(&s.ttl, DefaultTTL)
+	zero.OrDefault(&s.keep, DefaultMergedRetention)
+	zero.OrDefault(&s.chTTL, DefaultChallengeTTL)
 	if s.now == nil {
 		s.now = c.Drive.Now
 	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
+	s.log = zero.Logger(s.log)
 	return s
 }
 

@@ -123,9 +123,7 @@ func TestBrowserDrive(t *testing.T) {
 	// Create a folder.
 	b.Run(t, "create a folder", 20*time.Second,
 		chromedp.Click("#btn-mkdir", chromedp.ByQuery),
-		chromedp.WaitVisible("#dlg-input", chromedp.ByQuery),
-		chromedp.SetValue("#dlg-input", "Photos", chromedp.ByQuery),
-		chromedp.Click("#dlg-ok", chromedp.ByQuery),
+		answerDialog("Photos"),
 		chromedp.WaitVisible(`tr[data-path="/Photos"]`, chromedp.ByQuery),
 	)
 
@@ -192,27 +190,23 @@ func TestBrowserDrive(t *testing.T) {
 
 	// Rename a.bin to b.bin.
 	b.Run(t, "rename", 20*time.Second,
-		chromedp.Click(`tr[data-path="/a.bin"] td.c-size`, chromedp.ByQuery),
+		selectRow("/a.bin"),
 		chromedp.Click("#act-rename", chromedp.ByQuery),
-		chromedp.WaitVisible("#dlg-input", chromedp.ByQuery),
-		chromedp.SetValue("#dlg-input", "b.bin", chromedp.ByQuery),
-		chromedp.Click("#dlg-ok", chromedp.ByQuery),
+		answerDialog("b.bin"),
 		chromedp.WaitVisible(`tr[data-path="/b.bin"]`, chromedp.ByQuery),
 	)
 	// Move b.bin into /Photos.
 	b.Run(t, "move", 20*time.Second,
-		chromedp.Click(`tr[data-path="/b.bin"] td.c-size`, chromedp.ByQuery),
+		selectRow("/b.bin"),
 		chromedp.Click("#act-move", chromedp.ByQuery),
-		chromedp.WaitVisible("#dlg-input", chromedp.ByQuery),
-		chromedp.SetValue("#dlg-input", "/Photos", chromedp.ByQuery),
-		chromedp.Click("#dlg-ok", chromedp.ByQuery),
+		answerDialog("/Photos"),
 		chromedp.WaitNotPresent(`tr[data-path="/b.bin"]`, chromedp.ByQuery),
 		chromedp.DoubleClick(`tr[data-path="/Photos"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`tr[data-path="/Photos/b.bin"]`, chromedp.ByQuery),
 	)
 	// Download the file and compare bytes.
 	b.Run(t, "download a file", 20*time.Second,
-		chromedp.Click(`tr[data-path="/Photos/b.bin"] td.c-size`, chromedp.ByQuery),
+		selectRow("/Photos/b.bin"),
 		chromedp.Click("#act-download", chromedp.ByQuery),
 	)
 	if got := b.NextDownload(t, 30*time.Second); !bytes.Equal(got, data) {
@@ -222,7 +216,7 @@ func TestBrowserDrive(t *testing.T) {
 	b.Run(t, "download a folder", 20*time.Second,
 		chromedp.Click(`#crumbs button[data-path="/"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`tr[data-path="/Photos"]`, chromedp.ByQuery),
-		chromedp.Click(`tr[data-path="/Photos"] td.c-size`, chromedp.ByQuery),
+		selectRow("/Photos"),
 		chromedp.Click("#act-download", chromedp.ByQuery),
 	)
 	z := b.NextDownload(t, 30*time.Second)
@@ -549,5 +543,20 @@ func TestBrowserKeyboard(t *testing.T) {
 	)
 	if selected != 1 {
 		t.Fatalf("Space selected %d rows, want 1", selected)
+	}
+}
+
+// selectRow selects the listing's row of path with a click on its size
+// cell.
+func selectRow(path string) chromedp.Action {
+	return chromedp.Click(`tr[data-path="`+path+`"] td.c-size`, chromedp.ByQuery)
+}
+
+// answerDialog types value into the open name dialog and confirms it.
+func answerDialog(value string) chromedp.Action {
+	return chromedp.Tasks{
+		chromedp.WaitVisible("#dlg-input", chromedp.ByQuery),
+		chromedp.SetValue("#dlg-input", value, chromedp.ByQuery),
+		chromedp.Click("#dlg-ok", chromedp.ByQuery),
 	}
 }

@@ -16,14 +16,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
-	"net"
-	"net/http"
 	"netdisk/apitype"
 	"os"
 	"path/filepath"
@@ -35,26 +32,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/async"
+	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/inproc"
 	"netdisk/client"
 	"netdisk/drive"
 	"netdisk/internal/testutil"
 	"netdisk/server"
 )
 
-const adminPass = "bench-admin"
-
 func main() {
 	tasks := flag.Int("tasks", 2000, "tasks created per creation figure")
 	workers := flag.Int("workers", 8, "concurrent requesters")
-	sizeFlag := flag.String("size", "100MiB", "file size delivered")
+	sizeFlag := benchflag.Bytes("size", 100<<20, "file size delivered")
 	targets := flag.Int("targets", 100, "targets of the delivery")
 	agents := flag.Int("agents", 10, "agent processes (goroutines here) the targets are spread over")
 	flag.Parse()
 	log.SetFlags(0)
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		log.Fatalf("-size: %v", err)
-	}
+	size := *sizeFlag
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "netdisk-bench-async-")
 	if err != nil {
@@ -69,17 +63,17 @@ func main() {
 
 	fmt.Printf("async download benchmark (%d tasks per creation figure, %d workers)\n\n", *tasks, *workers)
 	fmt.Printf("%-46s %16s %16s\n", "tasks created per second", "embedded", "redis")
-	var inproc, overHTTP [2]float64
+	var inProcess, overHTTP [2]float64
 	for i, redisURL := range []string{"", rs.URL} {
 		if redisURL != "" {
 			flushRedis(ctx, redisURL)
 		}
-		d := startDaemon(ctx, filepath.Join(tmp, fmt.Sprint("create", i)), redisURL, time.Second)
-		inproc[i] = createInProcess(ctx, d, *tasks, *workers)
+		d := startDaemon(ctx, redisURL)
+		inProcess[i] = createInProcess(ctx, d, *tasks, *workers)
 		overHTTP[i] = createOverHTTP(ctx, d, *tasks, *workers)
-		d.close()
+		closeDaemon(d)
 	}
-	fmt.Printf("%-46s %12.0f t/s %12.0f t/s\n", "  service.Add (in process)", inproc[0], inproc[1])
+	fmt.Printf("%-46s %12.0f t/s %12.0f t/s\n", "  service.Add (in process)", inProcess[0], inProcess[1])
 	fmt.Printf("%-46s %12.0f t/s %12.0f t/s\n", fmt.Sprintf("  POST /api/v1/async/tasks (HTTP, %d workers)", httpWorkers(*workers)), overHTTP[0], overHTTP[1])
 
 	fmt.Printf("\nend-to-end delivery: %s to %d targets over %d agents sharing one cache (embedded store, 1 s window)\n",
@@ -87,36 +81,21 @@ func main() {
 	deliver(ctx, filepath.Join(tmp, "deliver"), int64(size), *targets, *agents)
 }
 
-type daemon struct {
-	*server.Daemon
-	url    string
-	cancel context.CancelFunc
-	served chan error
-}
-
-func startDaemon(ctx context.Context, dir, redisURL string, window time.Duration) *daemon {
-	ctx, cancel := context.WithCancel(ctx)
-	sd, err := server.Open(ctx, server.Options{DataDir: dir, AdminPass: adminPass, Redis: redisURL,
-		AsyncWindow: window, AsyncTick: 50 * time.Millisecond, AsyncRecheck: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+// startDaemon serves a daemon in this process with a 1 s collection window
+// and a fast tick, on the given Redis ("": the embedded store).
+func startDaemon(ctx context.Context, redisURL string) *inproc.Daemon {
+	d, err := inproc.Start(ctx, server.Options{Redis: redisURL, AsyncWindow: time.Second,
+		AsyncTick: 50 * time.Millisecond, AsyncRecheck: 500 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	d := &daemon{Daemon: sd, url: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1)}
-	go func() { d.served <- sd.ServeListener(ctx, ln) }()
 	return d
 }
 
-func (d *daemon) close() {
-	d.cancel()
-	if err := <-d.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+func closeDaemon(d *inproc.Daemon) {
+	if err := d.Close(); err != nil {
 		log.Print(err)
 	}
-	d.Daemon.Close()
 }
 
 func flushRedis(ctx context.Context, url string) {
@@ -127,7 +106,7 @@ func flushRedis(ctx context.Context, url string) {
 }
 
 // putFile stores a file of admin's directly through the drive.
-func putFile(ctx context.Context, d *daemon, p string, size int64) []byte {
+func putFile(ctx context.Context, d *inproc.Daemon, p string, size int64) []byte {
 	admin, err := d.Drive.User(ctx, "admin")
 	if err != nil {
 		log.Fatal(err)
@@ -170,7 +149,7 @@ func parallel(workers, n int, f func(i int) error) float64 {
 	return float64(n) / time.Since(start).Seconds()
 }
 
-func createInProcess(ctx context.Context, d *daemon, n, workers int) float64 {
+func createInProcess(ctx context.Context, d *inproc.Daemon, n, workers int) float64 {
 	putFile(ctx, d, "/c.bin", 1024)
 	admin, _ := d.Drive.User(ctx, "admin")
 	return parallel(workers, n, func(i int) error {
@@ -183,8 +162,8 @@ func createInProcess(ctx context.Context, d *daemon, n, workers int) float64 {
 // 429 to a sixth sign-in of one user from one address in flight at once.
 func httpWorkers(w int) int { return min(w, 4) }
 
-func createOverHTTP(ctx context.Context, d *daemon, n, workers int) float64 {
-	c := client.New(d.url, "admin", adminPass)
+func createOverHTTP(ctx context.Context, d *inproc.Daemon, n, workers int) float64 {
+	c := client.New(d.URL, "admin", inproc.AdminPass)
 	if _, err := c.Info(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -195,10 +174,10 @@ func createOverHTTP(ctx context.Context, d *daemon, n, workers int) float64 {
 }
 
 func deliver(ctx context.Context, dir string, size int64, targets, agents int) {
-	d := startDaemon(ctx, filepath.Join(dir, "data"), "", time.Second)
-	defer d.close()
+	d := startDaemon(ctx, "")
+	defer closeDaemon(d)
 	data := putFile(ctx, d, "/big.bin", size)
-	c := client.New(d.url, "admin", adminPass)
+	c := client.New(d.URL, "admin", inproc.AdminPass)
 	actx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	cache := filepath.Join(dir, "host-cache")
@@ -278,7 +257,7 @@ func deliver(ctx context.Context, dir string, size int64, targets, agents int) {
 		float64(size)*float64(targets)/(1<<20)/(total-running).Seconds())
 }
 
-func mustAdmin(ctx context.Context, d *daemon) int64 {
+func mustAdmin(ctx context.Context, d *inproc.Daemon) int64 {
 	u, err := d.Drive.User(ctx, "admin")
 	if err != nil {
 		log.Fatal(err)

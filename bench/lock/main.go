@@ -23,17 +23,14 @@ import (
 	"log"
 	"log/slog"
 	"math/rand/v2"
-	"net"
+	"netdisk/bench/internal/benchredis"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"netdisk/client"
 	"netdisk/errs"
@@ -45,11 +42,16 @@ func main() {
 	ops := flag.Int("ops", 20000, "operations per measurement")
 	workers := flag.Int("workers", 8, "concurrent callers")
 	wakeups := flag.Int("wakeups", 300, "unlock→event round trips measured")
-	redisURL := flag.String("redis", "", "Redis URL (default: start redis-server on a free port)")
+	redisURL := benchredis.Flag()
 	flag.Parse()
 	log.SetFlags(0)
 	ctx := context.Background()
-	rdb, url, stop := connectRedis(*redisURL)
+	rdb, url, stopRedis, err := benchredis.Connect(*redisURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Daemons first (they use Redis), then Redis.
+	stop := func() { runCleanups(); stopRedis() }
 	cleanup = stop
 	defer stop()
 
@@ -237,45 +239,7 @@ func wakeLatency(ctx context.Context, a, b string, n int) (p50, p99 time.Duratio
 	return lat[len(lat)/2], lat[len(lat)*99/100]
 }
 
-// connectRedis connects to url, or starts a private redis-server.
-func connectRedis(url string) (*redis.Client, string, func()) {
-	if url != "" {
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			fatal(err)
-		}
-		return redis.NewClient(opt), url, runCleanups
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	dir, _ := os.MkdirTemp("", "bench-redis-")
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		fatalf("start redis-server (or pass -redis URL): %v", err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, PoolSize: 32})
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			fatal("redis-server did not answer PING")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// Daemons first (they use Redis), then Redis.
-	return c, "redis://127.0.0.1:" + port + "/0", func() {
-		runCleanups()
-		c.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-		os.RemoveAll(dir)
-	}
-}
-
+// cleanups stop the daemons a run started, last first.
 var (
 	cleanupMu sync.Mutex
 	cleanups  []func()

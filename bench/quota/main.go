@@ -25,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"netdisk/bench/internal/benchredis"
 	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/quota"
@@ -41,7 +42,7 @@ func main() {
 	delay := flag.Duration("delay", 5*time.Second, "ledger flush delay")
 	ops := flag.Int("ops", 20000, "chunk operations per ledger in the throughput run")
 	workers := flag.Int("workers", 8, "concurrent clients in the throughput run")
-	redisURL := flag.String("redis", "", "Redis URL (default: start redis-server on a free port)")
+	redisURL := benchredis.Flag()
 	flag.Parse()
 	log.SetFlags(0)
 	ctx := context.Background()
@@ -75,7 +76,10 @@ func main() {
 		total, n, float64(n)/float64(total), direct.Round(time.Millisecond), float64(total)/direct.Seconds())
 
 	// 1b. Through the ledger (embedded and Redis give the same count).
-	rdb, stop := connectRedis(*redisURL)
+	rdb, _, stop, err := benchredis.Connect(*redisURL)
+	if err != nil {
+		fatal(err)
+	}
 	cleanup = stop
 	defer stop()
 	for _, kind := range []string{"embedded", "redis"} {
@@ -186,27 +190,6 @@ func newLedger(ctx context.Context, kind string, rdb *redis.Client, cfg quota.Co
 
 // connectRedis connects to url, or starts a private redis-server (the test
 // suite's starter).
-func connectRedis(url string) (*redis.Client, func()) {
-	if url != "" {
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			fatal(err)
-		}
-		return redis.NewClient(opt), func() {}
-	}
-	dir, err := os.MkdirTemp("", "bench-redis-")
-	if err != nil {
-		fatal(err)
-	}
-	r, err := testutil.LaunchRedis(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		fatalf("%v (or pass -redis URL)", err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: 32})
-	return c, func() { c.Close(); r.Kill(); os.RemoveAll(dir) }
-}
-
 // cleanup stops a private redis-server before a fatal exit.
 var cleanup = func() {}
 

@@ -40,6 +40,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/redis/go-redis/v9"
 
+	"netdisk/bench/internal/benchflag"
 	"netdisk/internal/testutil"
 	"netdisk/meta"
 )
@@ -63,15 +64,12 @@ type figures struct {
 }
 
 func main() {
-	sizeFlag := flag.String("size", "1GiB", "size of the large file")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "size of the large file")
 	small := flag.Int("small", 1000, "small PUTs")
 	entries := flag.Int("entries", 10000, "entries of the PROPFIND folder")
 	flag.Parse()
 	log.SetFlags(0)
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		log.Fatalf("-size: %v", err)
-	}
+	size := *sizeFlag
 	ctx := context.Background()
 	work, err := os.MkdirTemp("", "netdisk-bench-scale-")
 	if err != nil {

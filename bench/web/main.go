@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,9 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"netdisk/bench/internal/benchdata"
+	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/inproc"
+	"netdisk/internal/testutil"
 	"netdisk/server"
 	"netdisk/web/browsertest"
 )
@@ -37,21 +39,12 @@ func main() {
 	}
 }
 
-const adminPass = "bench-admin"
-
 func run() error {
-	sizeFlag := flag.String("size", "1GiB", "file size")
-	csFlag := flag.String("chunk-size", "4MiB", "server chunk size")
+	sizeFlag := benchflag.Bytes("size", 1<<30, "file size")
+	csFlag := benchflag.Bytes("chunk-size", 4<<20, "server chunk size")
 	withPush := flag.Bool("push", true, "also measure netdisk push (false: the page only, e.g. for -size 10GiB)")
 	flag.Parse()
-	size, err := humanize.ParseBytes(*sizeFlag)
-	if err != nil {
-		return err
-	}
-	cs, err := humanize.ParseBytes(*csFlag)
-	if err != nil {
-		return err
-	}
+	size, cs := *sizeFlag, *csFlag
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		return fmt.Errorf("chromium not installed (apt-get install -y chromium): %w", err)
@@ -65,11 +58,9 @@ func run() error {
 	defer cancel()
 
 	fmt.Printf("file %s, chunk %s, %d CPUs, loopback\n", humanize.IBytes(size), humanize.IBytes(cs), runtime.NumCPU())
-	bin := filepath.Join(dir, "netdisk")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/netdisk")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build netdisk: %w", err)
+	bin, err := testutil.BuildBinary(ctx, dir)
+	if err != nil {
+		return err
 	}
 	file := filepath.Join(dir, "big.bin")
 	if err := benchdata.WriteRandom(file, pathKey(file), int64(size)); err != nil {
@@ -89,7 +80,7 @@ func run() error {
 	}
 
 	// The page in headless Chromium, to a fresh daemon.
-	webURL, stop, err := startDaemon(ctx, filepath.Join(dir, "web"), int64(cs))
+	webURL, stop, err := startDaemon(ctx, int64(cs))
 	if err != nil {
 		return err
 	}
@@ -99,7 +90,7 @@ func run() error {
 		return fmt.Errorf("start chromium: %w", err)
 	}
 	defer closeBrowser()
-	if err := b.Do(time.Minute, browsertest.SignInActions(webURL, "admin", adminPass)...); err != nil {
+	if err := b.Do(time.Minute, browsertest.SignInActions(webURL, "admin", inproc.AdminPass)...); err != nil {
 		return fmt.Errorf("sign in: %w", err)
 	}
 	upload := func(local, remote string) (time.Duration, browsertest.UploadRow, error) {
@@ -164,13 +155,13 @@ func run() error {
 // pushBoth times `netdisk push` of file, then of its copy (instant), to a
 // daemon of its own.
 func pushBoth(ctx context.Context, dir, bin, file, copyFile string, cs int64) (time.Duration, time.Duration, error) {
-	cliURL, stop, err := startDaemon(ctx, filepath.Join(dir, "cli"), cs)
+	cliURL, stop, err := startDaemon(ctx, cs)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer stop()
 	push := func(local, remote string) (time.Duration, error) {
-		cmd := exec.CommandContext(ctx, bin, "push", "--server", cliURL, "--user", "admin", "--password", adminPass, local, remote)
+		cmd := exec.CommandContext(ctx, bin, "push", "--server", cliURL, "--user", "admin", "--password", inproc.AdminPass, local, remote)
 		cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 		start := time.Now()
 		err := cmd.Run()
@@ -245,30 +236,14 @@ func chromiumRSS() int64 {
 }
 
 // startDaemon runs a daemon in this process on a free loopback port.
-func startDaemon(ctx context.Context, dir string, cs int64) (string, func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	ready := filepath.Join(dir, "ready")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		cancel()
-		return "", nil, err
-	}
-	d, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", ChunkSize: cs,
-		ReadyFile: ready, AdminPass: adminPass, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard})
+// startDaemon serves a fresh daemon in this process and returns its URL
+// and what stops it.
+func startDaemon(ctx context.Context, cs int64) (string, func(), error) {
+	d, err := inproc.Start(ctx, server.Options{ChunkSize: cs})
 	if err != nil {
-		cancel()
 		return "", nil, err
 	}
-	go d.Serve(ctx)
-	stop := func() { cancel(); d.Close() }
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if addr, _ := os.ReadFile(ready); len(addr) > 0 {
-			return "http://" + strings.TrimSpace(string(addr)), stop, nil
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("daemon not ready")
-		}
-	}
+	return d.URL, func() { d.Close() }, nil
 }
 
 // pathKey seeds a file's bytes with its path, so they are unlike anything

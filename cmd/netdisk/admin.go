@@ -149,6 +149,21 @@ func newPassword(cmd *cobra.Command, flagValue, name string) (string, error) {
 	return p1, nil
 }
 
+// newPasswordClient is what `user add` and `user passwd` start with: the
+// new password of user name (newPassword), then a connection as the admin
+// (client), asked in that order so the prompts read as one dialogue.
+func (e *adminEnv) newPasswordClient(cmd *cobra.Command, flagValue, name string) (string, *client.Client, error) {
+	pw, err := newPassword(cmd, flagValue, name)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := e.client(cmd)
+	if err != nil {
+		return "", nil, err
+	}
+	return pw, c, nil
+}
+
 // confirm asks a yes/no question on a terminal; off a terminal (scripts) the
 // command line is taken as the decision.
 func confirm(cmd *cobra.Command, question string) (bool, error) {

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,12 +13,7 @@ import (
 )
 
 // One PostgreSQL cluster and one S3 server serve the package's tests.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopSharedPostgres()
-	testutil.StopSharedS3()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // `netdisk admin migrate` moves a populated single-node drive to PostgreSQL
 // + S3; a node on the copy serves the same files, users and dead

@@ -57,11 +57,7 @@ func newUserAddCmd(env *adminEnv) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--quota: %w", err)
 			}
-			pw, err := newPassword(cmd, password, name)
-			if err != nil {
-				return err
-			}
-			c, err := env.client(cmd)
+			pw, c, err := env.newPasswordClient(cmd, password, name)
 			if err != nil {
 				return err
 			}
@@ -181,11 +177,7 @@ func newUserPasswdCmd(env *adminEnv) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			pw, err := newPassword(cmd, password, name)
-			if err != nil {
-				return err
-			}
-			c, err := env.client(cmd)
+			pw, c, err := env.newPasswordClient(cmd, password, name)
 			if err != nil {
 				return err
 			}

@@ -1,14 +1,13 @@
 package testutil
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,10 +18,8 @@ import (
 // configured as docs/deploy.md advises (no request or response buffering,
 // bodies of any size).
 type Nginx struct {
-	URL    string // http://127.0.0.1:PORT
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *bytes.Buffer
+	URL  string // http://127.0.0.1:PORT
+	proc *proc
 }
 
 // StartNginx starts nginx in front of the upstream addresses (host:port);
@@ -46,20 +43,18 @@ func LaunchNginx(dir string, upstreams ...string) (*Nginx, error) {
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		var port int
-		if port, err = freePort(); err != nil {
-			continue
-		}
-		var n *Nginx
-		if n, err = startNginx(bin, dir, port, upstreams); err == nil {
-			return n, nil
-		}
+	var n *Nginx
+	err = onFreePort(func(addr string) (err error) {
+		n, err = startNginx(bin, dir, addr, upstreams)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start nginx: %w", err)
 	}
-	return nil, fmt.Errorf("start nginx: %w", err)
+	return n, nil
 }
 
-func startNginx(bin, dir string, port int, upstreams []string) (*Nginx, error) {
+func startNginx(bin, dir, addr string, upstreams []string) (*Nginx, error) {
 	var servers strings.Builder
 	for _, u := range upstreams {
 		fmt.Fprintf(&servers, "    server %s max_fails=0;\n", u)
@@ -68,7 +63,6 @@ func startNginx(bin, dir string, port int, upstreams []string) (*Nginx, error) {
 	if os.Geteuid() == 0 {
 		user = "user root;\n" // the workers read the temp dirs below, which only root may enter
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	conf := fmt.Sprintf(`%sdaemon off;
 master_process on;
 worker_processes 1;
@@ -109,49 +103,32 @@ http {
 	// SIGTERM, not SIGKILL, when the test binary dies: the master then takes
 	// its workers down with it instead of leaving them behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	log := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	p, err := startProc("nginx", cmd, nil)
+	if err != nil {
 		return nil, err
 	}
-	n := &Nginx{URL: "http://" + addr, cmd: cmd, exited: make(chan struct{}), log: log}
-	go func() { cmd.Wait(); close(n.exited) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	p.halt = func(p *proc) { p.stop(5 * time.Second) }
+	n := &Nginx{URL: "http://" + addr, proc: p}
+	err = p.waitReady(context.Background(), 10*time.Second, 20*time.Millisecond, func() error {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			// Listening; make sure it proxies (a 502 means a node is down,
-			// still an answer from nginx).
-			if resp, err := http.Get(n.URL + "/healthz"); err == nil {
-				resp.Body.Close()
-				return n, nil
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-n.exited:
-			elog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			return nil, fmt.Errorf("nginx exited: %s %s", log.String(), elog)
-		case <-time.After(20 * time.Millisecond):
+		c.Close()
+		// Listening; make sure it proxies (a 502 means a node is down,
+		// still an answer from nginx).
+		resp, err := http.Get(n.URL + "/healthz")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			n.Stop()
-			return nil, fmt.Errorf("nginx not listening after 10s")
-		}
+		return resp.Body.Close()
+	})
+	if err != nil {
+		elog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return nil, fmt.Errorf("%w\n%s", err, elog)
 	}
+	return n, nil
 }
 
 // Stop stops nginx (SIGTERM, then SIGKILL if it lingers).
-func (n *Nginx) Stop() {
-	if n.cmd == nil {
-		return
-	}
-	n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.exited:
-	case <-time.After(5 * time.Second):
-		n.cmd.Process.Signal(syscall.SIGKILL)
-		<-n.exited
-	}
-	n.cmd = nil
-}
+func (n *Nginx) Stop() { n.proc.end() }

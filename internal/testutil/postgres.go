@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,24 +26,18 @@ const pgBinDir = "/usr/lib/postgresql/15/bin"
 // fsync off (a test cluster need not survive power loss). Each test gets its
 // own database from NewDatabase.
 type Postgres struct {
-	Addr   string // 127.0.0.1:PORT
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *bytes.Buffer
-	dbs    atomic.Int64
+	Addr string // 127.0.0.1:PORT
+	dir  string
+	proc *proc
+	dbs  atomic.Int64
 }
 
-var (
-	sharedPG    *Postgres
-	sharedPGErr error
-	sharedPGMu  sync.Mutex
-)
+var sharedPG = shared[*Postgres]{launch: LaunchPostgres}
 
 // SharedPostgres returns the package test run's cluster, starting it on
 // first use: one cluster per test binary, however many tests use it. The
-// test binary's TestMain stops it with StopSharedPostgres. A missing
-// PostgreSQL skips the test locally and fails it under CI.
+// test binary's TestMain stops it (Main). A missing PostgreSQL skips the
+// test locally and fails it under CI.
 func SharedPostgres(t testing.TB) *Postgres {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(pgBinDir, "initdb")); err != nil {
@@ -54,25 +46,11 @@ func SharedPostgres(t testing.TB) *Postgres {
 		}
 		t.Skipf("PostgreSQL 15 not installed (%s)", pgBinDir)
 	}
-	sharedPGMu.Lock()
-	defer sharedPGMu.Unlock()
-	if sharedPG == nil && sharedPGErr == nil {
-		sharedPG, sharedPGErr = LaunchPostgres()
+	p, err := sharedPG.get()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if sharedPGErr != nil {
-		t.Fatal(sharedPGErr)
-	}
-	return sharedPG
-}
-
-// StopSharedPostgres stops the cluster SharedPostgres started, if any.
-func StopSharedPostgres() {
-	sharedPGMu.Lock()
-	defer sharedPGMu.Unlock()
-	if sharedPG != nil {
-		sharedPG.Stop()
-		sharedPG = nil
-	}
+	return p
 }
 
 // LaunchPostgres initialises and starts a cluster; the caller stops it
@@ -97,18 +75,11 @@ func LaunchPostgres() (*Postgres, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		var port int
-		if port, err = freePort(); err != nil {
-			continue
-		}
-		p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err = p.start(data, cred); err == nil {
-			return p, nil
-		}
+	if err := onFreePort(func(addr string) error { return p.start(addr, data, cred) }); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	os.RemoveAll(dir)
-	return nil, fmt.Errorf("start postgres: %w", err)
+	return p, nil
 }
 
 func pgCredential(dir string) (*syscall.Credential, error) {
@@ -127,41 +98,30 @@ func pgCredential(dir string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func (p *Postgres) start(data string, cred *syscall.Credential) error {
-	_, port, _ := net.SplitHostPort(p.Addr)
+func (p *Postgres) start(addr, data string, cred *syscall.Credential) error {
+	p.Addr = addr
+	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(filepath.Join(pgBinDir, "postgres"), "-D", data, "-p", port, "-k", p.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB")
 	// The server dies with the test binary, even when that is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
-	log := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	pr, err := startProc("postgres", cmd, nil)
+	if err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	p.cmd, p.exited, p.log = cmd, exited, log
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// SIGQUIT: immediate shutdown; the data dir is thrown away anyway.
+	pr.halt = func(p *proc) { p.kill(syscall.SIGQUIT) }
+	p.proc = pr
+	return pr.waitReady(context.Background(), 30*time.Second, 20*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		c, err := pgx.Connect(ctx, p.url("postgres"))
-		if err == nil {
-			c.Close(ctx)
-			cancel()
-			return nil
+		if err != nil {
+			return err
 		}
-		cancel()
-		select {
-		case <-exited:
-			return fmt.Errorf("postgres exited: %v: %s", err, log.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.kill()
-			return fmt.Errorf("postgres not accepting connections after 30s: %v", err)
-		}
-	}
+		return c.Close(ctx)
+	})
 }
 
 func (p *Postgres) url(db string) string {
@@ -194,18 +154,8 @@ func (p *Postgres) CreateDatabase(ctx context.Context) (string, error) {
 	return p.url(name), nil
 }
 
-func (p *Postgres) kill() {
-	if p.cmd == nil {
-		return
-	}
-	// SIGQUIT: immediate shutdown; the data dir is thrown away anyway.
-	p.cmd.Process.Signal(syscall.SIGQUIT)
-	<-p.exited
-	p.cmd = nil
-}
-
 // Stop shuts the server down and removes its directory.
 func (p *Postgres) Stop() {
-	p.kill()
+	p.proc.end()
 	os.RemoveAll(p.dir)
 }

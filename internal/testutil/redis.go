@@ -1,12 +1,10 @@
 package testutil
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,14 +16,12 @@ import (
 // Redis is a real redis-server: loopback only, no persistence, so a Restart
 // comes back empty (a lost Redis).
 type Redis struct {
-	t      testing.TB // nil when launched by LaunchRedis
-	Addr   string     // 127.0.0.1:PORT
-	URL    string     // redis://127.0.0.1:PORT/0
-	dir    string
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *bytes.Buffer
+	t    testing.TB // nil when launched by LaunchRedis
+	Addr string     // 127.0.0.1:PORT
+	URL  string     // redis://127.0.0.1:PORT/0
+	dir  string
+	mu   sync.Mutex // guards proc: Restart replaces it
+	proc *proc
 }
 
 // LaunchRedis starts redis-server on a free loopback port with its working
@@ -33,17 +29,10 @@ type Redis struct {
 // benchmarks; tests use StartRedis.
 func LaunchRedis(dir string) (*Redis, error) {
 	r := &Redis{dir: dir}
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var port int
-		if port, err = freePort(); err != nil {
-			continue
-		}
-		r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err = r.start(); err == nil {
-			break
-		}
-	}
+	err := onFreePort(func(addr string) error {
+		r.Addr = addr
+		return r.start()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
@@ -65,49 +54,24 @@ func StartRedis(t testing.TB) *Redis {
 	return r
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func (r *Redis) start() error {
 	_, port, _ := net.SplitHostPort(r.Addr)
 	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", r.dir, "--protected-mode", "no")
-	log := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	p, err := startProc("redis-server", cmd, nil)
+	if err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
 	r.mu.Lock()
-	r.cmd, r.exited, r.log = cmd, exited, log
+	r.proc = p
 	r.mu.Unlock()
 	c := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return p.waitReady(context.Background(), 10*time.Second, 10*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("redis-server exited: %s", log.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			r.Kill()
-			return fmt.Errorf("redis-server not answering PING after 10s: %v", err)
-		}
-	}
+		defer cancel()
+		return c.Ping(ctx).Err()
+	})
 }
 
 // Client returns a new client with short timeouts, closed at test cleanup.
@@ -121,13 +85,11 @@ func (r *Redis) Client() *redis.Client {
 // Kill kills redis-server with SIGKILL and waits for it.
 func (r *Redis) Kill() {
 	r.mu.Lock()
-	cmd, exited := r.cmd, r.exited
+	p := r.proc
 	r.mu.Unlock()
-	if cmd == nil {
-		return
+	if p != nil {
+		p.kill(syscall.SIGKILL)
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
 }
 
 // Restart kills the server and starts an empty one on the same port.

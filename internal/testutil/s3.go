@@ -1,15 +1,11 @@
 package testutil
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -45,17 +41,11 @@ func VersityGWDir() string {
 type S3 struct {
 	Endpoint string // 127.0.0.1:PORT
 	dir      string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	log      *bytes.Buffer
+	proc     *proc
 	buckets  atomic.Int64
 }
 
-var (
-	sharedS3    *S3
-	sharedS3Err error
-	sharedS3Mu  sync.Mutex
-)
+var sharedS3 = shared[*S3]{launch: LaunchS3}
 
 // versityGW returns the versitygw binary, building it (about two minutes)
 // when it is not cached yet.
@@ -80,34 +70,20 @@ func versityGW() (string, error) {
 
 // SharedS3 returns the test binary's S3 server, starting it on first use,
 // and sets the AWS credential variables netdisk reads to its root user's.
-// TestMain stops it with StopSharedS3. A server that cannot be had skips
-// the test locally and fails it under CI.
+// TestMain stops it (Main). A server that cannot be had skips the test
+// locally and fails it under CI.
 func SharedS3(t *testing.T) *S3 {
 	t.Helper()
-	sharedS3Mu.Lock()
-	defer sharedS3Mu.Unlock()
-	if sharedS3 == nil && sharedS3Err == nil {
-		sharedS3, sharedS3Err = LaunchS3()
-	}
-	if sharedS3Err != nil {
+	s, err := sharedS3.get()
+	if err != nil {
 		if InCI() {
-			t.Fatal(sharedS3Err)
+			t.Fatal(err)
 		}
-		t.Skip(sharedS3Err)
+		t.Skip(err)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", S3AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", S3SecretKey)
-	return sharedS3
-}
-
-// StopSharedS3 stops the server SharedS3 started, if any.
-func StopSharedS3() {
-	sharedS3Mu.Lock()
-	defer sharedS3Mu.Unlock()
-	if sharedS3 != nil {
-		sharedS3.Stop()
-		sharedS3 = nil
-	}
+	return s
 }
 
 // LaunchS3 starts versitygw in posix mode over a temp dir; the caller stops
@@ -122,55 +98,31 @@ func LaunchS3() (*S3, error) {
 		return nil, err
 	}
 	s := &S3{dir: dir}
-	for attempt := 0; attempt < 5; attempt++ {
-		var port int
-		if port, err = freePort(); err != nil {
-			continue
-		}
-		s.Endpoint = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err = s.start(bin); err == nil {
-			return s, nil
-		}
+	if err := onFreePort(func(addr string) error { return s.start(bin, addr) }); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start versitygw: %w", err)
 	}
-	os.RemoveAll(dir)
-	return nil, fmt.Errorf("start versitygw: %w", err)
+	return s, nil
 }
 
-func (s *S3) start(bin string) error {
-	cmd := exec.Command(bin, "--port", s.Endpoint, "--access", S3AccessKey, "--secret", S3SecretKey, "--quiet",
-		"posix", s.dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	log := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	s.cmd, s.exited, s.log = cmd, exited, log
+func (s *S3) start(bin, addr string) error {
+	s.Endpoint = addr
 	c, err := s.Client()
 	if err != nil {
-		s.kill()
 		return err
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := c.ListBuckets(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("versitygw exited: %v: %s", err, log.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.kill()
-			return fmt.Errorf("versitygw not answering after 20s: %v", err)
-		}
+	cmd := exec.Command(bin, "--port", addr, "--access", S3AccessKey, "--secret", S3SecretKey, "--quiet",
+		"posix", s.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.proc, err = startProc("versitygw", cmd, nil); err != nil {
+		return err
 	}
+	return s.proc.waitReady(context.Background(), 20*time.Second, 20*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.ListBuckets(ctx)
+		return err
+	})
 }
 
 // Client is an S3 client as the root user, for tests to look into buckets.
@@ -203,17 +155,8 @@ func (s *S3) CreateBucket(ctx context.Context) (url, bucket string, err error) {
 	return fmt.Sprintf("s3://%s?endpoint=%s&region=us-east-1&insecure=1", bucket, s.Endpoint), bucket, nil
 }
 
-func (s *S3) kill() {
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
-}
-
 // Stop kills the server and removes its directory.
 func (s *S3) Stop() {
-	s.kill()
+	s.proc.end()
 	os.RemoveAll(s.dir)
 }

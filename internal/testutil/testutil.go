@@ -101,10 +101,8 @@ type Daemon struct {
 	DataDir   string
 	AdminPass string
 	Args      []string
-	log       *SyncBuffer // what the current process printed
 	cfg       DaemonConfig
-	cmd       *exec.Cmd
-	exited    chan struct{}
+	proc      *proc // the current process
 }
 
 // LaunchDaemon starts `netdisk serve` as c says and waits until it listens
@@ -147,39 +145,20 @@ func (d *Daemon) start(ctx context.Context, listen string) error {
 		"--log-level", d.cfg.LogLevel}, d.cfg.Args...)
 	cmd := exec.Command(d.cfg.Bin, args...)
 	cmd.Env = append(os.Environ(), "NETDISK_ADMIN_PASSWORD="+d.AdminPass)
-	d.log = &SyncBuffer{}
-	var w io.Writer = d.log
-	if d.cfg.Output != nil {
-		w = io.MultiWriter(w, d.cfg.Output)
+	p, err := startProc("netdisk serve", cmd, d.cfg.Output)
+	if err != nil {
+		return err
 	}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start netdisk serve: %w", err)
-	}
-	d.cmd = cmd
-	exited := make(chan struct{})
-	d.exited = exited
-	go func() { cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
-			d.Addr = strings.TrimSpace(string(b))
-			d.URL = "http://" + d.Addr
-			return nil
+	d.proc = p
+	return p.waitReady(ctx, 30*time.Second, 20*time.Millisecond, func() error {
+		b, err := os.ReadFile(ready)
+		if err != nil || len(b) == 0 {
+			return fmt.Errorf("no address in the ready file yet (%v)", err)
 		}
-		select {
-		case <-exited:
-			return fmt.Errorf("netdisk serve exited early:\n%s", d.Logs())
-		case <-ctx.Done():
-			d.Kill()
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			d.Kill()
-			return fmt.Errorf("netdisk serve not ready after 30s:\n%s", d.Logs())
-		}
-	}
+		d.Addr = strings.TrimSpace(string(b))
+		d.URL = "http://" + d.Addr
+		return nil
+	})
 }
 
 // SyncBuffer collects what a process (or a logger) writes while the test
@@ -203,35 +182,22 @@ func (s *SyncBuffer) String() string {
 }
 
 // Logs returns what the daemon printed since it last started.
-func (d *Daemon) Logs() string { return d.log.String() }
+func (d *Daemon) Logs() string { return d.proc.log.String() }
 
 // Pid is the daemon's process id.
-func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+func (d *Daemon) Pid() int { return d.proc.cmd.Process.Pid }
 
 // Kill kills the daemon with SIGKILL (a crash) and waits for it.
 func (d *Daemon) Kill() {
-	if d.cmd == nil {
-		return
+	if d.proc != nil {
+		d.proc.kill(syscall.SIGKILL)
 	}
-	d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.exited
 }
 
 // Stop sends SIGTERM and waits up to 30 s, then kills.
 func (d *Daemon) Stop() {
-	if d.cmd == nil {
-		return
-	}
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		d.Kill()
+	if d.proc != nil {
+		d.proc.stop(30 * time.Second)
 	}
 }
 

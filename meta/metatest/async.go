@@ -28,13 +28,9 @@ func RunAsync(t *testing.T, open OpenAsync) {
 	}
 	t.Run("JobsSetNX", func(t *testing.T) {
 		s := open(t)
-		created, err := s.AsyncCreateJob(ctx, "j1", "Pending", "a", exp, now)
-		must(err)
-		again, err := s.AsyncCreateJob(ctx, "j1", "Pending", "b", exp, now)
-		must(err)
-		if !created || again {
-			t.Fatalf("create: %v then %v, want true then false", created, again)
-		}
+		firstWriteWins(t, "create job", func(data string) (bool, error) {
+			return s.AsyncCreateJob(ctx, "j1", "Pending", data, exp, now)
+		}, "a", "b")
 		st, data, err := s.AsyncJob(ctx, "j1", now)
 		must(err)
 		if st != "Pending" || data != "a" {
@@ -76,13 +72,9 @@ func RunAsync(t *testing.T, open OpenAsync) {
 		}
 		_, err = s.AsyncTask(ctx, "none", now)
 		wantKind(t, "missing task", err, errs.NotFound)
-		set, err := s.AsyncSetResult(ctx, "j", "t1", "ok", exp, now)
-		must(err)
-		set2, err := s.AsyncSetResult(ctx, "j", "t1", "failed", exp, now)
-		must(err)
-		if !set || set2 {
-			t.Fatalf("set result: %v then %v, want the first to stand", set, set2)
-		}
+		firstWriteWins(t, "set result", func(result string) (bool, error) {
+			return s.AsyncSetResult(ctx, "j", "t1", result, exp, now)
+		}, "ok", "failed")
 		rs, err := s.AsyncResults(ctx, "j", now)
 		must(err)
 		if len(rs) != 1 || rs["t1"] != "ok" {
@@ -174,4 +166,22 @@ func RunAsync(t *testing.T, open OpenAsync) {
 			t.Fatalf("purged task still read: %v", err)
 		}
 	})
+}
+
+// firstWriteWins checks a set-if-absent: write(first) reports it took
+// effect, write(second) that it did not (the first stands; the caller
+// checks what is stored).
+func firstWriteWins(t *testing.T, what string, write func(value string) (bool, error), first, second string) {
+	t.Helper()
+	set1, err := write(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set2, err := write(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set1 || set2 {
+		t.Fatalf("%s: %v then %v, want true then false (the first stands)", what, set1, set2)
+	}
 }
