@@ -8,6 +8,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/chunker"
+	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/upload"
@@ -192,10 +193,25 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.E(op, errs.IsDir, p, nil))
 		return
 	}
-	if parent := vpath.Parent(p); parent != "/" {
-		if err := a.D.MkdirAll(ctx, u.ID, parent); err != nil {
+	// The parent usually exists: Create finds it in the look-up it makes
+	// anyway, and only a missing (or file) parent costs the folders' walk.
+	// With a file hash the instant upload needs the folders first.
+	o := driveOpts(r.ContentLength)
+	o.WantFileHash = fileHash
+	var fw *drive.Writer
+	if fileHash == "" {
+		fw, err = a.D.Create(ctx, u.ID, p, o)
+		if err != nil && !errs.Is(err, errs.NoParent) && !errs.Is(err, errs.NotDir) {
 			a.WriteError(w, r, err)
 			return
+		}
+	}
+	if fw == nil {
+		if parent := vpath.Parent(p); parent != "/" {
+			if err := a.D.MkdirAll(ctx, u.ID, parent); err != nil {
+				a.WriteError(w, r, err)
+				return
+			}
 		}
 	}
 	if fileHash != "" && r.ContentLength > 0 {
@@ -209,12 +225,11 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 			return
 		}
 	}
-	o := driveOpts(r.ContentLength)
-	o.WantFileHash = fileHash
-	fw, err := a.D.Create(ctx, u.ID, p, o)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
+	if fw == nil {
+		if fw, err = a.D.Create(ctx, u.ID, p, o); err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
 	}
 	// The body's read errors come marked (too large, unreadable, client
 	// gone); a failure of the drive (the quota, the ledger, a full disk)

@@ -74,6 +74,7 @@ type Drive struct {
 	// credentials on every request, do not pay bcrypt each time.
 	authMu    sync.Mutex
 	authCache map[string]authEntry
+	authGen   uint64 // bumped by staleAuth
 
 	gcMu   sync.Mutex    // one GC or fsck at a time
 	gcRuns atomic.Uint64 // GC passes done (see reclaim)
@@ -90,6 +91,50 @@ type Drive struct {
 type authEntry struct {
 	passHash string
 	digest   [32]byte
+	// user is the account as read when the entry was last confirmed
+	// against the store, at checked: AuthenticateCached answers from it for
+	// authFresh without a query.
+	user    meta.User
+	checked time.Time
+}
+
+// authFresh is how long a confirmed credential answers without reading the
+// user's row again. A change made through this process (password, quota,
+// deletion) ends the freshness at once (staleAuth); one made on another node
+// of a shared store is seen within authFresh.
+const authFresh = time.Second
+
+// staleAuth makes every remembered credential be confirmed against the
+// store again (without bcrypt: the entries stay) before it is trusted.
+func (d *Drive) staleAuth() {
+	d.authMu.Lock()
+	d.authGen++
+	for k, e := range d.authCache {
+		e.checked = time.Time{}
+		d.authCache[k] = e
+	}
+	d.authMu.Unlock()
+}
+
+// authGeneration is read before the user's row: remember trusts the row only
+// if no change made it stale meanwhile.
+func (d *Drive) authGeneration() uint64 {
+	d.authMu.Lock()
+	defer d.authMu.Unlock()
+	return d.authGen
+}
+
+// remember records a credential just confirmed against the store, whose row
+// was read at generation gen (authGeneration). A row read before a change
+// through this process is kept for the bcrypt shortcut but not as fresh.
+func (d *Drive) remember(name string, u meta.User, digest [32]byte, gen uint64) {
+	d.authMu.Lock()
+	e := authEntry{passHash: u.PassHash, digest: digest, user: u}
+	if gen == d.authGen {
+		e.checked = d.now()
+	}
+	d.authCache[name] = e
+	d.authMu.Unlock()
 }
 
 // New returns a Drive over the given stores.
@@ -171,6 +216,7 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("netdisk-dummy"), bcrypt.D
 
 // Authenticate checks a user name and password.
 func (d *Drive) Authenticate(ctx context.Context, name, password string) (meta.User, error) {
+	gen := d.authGeneration()
 	u, err := d.meta.UserByName(ctx, name)
 	if errs.Is(err, errs.NotFound) {
 		bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
@@ -183,15 +229,12 @@ func (d *Drive) Authenticate(ctx context.Context, name, password string) (meta.U
 	d.authMu.Lock()
 	e, ok := d.authCache[name]
 	d.authMu.Unlock()
-	if ok && e.passHash == u.PassHash && subtle.ConstantTimeCompare(e.digest[:], digest[:]) == 1 {
-		return u, nil
+	if !ok || e.passHash != u.PassHash || subtle.ConstantTimeCompare(e.digest[:], digest[:]) != 1 {
+		if bcrypt.CompareHashAndPassword([]byte(u.PassHash), []byte(password)) != nil {
+			return meta.User{}, ErrBadCredentials
+		}
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PassHash), []byte(password)) != nil {
-		return meta.User{}, ErrBadCredentials
-	}
-	d.authMu.Lock()
-	d.authCache[name] = authEntry{passHash: u.PassHash, digest: digest}
-	d.authMu.Unlock()
+	d.remember(name, u, digest, gen)
 	return u, nil
 }
 
@@ -199,7 +242,10 @@ func (d *Drive) Authenticate(ctx context.Context, name, password string) (meta.U
 // verified before (the auth cache) and that is still the user's: ok is false
 // whenever the cache cannot vouch, and then nothing was evaluated (call
 // Authenticate). It never runs bcrypt, so the login throttle need not count
-// it as an attempt.
+// it as an attempt. Within authFresh of the last confirmation it does not
+// read the store either (WebDAV clients send credentials with every
+// request): the user's usage figures (Finished, Unfinished) may then be that
+// old; whoever needs them current asks the quota guard.
 func (d *Drive) AuthenticateCached(ctx context.Context, name, password string) (meta.User, bool) {
 	d.authMu.Lock()
 	e, ok := d.authCache[name]
@@ -211,10 +257,15 @@ func (d *Drive) AuthenticateCached(ctx context.Context, name, password string) (
 	if subtle.ConstantTimeCompare(e.digest[:], digest[:]) != 1 {
 		return meta.User{}, false
 	}
+	if age := d.now().Sub(e.checked); !e.checked.IsZero() && age >= 0 && age < authFresh {
+		return e.user, true
+	}
+	gen := d.authGeneration()
 	u, err := d.meta.UserByName(ctx, name)
 	if err != nil || u.PassHash != e.passHash {
 		return meta.User{}, false
 	}
+	d.remember(name, u, digest, gen)
 	return u, true
 }
 
@@ -256,6 +307,7 @@ func (d *Drive) SetPassword(ctx context.Context, name, password string) error {
 	if err != nil {
 		return err
 	}
+	defer d.staleAuth()
 	return d.meta.SetPassword(ctx, u.ID, h)
 }
 

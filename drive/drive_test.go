@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"netdisk/chunker"
 	"netdisk/dedup"
@@ -334,6 +335,66 @@ func TestAuthenticate(t *testing.T) {
 	}
 	if _, err := f.d.Authenticate(ctx, "alice", testenv.Password("alice")); err == nil {
 		t.Fatal("old password still accepted after change (stale auth cache)")
+	}
+}
+
+// A remembered credential answers without the store for authFresh (one
+// second): a password changed behind this process's back (another node of a
+// shared store) is refused once that has passed; one changed through this
+// process at once.
+func TestAuthenticateCachedFreshness(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	e := testenv.New(t, testenv.Options{Clock: clock})
+	ctx := context.Background()
+	alice := e.AddUser(t, "alice", 0)
+	pass := testenv.Password("alice")
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", pass); ok {
+		t.Fatal("AuthenticateCached vouched for a password never verified")
+	}
+	if _, err := e.Drive.Authenticate(ctx, "alice", pass); err != nil {
+		t.Fatal(err)
+	}
+	if u, ok := e.Drive.AuthenticateCached(ctx, "alice", pass); !ok || u.ID != alice.ID {
+		t.Fatalf("remembered password refused: %+v %v", u, ok)
+	}
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", "wrong"); ok {
+		t.Fatal("AuthenticateCached vouched for a wrong password")
+	}
+	// Another node changes the password: the store only.
+	h, err := drive.HashPassword("changed-elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Meta.SetPassword(ctx, alice.ID, h); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(999 * time.Millisecond)
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", pass); !ok {
+		t.Fatal("within a second of its confirmation the remembered password should still answer")
+	}
+	clock.Advance(time.Millisecond)
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", pass); ok {
+		t.Fatal("old password accepted a second after a change on another node")
+	}
+	// A change through this drive is seen at once, though the entry was
+	// confirmed a moment ago.
+	if _, err := e.Drive.Authenticate(ctx, "alice", "changed-elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", "changed-elsewhere"); !ok {
+		t.Fatal("just verified password refused")
+	}
+	if err := e.Drive.SetPassword(ctx, "alice", "changed-here"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", "changed-elsewhere"); ok {
+		t.Fatal("old password accepted right after SetPassword (stale auth cache)")
+	}
+	if err := e.Drive.DeleteUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", "changed-here"); ok {
+		t.Fatal("a deleted user's password still accepted")
 	}
 }
 

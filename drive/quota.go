@@ -95,6 +95,7 @@ func (d *Drive) holdCommit(ctx context.Context, h *quota.Hold, change func(tx *s
 // setQuotaGuarded changes the total in SQLite, then in the ledger.
 func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 	defer d.quota.Step()()
+	defer d.staleAuth()
 	if err := d.meta.SetQuota(ctx, uid, total); err != nil {
 		return err
 	}
@@ -105,6 +106,7 @@ func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 // deleteUser removes the user in SQLite, then from the ledger.
 func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
 	defer d.quota.Step()()
+	defer d.staleAuth()
 	if err := d.meta.DeleteUser(ctx, uid); err != nil {
 		return err
 	}

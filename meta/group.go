@@ -53,6 +53,8 @@ func (s *SQLite) GroupTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if ctx.Done() != nil {
 		return s.Tx(ctx, fn)
 	}
+	s.writing.Add(1) // queued writers keep reads off the writer (reader)
+	defer s.writing.Add(-1)
 	m := &groupMember{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g := &s.group
 	g.mu.Lock()

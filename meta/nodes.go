@@ -92,13 +92,22 @@ func checkParent(ctx context.Context, q querier, op string, uid int64, path stri
 		return errs.E(op, errs.Exists, path, errors.New("the root always exists"))
 	}
 	p, err := stat(ctx, q, op, uid, parent)
-	if errs.Is(err, errs.NotFound) {
-		return errs.E(op, errs.NoParent, path, fmt.Errorf("parent %s does not exist", parent))
-	}
-	if err != nil {
+	if err != nil && !errs.Is(err, errs.NotFound) {
 		return err
 	}
-	if !p.IsDir {
+	return parentIsDir(op, path, p, err == nil)
+}
+
+// parentIsDir is checkParent's verdict on the parent of path, looked up
+// already (found false: it does not exist).
+func parentIsDir(op, path string, p Node, found bool) error {
+	parent := vpath.Parent(path)
+	switch {
+	case parent == "":
+		return errs.E(op, errs.Exists, path, errors.New("the root always exists"))
+	case !found:
+		return errs.E(op, errs.NoParent, path, fmt.Errorf("parent %s does not exist", parent))
+	case !p.IsDir:
 		return errs.E(op, errs.NotDir, path, fmt.Errorf("parent %s is a file", parent))
 	}
 	return nil
@@ -136,20 +145,29 @@ func (s *SQLite) mkdir(ctx context.Context, op string, uid int64, path string, m
 }
 
 // addFinished moves a user's finished bytes by delta; growth is refused when
-// it would take them past a non-zero total.
+// it would take them past a non-zero total. One statement on the hot path:
+// the quota condition is part of the UPDATE, and the user's row is read only
+// to explain a refusal.
 func addFinished(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, path string) error {
 	if delta == 0 {
 		return nil
 	}
-	var total, finished int64
-	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished FROM users WHERE id = ?`, uid).Scan(&total, &finished); err != nil {
+	q, args := `UPDATE users SET use_space_finished = use_space_finished + ? WHERE id = ?`, []any{delta, uid}
+	if delta > 0 {
+		q, args = q+` AND (quota_total = 0 OR use_space_finished + ? <= quota_total)`, append(args, delta)
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
 		return err
 	}
-	if delta > 0 && total > 0 && finished+delta > total {
-		return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed", max(total-finished, 0), delta))
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE users SET use_space_finished = use_space_finished + ? WHERE id = ?`, delta, uid)
-	return err
+	var total, finished int64
+	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished FROM users WHERE id = ?`, uid).Scan(&total, &finished); err != nil {
+		return err // sql.ErrNoRows: no such user
+	}
+	return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed", max(total-finished, 0), delta))
 }
 
 // chunkIDs finds or inserts each chunk record by SHA-256. The statements come
@@ -210,11 +228,14 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		if err != nil {
 			return err
 		}
-		old, err := stat(ctx, tx, op, uid, path)
+		// The file and its parent in one query: a new file needs both.
+		old, found, parent, parentFound, err := statPair(ctx, tx, uid, path)
 		switch {
-		case err == nil && old.IsDir:
+		case err != nil:
+			return err
+		case found && old.IsDir:
 			return errs.E(op, errs.IsDir, path, nil)
-		case err == nil:
+		case found:
 			if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
 				return err
 			}
@@ -228,8 +249,8 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 			}
 			n = old
 			n.Mode = mode
-		case errs.Is(err, errs.NotFound):
-			if err := checkParent(ctx, tx, op, uid, path); err != nil {
+		default:
+			if err := parentIsDir(op, path, parent, parentFound); err != nil {
 				return err
 			}
 			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?)`,
@@ -243,8 +264,6 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 			}
 			n.ID, _ = res.LastInsertId()
 			n.Mode = f.Mode
-		default:
-			return err
 		}
 		delta = f.Size - old.Size
 		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {

@@ -28,6 +28,24 @@ type SQLite struct {
 	now func() time.Time
 
 	group groupCommit // GroupTx's queue (group.go)
+
+	// warm lets a read go through the writer's connection while no write
+	// transaction runs or waits (writing == 0): every commit empties the
+	// page cache of the reader connections, so their next query reads its
+	// pages again, while the writer's cache holds what it just wrote. Only
+	// SQLite's single writer: the connection is free or serves a
+	// transaction, which the read then waits for (committed data only).
+	warm    bool
+	writing atomic.Int32
+}
+
+// reader is the pool a short read on the write path (a PUT's look-up of
+// its file and parent) goes through: the idle writer, else the readers.
+func (s *SQLite) reader() *sql.DB {
+	if s.warm && s.writing.Load() == 0 {
+		return s.w
+	}
+	return s.r
 }
 
 var _ Store = (*SQLite)(nil)
@@ -54,7 +72,7 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &SQLite{w: w, r: r, now: now}
+	s := &SQLite{w: w, r: r, now: now, warm: true}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -178,6 +196,8 @@ func WriteTxCount() int64 { return writeTxs.Load() }
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through _txlock).
 func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	writeTxs.Add(1)
+	s.writing.Add(1)
+	defer s.writing.Add(-1)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("meta: begin: %w", err)

@@ -11,17 +11,22 @@ import (
 // small upload should not pay two round trips through the reader pool for it.
 // The root has no parent (parentFound false).
 func (s *SQLite) StatWithParent(ctx context.Context, uid int64, path string) (n Node, found bool, parent Node, parentFound bool, err error) {
-	const op = "meta.Stat"
+	n, found, parent, parentFound, err = statPair(ctx, s.reader(), uid, path)
+	return n, found, parent, parentFound, wrap("meta.Stat", path, err)
+}
+
+// statPair is StatWithParent through q (a reader, or a transaction).
+func statPair(ctx context.Context, q querier, uid int64, path string) (n Node, found bool, parent Node, parentFound bool, err error) {
 	pp := vpath.Parent(path)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND path IN (?, ?)`, uid, path, pp)
+	rows, err := q.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND path IN (?, ?)`, uid, path, pp)
 	if err != nil {
-		return n, false, parent, false, wrap(op, path, err)
+		return n, false, parent, false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		x, err := scanNode(rows)
 		if err != nil {
-			return n, false, parent, false, wrap(op, path, err)
+			return n, false, parent, false, err
 		}
 		switch x.Path {
 		case path:
@@ -30,5 +35,5 @@ func (s *SQLite) StatWithParent(ctx context.Context, uid int64, path string) (n 
 			parent, parentFound = x, true
 		}
 	}
-	return n, found, parent, parentFound, wrap(op, path, rows.Err())
+	return n, found, parent, parentFound, rows.Err()
 }
