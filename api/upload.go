@@ -2,7 +2,9 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -184,6 +186,11 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits"))
 		return
 	}
+	mtime, mode, err := uploadAttrs(r.URL.Query())
+	if err != nil {
+		a.WriteError(w, r, errs.E(op, errs.Invalid, p, err))
+		return
+	}
 	limit := int64(chunker.SmallFileLimit)
 	if r.ContentLength > limit {
 		a.WriteError(w, r, errs.Errorf(op, errs.TooLarge, "%d bytes is over the %d byte limit of one-request uploads: use init/uploadChunk/merge", r.ContentLength, limit))
@@ -197,7 +204,10 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 	// anyway, and only a missing (or file) parent costs the folders' walk.
 	// With a file hash the instant upload needs the folders first.
 	o := driveOpts(r.ContentLength)
-	o.WantFileHash = fileHash
+	o.WantFileHash, o.ModTime = fileHash, mtime
+	if mode != nil {
+		o.Mode = meta.StoredMode(*mode)
+	}
 	var fw *drive.Writer
 	if fileHash == "" {
 		fw, err = a.D.Create(ctx, u.ID, p, o)
@@ -215,13 +225,21 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		}
 	}
 	if fileHash != "" && r.ContentLength > 0 {
-		node, ok, err := a.D.CommitHeldContent(ctx, u.ID, p, fileHash, r.ContentLength, time.Time{})
+		node, ok, err := a.D.CommitHeldContent(ctx, u.ID, p, fileHash, r.ContentLength, mtime)
+		if err == nil && ok && mode != nil {
+			// Rare (a client sending both): the mode in a second step.
+			if err = a.D.SetMode(ctx, u.ID, p, *mode); err == nil {
+				node.Mode = meta.StoredMode(*mode)
+			}
+		}
 		if err != nil {
 			a.WriteError(w, r, err)
 			return
 		}
 		if ok {
-			WriteJSON(w, http.StatusOK, apitype.FileResult{Path: node.Path, Size: node.Size, FileHash: node.FileHash, Instant: true})
+			res := nodeResult(node)
+			res.Instant = true
+			WriteJSON(w, http.StatusOK, res)
 			return
 		}
 	}
@@ -248,5 +266,32 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, apitype.FileResult{Path: node.Path, Size: node.Size, FileHash: node.FileHash})
+	WriteJSON(w, http.StatusOK, nodeResult(node))
+}
+
+// nodeResult is the one-request upload's answer for the version committed.
+func nodeResult(n meta.Node) apitype.FileResult {
+	perm := n.Perm()
+	return apitype.FileResult{Path: n.Path, Size: n.Size, FileHash: n.FileHash, MTime: &apitype.Time{Time: n.ModTime.UTC()}, Mode: &perm}
+}
+
+// uploadAttrs reads the one-request upload's optional attributes: mtime
+// (RFC 3339, nanoseconds allowed) and mode (permission bits as a decimal
+// number, at most 4095 = 0o7777; 0 is a real 000). Absent means the
+// defaults: now, and the old version's mode (or 0644).
+func uploadAttrs(q url.Values) (mtime time.Time, mode *uint32, err error) {
+	if v := q.Get("mtime"); v != "" {
+		if mtime, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return time.Time{}, nil, fmt.Errorf("mtime must be RFC 3339 (e.g. 2026-01-02T15:04:05.123456789Z): %q", v)
+		}
+	}
+	if v := q.Get("mode"); v != "" {
+		m, perr := strconv.ParseUint(v, 10, 32)
+		if perr != nil || m > uint64(meta.PermBits) {
+			return time.Time{}, nil, fmt.Errorf("mode must be a decimal number from 0 to 4095 (0o7777): %q", v)
+		}
+		perm := uint32(m)
+		mode = &perm
+	}
+	return mtime, mode, nil
 }

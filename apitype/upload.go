@@ -84,4 +84,9 @@ type FileResult struct {
 	// Instant is set by the one-request upload given a fileHash the user
 	// already holds: committed without the body being read.
 	Instant bool `json:"instant,omitempty"`
+	// MTime and Mode (permission bits) of the version committed, in the
+	// one-request upload's answer: a client that set them (the mtime and
+	// mode parameters) or shows them (the FUSE mount) needs no stat after.
+	MTime *Time   `json:"mtime,omitempty"`
+	Mode  *uint32 `json:"mode,omitempty"`
 }

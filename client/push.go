@@ -50,6 +50,9 @@ type PushOptions struct {
 	Pipeline chunker.Options
 	// OnEvent observes progress; calls are serialized.
 	OnEvent func(PushEvent)
+	// Attrs, for PushContent's one-request upload (below SmallFileLimit),
+	// are stored in the same commit; the chunked path ignores them.
+	Attrs Attrs
 }
 
 // PushFile is one file Push sends.
@@ -302,10 +305,10 @@ func (c *Client) pushSmall(ctx context.Context, f PushFile, chunkSize int64, o P
 }
 
 // uploadSmall is the one-request upload, retried under po.
-func (c *Client) uploadSmall(ctx context.Context, remote string, data []byte, po chunker.Options) (apitype.FileResult, error) {
+func (c *Client) uploadSmall(ctx context.Context, remote string, data []byte, a Attrs, po chunker.Options) (apitype.FileResult, error) {
 	var r apitype.FileResult
 	err := chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
-		r, err = c.Upload(ctx, remote, bytes.NewReader(data), int64(len(data)))
+		r, err = c.UploadWith(ctx, remote, bytes.NewReader(data), int64(len(data)), a)
 		return err
 	})
 	if err == nil && r.Size == 0 {
@@ -345,7 +348,7 @@ func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, rem
 		if n, err := r.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(data)) {
 			return apitype.FileResult{}, fmt.Errorf("read content: %w", err)
 		}
-		return c.uploadSmall(ctx, remote, data, c.pipelineOptions(o, f, emit))
+		return c.uploadSmall(ctx, remote, data, o.Attrs, c.pipelineOptions(o, f, emit))
 	}
 	out, err := c.pushChunkedFrom(ctx, r, f, o, emit)
 	return out.result, err

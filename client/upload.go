@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"netdisk/apitype"
 	"netdisk/chunker"
@@ -95,7 +96,25 @@ func (c *Client) Abort(ctx context.Context, uploadID string) error {
 
 // Upload sends a small file (under the server's smallFileLimit) in one request.
 func (c *Client) Upload(ctx context.Context, path string, body io.Reader, size int64) (apitype.FileResult, error) {
-	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/upload", url.Values{"path": {path}}, body)
+	return c.UploadWith(ctx, path, body, size, Attrs{})
+}
+
+// Attrs are attributes the one-request upload stores with the content.
+type Attrs struct {
+	ModTime time.Time // zero: the server's now
+	Mode    *uint32   // permission bits (≤ 0o7777); nil keeps the old version's (or 0644)
+}
+
+// UploadWith is Upload storing the attributes a in the same commit.
+func (c *Client) UploadWith(ctx context.Context, path string, body io.Reader, size int64, a Attrs) (apitype.FileResult, error) {
+	q := url.Values{"path": {path}}
+	if !a.ModTime.IsZero() {
+		q.Set("mtime", a.ModTime.UTC().Format(time.RFC3339Nano))
+	}
+	if a.Mode != nil {
+		q.Set("mode", strconv.FormatUint(uint64(*a.Mode), 10))
+	}
+	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/upload", q, body)
 	if err != nil {
 		return apitype.FileResult{}, err
 	}
