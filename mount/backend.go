@@ -32,6 +32,12 @@ type Attrs struct {
 	ModTime *time.Time
 }
 
+// storedIn says e already holds every attribute a sets.
+func (a Attrs) storedIn(e Entry) bool {
+	return (a.Mode == nil || e.Mode&ModeValid != 0 && e.Mode&0o7777 == *a.Mode) &&
+		(a.ModTime == nil || e.ModTime.Equal(*a.ModTime))
+}
+
 // ChunkRef is one chunk of a file version.
 type ChunkRef struct {
 	Offset int64
@@ -67,7 +73,10 @@ type Backend interface {
 	// Upload stores size bytes of r at path and returns once the server has
 	// committed them. hashes, when not nil, are the chunk MD5s cut at
 	// ChunkSize, already known: r is then read only for chunks to send.
-	Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, path string) (Entry, error)
+	// The attributes a are stored in the same commit where the backend can
+	// (small files); the Entry returned says what the server holds, and the
+	// caller stores with SetAttr what it does not.
+	Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, path string, a Attrs) (Entry, error)
 	// ChunkSize is the server's chunk size; 0 means unknown, and then no
 	// data is sent ahead.
 	ChunkSize() int64

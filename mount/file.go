@@ -529,11 +529,12 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 		hashes = a.chunkHashes(st.Size())
 	}
 	be := n.fsys.o.Backend
-	e, err = be.Upload(ctx, stage, st.Size(), hashes, p)
+	attrs := Attrs{Mode: mode, ModTime: mtime}
+	e, err = be.Upload(ctx, stage, st.Size(), hashes, p, attrs)
 	if err != nil && Errno(err) == syscall.EDQUOT && a != nil && a.releaseNow(ctx) {
 		// The chunks sent ahead held their own reservations; with those
 		// given back the file may fit (its chunks are then sent again).
-		e, err = be.Upload(ctx, stage, st.Size(), hashes, p)
+		e, err = be.Upload(ctx, stage, st.Size(), hashes, p, attrs)
 	}
 	if err != nil && refusedByLock(err) {
 		// A WebDAV lock held elsewhere refused this version: a final
@@ -553,9 +554,10 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 			return Entry{}, errno, false, false
 		}
 	}
-	if mtime != nil || mode != nil {
+	if !attrs.storedIn(e) {
 		// A new version keeps the stored mode, so only a chmod (or a
-		// create mode) made while the data was staged is sent here.
+		// create mode) made while the data was staged is sent here, when
+		// the upload could not store it (a file sent in chunks).
 		sctx, scancel := n.fsys.opCtx(ctx)
 		ae, err := be.SetAttr(sctx, p, Attrs{Mode: mode, ModTime: mtime})
 		scancel()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path"
 	"sync"
 	"time"
 
@@ -136,11 +137,20 @@ func (b *HTTPBackend) ReadRange(ctx context.Context, p, fileHash string, off int
 // few round trips from a few hundred KiB on.
 const smallLimit = 256 << 10
 
-func (b *HTTPBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string) (Entry, error) {
+func (b *HTTPBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string, a Attrs) (Entry, error) {
 	o := client.PushOptions{Concurrency: uploadConcurrency, SmallFileLimit: smallLimit,
-		Pipeline: chunker.Options{ChunkSize: b.ChunkSize(), Hashes: hashes, Retries: 3}}
-	if _, err := b.C.PushContent(ctx, r, size, p, o); err != nil {
+		Pipeline: chunker.Options{ChunkSize: b.ChunkSize(), Hashes: hashes, Retries: 3},
+		Attrs:    client.Attrs{Mode: a.Mode}}
+	if a.ModTime != nil {
+		o.Attrs.ModTime = *a.ModTime
+	}
+	res, err := b.C.PushContent(ctx, r, size, p, o)
+	if err != nil {
 		return Entry{}, err
+	}
+	if res.MTime != nil && res.Mode != nil {
+		// The one-request upload says what it committed: no stat needed.
+		return Entry{Name: path.Base(p), Size: res.Size, ModTime: res.MTime.Time, Mode: *res.Mode&0o7777 | ModeValid, FileHash: res.FileHash}, nil
 	}
 	return b.Stat(ctx, p)
 }

@@ -176,11 +176,15 @@ func recoverOne(ctx context.Context, note string, be Backend, log *slog.Logger) 
 	} else if err != nil && Errno(err) != syscall.ENOENT {
 		return err
 	}
-	if _, err := be.Upload(ctx, f, st.Size(), nil, dst); err != nil {
+	attrs := Attrs{Mode: sn.Mode, ModTime: &mtime}
+	e, err := be.Upload(ctx, f, st.Size(), nil, dst, attrs)
+	if err != nil {
 		return err
 	}
-	if _, err := be.SetAttr(ctx, dst, Attrs{Mode: sn.Mode, ModTime: &mtime}); err != nil {
-		return err
+	if !attrs.storedIn(e) {
+		if _, err := be.SetAttr(ctx, dst, attrs); err != nil {
+			return err
+		}
 	}
 	log.Info("mount: uploaded a file write-back had queued when its mount ended", "path", dst, "size", st.Size(), "written", mtime.Format(time.RFC3339))
 	os.Remove(note)

@@ -31,7 +31,7 @@ type gatedBackend struct {
 	gate chan struct{}
 }
 
-func (g *gatedBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string) (mount.Entry, error) {
+func (g *gatedBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string, a mount.Attrs) (mount.Entry, error) {
 	g.mu.Lock()
 	gate := g.gate
 	g.mu.Unlock()
@@ -40,7 +40,7 @@ func (g *gatedBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, ha
 	case <-ctx.Done():
 		return mount.Entry{}, ctx.Err()
 	}
-	return g.HTTPBackend.Upload(ctx, r, size, hashes, p)
+	return g.HTTPBackend.Upload(ctx, r, size, hashes, p, a)
 }
 
 func (g *gatedBackend) open() {
