@@ -31,6 +31,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/benchmount"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 )
@@ -85,13 +86,9 @@ func run() error {
 	os.Mkdir(mnt, 0o755)
 	var m *exec.Cmd
 	if *viaRclone {
-		obscured, err := exec.Command("rclone", "obscure", "bench-pass").Output()
-		if err != nil {
-			return fmt.Errorf("rclone obscure: %w", err)
+		if m, err = benchmount.Rclone(d.URL, mnt, filepath.Join(dir, "cache"), "bench", "bench-pass"); err != nil {
+			return err
 		}
-		m = exec.Command("rclone", "mount", ":webdav:", mnt, "--webdav-url", d.URL+"/dav/", "--webdav-vendor", "other",
-			"--webdav-user", "bench", "--webdav-pass", strings.TrimSpace(string(obscured)),
-			"--vfs-cache-mode", "writes", "--cache-dir", filepath.Join(dir, "cache"), "--config", "/dev/null")
 	} else {
 		a := []string{"mount", "--server", d.URL, "--user", "bench", "--cache-dir", filepath.Join(dir, "cache"), "--write-back"}
 		if *prof > 0 {
@@ -105,7 +102,7 @@ func run() error {
 		return err
 	}
 	defer func() { exec.Command("fusermount3", "-u", mnt).Run(); m.Wait() }()
-	if err := waitMounted(mnt, 30*time.Second); err != nil {
+	if err := benchmount.WaitMounted(mnt, 30*time.Second); err != nil {
 		return err
 	}
 
@@ -195,16 +192,4 @@ func cpuSeconds(pid int) float64 {
 	fmt.Sscan(f[11], &user)
 	fmt.Sscan(f[12], &sys)
 	return (user + sys) / 100
-}
-
-func waitMounted(dir string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile("/proc/self/mountinfo")
-		if strings.Contains(string(b), " "+dir+" ") {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not mounted after %v", dir, d)
 }
