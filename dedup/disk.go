@@ -129,9 +129,20 @@ func (s *DiskStore) put(b []byte, p string, f *os.File) (err error) {
 	return syncDir(dir)
 }
 
+// writeSync writes b into the empty file f and fsyncs it. The bytes go to the
+// disk directly where they can (writeDirect): a chunk is written once and
+// read back rarely, so copying it into the page cache first costs CPU (about
+// as much as hashing it, measured) and makes the fsync flush it, for no
+// read that follows.
 func writeSync(f *os.File, b []byte) error {
-	if _, err := f.Write(b); err != nil {
+	done, err := writeDirect(f, b)
+	if err != nil {
 		return err
+	}
+	if !done {
+		if _, err := f.Write(b); err != nil {
+			return err
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync: %w", err)

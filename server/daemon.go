@@ -428,7 +428,7 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	// uses the stores once Serve returned.
 	defer d.stopBackground()
 	if d.opts.Pprof != "" {
-		ps, err := servePprof(d.opts.Pprof, log)
+		ps, err := ServePprof(d.opts.Pprof, log)
 		if err != nil {
 			ln.Close()
 			return err

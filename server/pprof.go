@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// servePprof exposes the Go profiler on addr, on a mux and listener of its
+// ServePprof exposes the Go profiler on addr, on a mux and listener of its
 // own: the profiles reveal internals and cost CPU, so they never share the
 // authenticated public listener. It is for measuring (serve --pprof).
-func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
+func ServePprof(addr string, log *slog.Logger) (*http.Server, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--pprof: %w", err)

@@ -13,12 +13,12 @@ import (
 func TestServePprof(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0", "example.com:0", "nonsense"} {
-		if ps, err := servePprof(addr, log); err == nil {
+		if ps, err := ServePprof(addr, log); err == nil {
 			ps.Close()
-			t.Fatalf("servePprof(%q) accepted a non-loopback address", addr)
+			t.Fatalf("ServePprof(%q) accepted a non-loopback address", addr)
 		}
 	}
-	ps, err := servePprof("127.0.0.1:0", log)
+	ps, err := ServePprof("127.0.0.1:0", log)
 	if err != nil {
 		t.Fatal(err)
 	}

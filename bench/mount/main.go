@@ -18,13 +18,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
 
 	"netdisk/apitype"
 	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/benchmount"
 	"netdisk/client"
 	"netdisk/internal/testutil"
 )
@@ -109,26 +109,23 @@ func run() error {
 		return err
 	}
 	cleanups = append(cleanups, func() { exec.Command("fusermount3", "-u", nd).Run(); m.Wait() }) // m: the latest mount process
-	if err := waitMounted(nd, 30*time.Second); err != nil {
+	if err := benchmount.WaitMounted(nd, 30*time.Second); err != nil {
 		return err
 	}
 
 	// rclone mount of the WebDAV.
 	rc := filepath.Join(dir, "rclone-mnt")
 	os.Mkdir(rc, 0o755)
-	obscured, err := exec.Command("rclone", "obscure", "bench-pass").Output()
+	r, err := benchmount.Rclone(url, rc, filepath.Join(dir, "rccache"), "bench", "bench-pass")
 	if err != nil {
-		return fmt.Errorf("rclone obscure: %w", err)
+		return err
 	}
-	r := exec.Command("rclone", "mount", ":webdav:", rc, "--webdav-url", url+"/dav/", "--webdav-vendor", "other",
-		"--webdav-user", "bench", "--webdav-pass", strings.TrimSpace(string(obscured)),
-		"--vfs-cache-mode", "writes", "--cache-dir", filepath.Join(dir, "rccache"), "--config", "/dev/null")
 	r.Stderr = os.Stderr
 	if err := r.Start(); err != nil {
 		return err
 	}
 	cleanups = append(cleanups, func() { exec.Command("fusermount3", "-u", rc).Run(); r.Wait() })
-	if err := waitMounted(rc, 30*time.Second); err != nil {
+	if err := benchmount.WaitMounted(rc, 30*time.Second); err != nil {
 		return err
 	}
 
@@ -226,7 +223,7 @@ func run() error {
 		return err
 	}
 	m = m2
-	if err := waitMounted(nd, 30*time.Second); err != nil {
+	if err := benchmount.WaitMounted(nd, 30*time.Second); err != nil {
 		return err
 	}
 	dropCaches() // best effort: the daemon's chunk files, for both readers alike
@@ -362,16 +359,4 @@ func makeMany(dir string, n int) error {
 		}
 	}
 	return nil
-}
-
-func waitMounted(dir string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile("/proc/self/mountinfo")
-		if strings.Contains(string(b), " "+dir+" ") {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not mounted after %v", dir, d)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"netdisk/mount"
+	"netdisk/server"
 )
 
 func init() { extraCommands = append(extraCommands, newMountCmd) }
@@ -36,6 +37,7 @@ func newMountCmd() *cobra.Command {
 		sharedCache         bool
 		node                string
 		writeBack           bool
+		pprofAddr           string
 	)
 	cmd := &cobra.Command{
 		Use:   "mount [--server URL] MOUNTPOINT",
@@ -79,6 +81,13 @@ others wait for it and read it from the shared cache. --node names the mount
 					lockNode = fmt.Sprintf("%s-%d", host, os.Getpid())
 				}
 			}
+			if pprofAddr != "" {
+				ps, err := server.ServePprof(pprofAddr, slog.Default())
+				if err != nil {
+					return err
+				}
+				defer ps.Close()
+			}
 			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch, lockNode, writeBack)
 		},
 	}
@@ -98,6 +107,8 @@ others wait for it and read it from the shared cache. --node names the mount
 	f.BoolVar(&sharedCache, "shared-cache", false, "coordinate chunk fetches with the other mounts sharing --cache-dir (each chunk fetched once)")
 	f.StringVar(&node, "node", "", "this mount's name for --shared-cache (default HOSTNAME-PID)")
 	f.BoolVar(&writeBack, "write-back", false, "return from close before the upload ends (fsync still waits for the server)")
+	f.StringVar(&pprofAddr, "pprof", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6061")
+	_ = f.MarkHidden("pprof")
 	return cmd
 }
 

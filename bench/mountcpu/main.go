@@ -1,0 +1,195 @@
+// Command mountcpu measures where a sequential write + fsync through a mount
+// spends CPU: it writes one file (distinct 1 MiB blocks, no deduplication)
+// through `netdisk mount --write-back` or, with -rclone, `rclone mount
+// --vfs-cache-mode writes` of the same daemon's WebDAV, and prints the
+// throughput and the CPU seconds (user + system, all threads) the daemon,
+// the mount process and the writer used meanwhile. The machine has 2 cores
+// shared with others, so wall-clock figures are noisy; CPU seconds per byte
+// are not, and they bound the throughput: a write cannot finish before the
+// CPU it needs has been spent. With -prof N it also saves N seconds of Go
+// profile (or trace, -kind trace) of the daemon and of the mount, both taken
+// through their --pprof listeners, into -out.
+//
+//	go run ./bench/mountcpu -size 256MiB
+//	go run ./bench/mountcpu -size 256MiB -rclone
+//	go run ./bench/mountcpu -size 256MiB -prof 3 -out /tmp/prof   # then go tool pprof -top /tmp/prof/daemon.profile
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"netdisk/apitype"
+	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/benchmount"
+	"netdisk/client"
+	"netdisk/internal/testutil"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "mountcpu:", err)
+		os.Exit(1)
+	}
+}
+
+const (
+	daemonPprof = "127.0.0.1:6060"
+	mountPprof  = "127.0.0.1:6061"
+)
+
+func run() error {
+	size := benchflag.Bytes("size", 256<<20, "file size")
+	viaRclone := flag.Bool("rclone", false, "write through rclone mount instead of netdisk mount")
+	prof := flag.Int("prof", 0, "seconds of profile to take of the daemon and the mount (0: none)")
+	kind := flag.String("kind", "profile", "what -prof takes: profile (CPU) or trace")
+	out := flag.String("out", os.TempDir(), "where -prof writes daemon.KIND and mount.KIND")
+	settle := flag.Duration("settle", 0, "also report the daemon's CPU this long after the fsync (its background work on the new file: checksums)")
+	bin := flag.String("bin", "", "netdisk binary (default: built from this tree)")
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "mountcpu-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if *bin == "" {
+		if *bin, err = testutil.BuildBinary(context.Background(), dir); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	args := []string{}
+	if *prof > 0 {
+		args = append(args, "--pprof", daemonPprof)
+	}
+	d, err := testutil.LaunchDaemon(ctx, testutil.DaemonConfig{Bin: *bin, DataDir: filepath.Join(dir, "data"),
+		AdminPass: "bench-admin-pass", LogLevel: "warn", Output: os.Stderr, Args: args})
+	if err != nil {
+		return err
+	}
+	defer d.Stop()
+	if _, err := client.New(d.URL, "admin", d.AdminPass).AdminAddUser(ctx, apitype.NewUser{Name: "bench", Password: "bench-pass"}); err != nil {
+		return err
+	}
+
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	var m *exec.Cmd
+	if *viaRclone {
+		if m, err = benchmount.Rclone(d.URL, mnt, filepath.Join(dir, "cache"), "bench", "bench-pass"); err != nil {
+			return err
+		}
+	} else {
+		a := []string{"mount", "--server", d.URL, "--user", "bench", "--cache-dir", filepath.Join(dir, "cache"), "--write-back"}
+		if *prof > 0 {
+			a = append(a, "--pprof", mountPprof)
+		}
+		m = exec.Command(*bin, append(a, mnt)...)
+		m.Env = append(os.Environ(), "NETDISK_PASSWORD=bench-pass")
+	}
+	m.Stderr = os.Stderr
+	if err := m.Start(); err != nil {
+		return err
+	}
+	defer func() { exec.Command("fusermount3", "-u", mnt).Run(); m.Wait() }()
+	if err := benchmount.WaitMounted(mnt, 30*time.Second); err != nil {
+		return err
+	}
+
+	profs := make(chan error, 2)
+	if *prof > 0 {
+		for _, p := range []struct{ addr, name string }{{daemonPprof, "daemon"}, {mountPprof, "mount"}} {
+			if p.name == "mount" && *viaRclone {
+				profs <- nil
+				continue
+			}
+			go func() {
+				profs <- fetch(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", p.addr, *kind, *prof), filepath.Join(*out, p.name+"."+*kind))
+			}()
+		}
+		time.Sleep(200 * time.Millisecond) // the profiles start before the write
+	}
+
+	buf := make([]byte, 1<<20)
+	rand.Read(buf)
+	dpid, mpid := d.Pid(), m.Process.Pid
+	d0, m0, w0 := cpuSeconds(dpid), cpuSeconds(mpid), cpuSeconds(os.Getpid())
+	start := time.Now()
+	f, err := os.Create(filepath.Join(mnt, "seq.bin"))
+	if err != nil {
+		return err
+	}
+	for off, i := int64(0), 0; off < int64(*size); off, i = off+int64(len(buf)), i+1 {
+		buf[0], buf[1] = byte(i), byte(i>>8) // distinct blocks: no deduplication
+		if _, err := f.Write(buf[:min(int64(len(buf)), int64(*size)-off)]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	wrote := time.Since(start)
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	el := time.Since(start)
+	tool := "netdisk mount --write-back"
+	if *viaRclone {
+		tool = "rclone mount --vfs-cache-mode writes"
+	}
+	fmt.Printf("%s: %.0f MB/s (write %v, fsync %v); CPU s: daemon %.2f, mount %.2f, writer %.2f\n", tool,
+		float64(*size)/el.Seconds()/1e6, wrote.Round(time.Millisecond), (el - wrote).Round(time.Millisecond),
+		cpuSeconds(dpid)-d0, cpuSeconds(mpid)-m0, cpuSeconds(os.Getpid())-w0)
+	if *settle > 0 {
+		time.Sleep(*settle)
+		fmt.Printf("daemon CPU s until %v after the fsync: %.2f\n", *settle, cpuSeconds(dpid)-d0)
+	}
+	if *prof > 0 {
+		return errors.Join(<-profs, <-profs)
+	}
+	return nil
+}
+
+func fetch(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// cpuSeconds is the user + system CPU time of process pid so far, all its
+// threads (/proc/PID/stat, in clock ticks of 1/100 s).
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndex(s, ")")+2:])
+	var user, sys float64
+	fmt.Sscan(f[11], &user)
+	fmt.Sscan(f[12], &sys)
+	return (user + sys) / 100
+}
