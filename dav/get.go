@@ -49,13 +49,33 @@ func (s *sendfileWriter) ReadFrom(src io.Reader) (int64, error) {
 		return 0, err
 	}
 	var total int64
-	for _, seg := range s.rd.Segments(off, lr.N) {
-		f, err := s.d.OpenSegment(s.r.Context(), seg)
-		if err != nil {
-			return total, err
+	segs := s.rd.Segments(off, lr.N)
+	// The next chunks are opened, and their reading from the disk started
+	// (willNeed), while this one is sent: chunk files are written past the
+	// page cache (dedup's O_DIRECT), and sendfile's own read-ahead would
+	// leave the disk idle at every chunk boundary.
+	open := make([]io.ReadSeekCloser, len(segs))
+	defer func() {
+		for _, f := range open {
+			if f != nil {
+				f.Close()
+			}
 		}
-		n, err := copySegment(s.ResponseWriter, f, seg)
-		f.Close()
+	}()
+	for i, seg := range segs {
+		for j := i; j < min(i+1+readAheadChunks, len(segs)); j++ {
+			if open[j] == nil {
+				f, err := s.d.OpenSegment(s.r.Context(), segs[j])
+				if err != nil {
+					return total, err
+				}
+				open[j] = f
+				willNeed(f, segs[j].Offset, segs[j].Length)
+			}
+		}
+		n, err := copySegment(s.ResponseWriter, open[i], seg)
+		open[i].Close()
+		open[i] = nil
 		total += n
 		if err != nil {
 			return total, err
@@ -64,6 +84,12 @@ func (s *sendfileWriter) ReadFrom(src io.Reader) (int64, error) {
 	lr.N -= total
 	return total, nil
 }
+
+// readAheadChunks is how many chunks past the one being sent are read from
+// the disk ahead (4 MiB each by default): measured with bench/webdav on this
+// machine, 2 gave 0.74× rclone's GET of a file it just wrote (from its page
+// cache), 8 gave 0.69–0.83× (the disk's pace), none 0.61×.
+const readAheadChunks = 8
 
 func copySegment(w io.Writer, f io.ReadSeeker, seg drive.Segment) (int64, error) {
 	if _, err := f.Seek(seg.Offset, io.SeekStart); err != nil {
