@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/errs"
+	"netdisk/internal/rediserr"
 )
 
 // Redis is the Store of daemons sharing one Redis, in the seed's layout:
@@ -46,13 +47,10 @@ func NewRedis(rdb *redis.Client, ttl time.Duration) *Redis {
 }
 
 func redisErr(op string, err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return errs.E(op, errs.Canceled, "", err)
 	}
-	return errs.E(op, errs.Unavailable, "", err)
+	return errs.E(op, rediserr.Kind(err), "", err)
 }
 
 func notFound(op, what string) error { return errs.Errorf(op, errs.NotFound, "no such %s", what) }

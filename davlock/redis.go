@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/errs"
+	"netdisk/internal/rediserr"
 )
 
 // RedisTable is the Table shared by every node of a scaled-out deployment:
@@ -111,7 +112,7 @@ func (r *RedisTable) with(uid int64, fn func(m *Manager)) error {
 			if len(del) == 0 && len(set) == 0 {
 				return nil
 			}
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			cmds, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				if len(del) > 0 {
 					p.HDel(ctx, key, del...)
 				}
@@ -125,7 +126,7 @@ func (r *RedisTable) with(uid int64, fn func(m *Manager)) error {
 				}
 				return nil
 			})
-			return err
+			return rediserr.Exec(cmds, err)
 		}, key)
 		if errors.Is(err, redis.TxFailedErr) {
 			continue
@@ -135,9 +136,13 @@ func (r *RedisTable) with(uid int64, fn func(m *Manager)) error {
 	return fmt.Errorf("davlock: user %d's locks kept changing under 50 attempts", uid)
 }
 
-func (r *RedisTable) unavailable(op, name string, err error) error {
-	r.log.Warn("davlock: Redis unavailable; refusing lock operations and writes", "op", op, "err", err)
-	return errs.E(op, errs.Unavailable, name, fmt.Errorf("lock table unavailable: %w", err))
+// failed logs a Redis failure and gives it its kind (rediserr: 503 while
+// Redis is down or failing over, 500 for a reply that says we asked wrong);
+// the table fails closed on either.
+func (r *RedisTable) failed(op, name string, err error) error {
+	k := rediserr.Kind(err)
+	r.log.Warn("davlock: Redis failed; refusing lock operations and writes", "op", op, "kind", k, "err", err)
+	return errs.E(op, k, name, fmt.Errorf("lock table unavailable: %w", err))
 }
 
 // Create takes a new lock (Manager.Create's rules).
@@ -145,7 +150,7 @@ func (r *RedisTable) Create(uid int64, l Lock) (Lock, error) {
 	var out Lock
 	var ferr error
 	if err := r.with(uid, func(m *Manager) { out, ferr = m.Create(uid, l) }); err != nil {
-		return Lock{}, r.unavailable("davlock.Lock", l.Root, err)
+		return Lock{}, r.failed("davlock.Lock", l.Root, err)
 	}
 	return out, ferr
 }
@@ -155,7 +160,7 @@ func (r *RedisTable) Refresh(uid int64, token, name string, timeout time.Duratio
 	var out Lock
 	var ferr error
 	if err := r.with(uid, func(m *Manager) { out, ferr = m.Refresh(uid, token, name, timeout) }); err != nil {
-		return Lock{}, r.unavailable("davlock.Refresh", name, err)
+		return Lock{}, r.failed("davlock.Refresh", name, err)
 	}
 	return out, ferr
 }
@@ -164,7 +169,7 @@ func (r *RedisTable) Refresh(uid int64, token, name string, timeout time.Duratio
 func (r *RedisTable) Unlock(uid int64, token, name string) error {
 	var ferr error
 	if err := r.with(uid, func(m *Manager) { ferr = m.Unlock(uid, token, name) }); err != nil {
-		return r.unavailable("davlock.Unlock", name, err)
+		return r.failed("davlock.Unlock", name, err)
 	}
 	return ferr
 }
@@ -174,7 +179,7 @@ func (r *RedisTable) Unlock(uid int64, token, name string) error {
 func (r *RedisTable) Holds(uid int64, token, name string) bool {
 	var ok bool
 	if err := r.with(uid, func(m *Manager) { ok = m.Holds(uid, token, name) }); err != nil {
-		r.unavailable("davlock.Holds", name, err)
+		r.failed("davlock.Holds", name, err)
 		return false
 	}
 	return ok
@@ -190,7 +195,7 @@ func unknownLock(name string) Lock {
 func (r *RedisTable) Covering(uid int64, name string) []Lock {
 	var out []Lock
 	if err := r.with(uid, func(m *Manager) { out = m.Covering(uid, name) }); err != nil {
-		r.unavailable("davlock.Covering", name, err)
+		r.failed("davlock.Covering", name, err)
 		return []Lock{unknownLock(name)}
 	}
 	return out
@@ -200,7 +205,7 @@ func (r *RedisTable) Covering(uid int64, name string) []Lock {
 func (r *RedisTable) Below(uid int64, name string) []Lock {
 	var out []Lock
 	if err := r.with(uid, func(m *Manager) { out = m.Below(uid, name) }); err != nil {
-		r.unavailable("davlock.Below", name, err)
+		r.failed("davlock.Below", name, err)
 		return []Lock{unknownLock(name + "/?")}
 	}
 	return out
@@ -210,7 +215,7 @@ func (r *RedisTable) Below(uid int64, name string) []Lock {
 func (r *RedisTable) Release(uid int64, name string) int {
 	var n int
 	if err := r.with(uid, func(m *Manager) { n = m.Release(uid, name) }); err != nil {
-		r.unavailable("davlock.Release", name, err)
+		r.failed("davlock.Release", name, err)
 	}
 	return n
 }
@@ -219,7 +224,7 @@ func (r *RedisTable) Release(uid int64, name string) int {
 func (r *RedisTable) ReleaseBelow(uid int64, name string) int {
 	var n int
 	if err := r.with(uid, func(m *Manager) { n = m.ReleaseBelow(uid, name) }); err != nil {
-		r.unavailable("davlock.ReleaseBelow", name, err)
+		r.failed("davlock.ReleaseBelow", name, err)
 	}
 	return n
 }
@@ -228,7 +233,7 @@ func (r *RedisTable) ReleaseBelow(uid int64, name string) int {
 func (r *RedisTable) Count(uid int64) int {
 	var n int
 	if err := r.with(uid, func(m *Manager) { n = m.Count(uid) }); err != nil {
-		r.unavailable("davlock.Count", "", err)
+		r.failed("davlock.Count", "", err)
 	}
 	return n
 }

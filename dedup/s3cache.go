@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"netdisk/internal/cachefile"
 )
 
 // CacheConfig bounds a node's local read cache of a remote store's chunks.
@@ -433,15 +435,7 @@ func (c *Cache) store(key Key, b []byte) {
 	if err != nil {
 		return
 	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), c.path(key))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if _, err := cachefile.Publish(tmp, b, c.path(key)); err != nil {
 		return
 	}
 	c.mu.Lock()

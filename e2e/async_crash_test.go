@@ -9,14 +9,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"netdisk/internal/testutil"
 )
 
 // stallProxy forwards to the daemon but stops every async content answer
@@ -78,14 +75,7 @@ func TestAsyncAgentCrashMidDownload(t *testing.T) {
 	root := t.TempDir()
 	proxy := newStallProxy(t, e.d.URL, 1<<20)
 
-	crashy := exec.Command(testutil.Binary(t), "agent", "--id", "crashy", "--dir", filepath.Join(root, "crashy"),
-		"--cache", filepath.Join(root, "cache-crashy"), "--server", proxy.URL, "--user", "alice", "--password", "alice-pw")
-	var logs bytes.Buffer
-	crashy.Stdout, crashy.Stderr = &logs, &logs
-	if err := crashy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { crashy.Process.Kill(); crashy.Wait() })
+	crashy := e.startAgentVia("crashy", filepath.Join(root, "crashy"), filepath.Join(root, "cache-crashy"), proxy.URL)
 	e.startAgent("steady", filepath.Join(root, "steady"), filepath.Join(root, "cache-steady"))
 
 	a := e.asyncAdd("/big.bin", "crashy", "in")
@@ -93,10 +83,9 @@ func TestAsyncAgentCrashMidDownload(t *testing.T) {
 	select {
 	case <-proxy.stalled:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("crashy never started downloading:\n%s", logs.String())
+		t.Fatalf("crashy never started downloading:\n%s", crashy.logs.String())
 	}
-	crashy.Process.Kill() // kill -9 mid-download
-	crashy.Wait()
+	crashy.kill() // kill -9 mid-download
 	waitFor(t, 60*time.Second, "both tasks to end", func() bool {
 		return e.asyncStatus(a.TaskID).Status != "Running" && e.asyncStatus(b.TaskID).Status != "Running"
 	})

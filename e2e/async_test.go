@@ -25,30 +25,47 @@ func startAsync(t *testing.T) *env {
 	return start(t, "--async-window", fmt.Sprint(asyncWindow, "s"), "--async-tick", "100ms", "--async-recheck", "200ms")
 }
 
-// startAgent runs `netdisk agent` as alice until the test ends.
-func (e *env) startAgent(id, dir, cache string) {
+// agent is a `netdisk agent` process of alice's.
+type agent struct {
+	cmd  *exec.Cmd
+	logs *testutil.SyncBuffer
+	done chan struct{} // closed once it exited
+}
+
+// startAgent runs `netdisk agent` as alice on the daemon until the test ends.
+func (e *env) startAgent(id, dir, cache string) { e.startAgentVia(id, dir, cache, e.d.URL) }
+
+// startAgentVia runs `netdisk agent` as alice on server (the daemon or a
+// proxy in front of it). At the test's end it is interrupted (killed if it
+// lingers), and its output logged if the test failed.
+func (e *env) startAgentVia(id, dir, cache, server string) *agent {
 	e.t.Helper()
-	cmd := exec.Command(testutil.Binary(e.t), "agent", "--id", id, "--dir", dir, "--cache", cache,
-		"--server", e.d.URL, "--user", "alice", "--password", "alice-pw")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	a := &agent{logs: &testutil.SyncBuffer{}, done: make(chan struct{})}
+	a.cmd = exec.Command(testutil.Binary(e.t), "agent", "--id", id, "--dir", dir, "--cache", cache,
+		"--server", server, "--user", "alice", "--password", "alice-pw")
+	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
+	if err := a.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	go func() { a.cmd.Wait(); close(a.done) }()
 	e.t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
+		a.cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case <-a.done:
 		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
+			a.kill()
 		}
 		if e.t.Failed() {
-			e.t.Logf("agent %s:\n%s", id, logs.String())
+			e.t.Logf("agent %s:\n%s", id, a.logs.String())
 		}
 	})
+	return a
+}
+
+// kill kills the agent (SIGKILL: no chance to clean up) and waits for it.
+func (a *agent) kill() {
+	a.cmd.Process.Kill()
+	<-a.done
 }
 
 type wireTask struct {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -77,9 +76,8 @@ func (e *env) startMount(cache, node string, flags ...string) string {
 		"--node", node}, flags...)
 	cmd := exec.Command(testutil.Binary(e.t), append(args, mnt)...)
 	cmd.Env = append(os.Environ(), "NETDISK_PASSWORD="+e.d.AdminPass)
-	var out bytes.Buffer
-	var mu sync.Mutex
-	cmd.Stdout, cmd.Stderr = &lockedBuf{mu: &mu, b: &out}, &lockedBuf{mu: &mu, b: &out}
+	out := &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
@@ -98,8 +96,6 @@ func (e *env) startMount(cache, node string, flags ...string) string {
 	waitFor(e.t, 30*time.Second, "mount "+node, func() bool {
 		select {
 		case <-exited:
-			mu.Lock()
-			defer mu.Unlock()
 			e.t.Fatalf("netdisk mount exited: %s", out.String())
 		default:
 		}
@@ -111,15 +107,4 @@ func (e *env) startMount(cache, node string, flags ...string) string {
 		return err == nil
 	})
 	return mnt
-}
-
-type lockedBuf struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w *lockedBuf) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
 }

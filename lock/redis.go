@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/errs"
+	"netdisk/internal/rediserr"
 )
 
 // Redis is the State on a Redis server shared by any number of daemons:
@@ -156,11 +156,11 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumbe
 // redisErr gives a Redis failure its kind: unreachable is Unavailable, a
 // script error is a bug.
 func redisErr(op string, err error) error {
-	var re redis.Error
-	if errors.As(err, &re) && !strings.HasPrefix(re.Error(), "LOADING") && !strings.HasPrefix(re.Error(), "BUSY") {
-		return errs.E(op, errs.Other, "", fmt.Errorf("redis: %w", err))
+	k := rediserr.Kind(err)
+	if k == errs.Unavailable {
+		return errs.E(op, k, "", fmt.Errorf("lock state unreachable: %w", err))
 	}
-	return errs.E(op, errs.Unavailable, "", fmt.Errorf("lock state unreachable: %w", err))
+	return errs.E(op, k, "", fmt.Errorf("redis: %w", err))
 }
 
 func parseResult(op string, v any) (Result, error) {

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"netdisk/internal/cachefile"
 )
 
 // ChunkCache is a content-addressed chunk cache, keyed by the chunk's
@@ -315,19 +317,8 @@ func (c *ChunkCache) writeFile(key string, data []byte) (fileIdent, error) {
 	if err != nil {
 		return fileIdent{}, err
 	}
-	_, err = tmp.Write(data)
-	var info fs.FileInfo
-	if err == nil {
-		info, err = tmp.Stat()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), c.path(key))
-	}
+	info, err := cachefile.Publish(tmp, data, c.path(key))
 	if err != nil {
-		os.Remove(tmp.Name())
 		return fileIdent{}, err
 	}
 	return identOf(info), nil

@@ -2,15 +2,14 @@ package quota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/errs"
+	"netdisk/internal/rediserr"
 )
 
 // Redis is the ledger on a Redis server shared by any number of daemons. All
@@ -55,20 +54,11 @@ func redisErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errs.E(op, errs.Unavailable, "", fmt.Errorf("%w: redis: %w", errs.ErrLedgerUnreachable, err))
+	k := rediserr.Kind(err)
+	if k == errs.Unavailable {
+		return errs.E(op, k, "", fmt.Errorf("%w: redis: %w", errs.ErrLedgerUnreachable, err))
 	}
-	var re redis.Error
-	if errors.As(err, &re) {
-		msg := re.Error()
-		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "BUSY", "TRYAGAIN"} {
-			if strings.HasPrefix(msg, p) {
-				return errs.E(op, errs.Unavailable, "", fmt.Errorf("%w: redis: %w", errs.ErrLedgerUnreachable, err))
-			}
-		}
-		return errs.E(op, errs.Other, "", fmt.Errorf("redis: %w", err))
-	}
-	return errs.E(op, errs.Unavailable, "", fmt.Errorf("%w: redis: %w", errs.ErrLedgerUnreachable, err))
+	return errs.E(op, k, "", fmt.Errorf("redis: %w", err))
 }
 
 func ints(v any) ([]int64, error) {

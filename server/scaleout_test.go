@@ -12,9 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,34 +213,12 @@ func startCluster(t *testing.T, nodes int, extra ...string) *cluster {
 	return c
 }
 
-var litmusSummary = regexp.MustCompile("<- summary for `([a-z]+)': of ([0-9]+) tests run: ([0-9]+) passed, ([0-9]+) failed")
-
 // litmus passes in full (104 of 104) through nginx round-robin over two
 // nodes: every request may land on either node, so locks, properties and
 // the tree must all be shared.
 func TestLitmusThroughBalancer(t *testing.T) {
-	bin := testutil.RequireTool(t, "litmus")
 	c := startCluster(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, c.lb.URL+"/dav/", "admin", c.nodes[0].AdminPass)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "TESTS=basic copymove props locks http")
-	out, _ := cmd.CombinedOutput()
-	passed, failed := 0, 0
-	for _, m := range litmusSummary.FindAllStringSubmatch(string(out), -1) {
-		p, _ := strconv.Atoi(m[3])
-		f, _ := strconv.Atoi(m[4])
-		passed, failed = passed+p, failed+f
-	}
-	if passed != 104 || failed != 0 {
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "FAIL") || strings.Contains(line, "summary") {
-				t.Log(strings.TrimSpace(line))
-			}
-		}
-		t.Fatalf("litmus through nginx over two nodes: %d passed, %d failed; want 104 and 0", passed, failed)
-	}
+	testutil.RunLitmus(t, c.lb.URL+"/dav/", "admin", c.nodes[0].AdminPass, testutil.LitmusSuites)
 }
 
 // jsonDo sends a JSON (or raw) request to one node and decodes the answer.

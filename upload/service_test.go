@@ -105,6 +105,18 @@ func (e *env) upload(uid int64, path string, b []byte) (Result, error) {
 	return e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk))
 }
 
+// putChunks sends the chunks of b with the given indexes to session id,
+// correctly hashed, their size not announced.
+func (e *env) putChunks(uid int64, id string, b []byte, idx ...int64) {
+	e.t.Helper()
+	for _, i := range idx {
+		c := chunkOf(b, i)
+		if err := e.s.PutChunk(context.Background(), uid, id, i, md5hex(c), bytes.NewReader(c), -1); err != nil {
+			e.t.Fatalf("chunk %d: %v", i, err)
+		}
+	}
+}
+
 func (e *env) read(uid int64, path string) []byte {
 	e.t.Helper()
 	r, err := e.d.Open(context.Background(), uid, path)
@@ -136,12 +148,7 @@ func TestJanitorExpiresIdleSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range []int64{0, 3} {
-		c := chunkOf(b, i)
-		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, md5hex(c), bytes.NewReader(c), -1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.putChunks(uid, info.UploadID, b, 0, 3)
 	if got := e.unfinished(uid); got != testChunk+10 {
 		t.Fatalf("unfinished = %d, want %d", got, testChunk+10)
 	}
@@ -176,12 +183,7 @@ func TestMergedSessionIsIdempotentThenRetired(t *testing.T) {
 	uid := e.user("bob", 0)
 	b := randBytes(2*testChunk + 1)
 	info, _ := e.s.Init(ctx, uid, "/x/y/z.bin", int64(len(b)), "")
-	for i := int64(0); i < info.TotalChunks; i++ {
-		c := chunkOf(b, i)
-		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, md5hex(c), bytes.NewReader(c), -1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.putChunks(uid, info.UploadID, b, 0, 1, 2)
 	fh := fileHash(b, testChunk)
 	r1, err := e.s.Merge(ctx, uid, info.UploadID, fh)
 	if err != nil {

@@ -25,7 +25,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -33,6 +32,7 @@ import (
 
 	"netdisk/async"
 	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/fanout"
 	"netdisk/bench/internal/inproc"
 	"netdisk/client"
 	"netdisk/drive"
@@ -127,26 +127,12 @@ func putFile(ctx context.Context, d *inproc.Daemon, p string, size int64) []byte
 }
 
 func parallel(workers, n int, f func(i int) error) float64 {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					log.Fatal(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n) / time.Since(start).Seconds()
+	wall, _ := fanout.Run(workers, n, func(i int) {
+		if err := f(i); err != nil {
+			log.Fatal(err)
+		}
+	})
+	return float64(n) / wall.Seconds()
 }
 
 func createInProcess(ctx context.Context, d *inproc.Daemon, n, workers int) float64 {

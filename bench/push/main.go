@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +40,7 @@ import (
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/client"
+	"netdisk/internal/testutil"
 	"netdisk/server"
 )
 
@@ -172,11 +172,11 @@ func run() error {
 	}
 	// netdisk push and rclone copy to rclone serve webdav, interleaved rounds,
 	// the same files and the same number of transfers at once.
-	rc, err := startRclone(dir)
+	rc, err := startRclone(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer rc.stop()
+	defer rc.Stop()
 	var ndRate, rcRate []float64
 	for r := range *smallRounds {
 		if err := fill(r); err != nil {
@@ -208,40 +208,20 @@ func run() error {
 // rcloneServer is `rclone serve webdav` on a temp folder, the reference
 // server rclone copy uploads to.
 type rcloneServer struct {
-	cmd  *exec.Cmd
-	url  string
-	work string
+	*testutil.RcloneWebDAV
+	url string
 }
 
-func startRclone(work string) (*rcloneServer, error) {
+func startRclone(ctx context.Context, work string) (*rcloneServer, error) {
 	root := filepath.Join(work, "rclone-root")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	rc, err := testutil.LaunchRcloneWebDAV(ctx, root, "", "", nil)
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command("rclone", "serve", "webdav", root, "--addr", addr, "--config", "/dev/null")
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("rclone serve webdav: %w", err)
-	}
-	s := &rcloneServer{cmd: cmd, url: "http://" + addr + "/", work: work}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		req, _ := http.NewRequest("PROPFIND", s.url, nil)
-		req.Header.Set("Depth", "0")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("rclone serve webdav not ready after 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return &rcloneServer{RcloneWebDAV: rc, url: rc.URL + "/"}, nil
 }
 
 func (s *rcloneServer) copy(ctx context.Context, src, dst string, transfers int) error {
@@ -251,11 +231,6 @@ func (s *rcloneServer) copy(ctx context.Context, src, dst string, transfers int)
 		return fmt.Errorf("rclone copy: %v: %s", err, out)
 	}
 	return nil
-}
-
-func (s *rcloneServer) stop() {
-	s.cmd.Process.Signal(os.Interrupt)
-	s.cmd.Wait()
 }
 
 func report(what string, d time.Duration, bytes int64) {

@@ -32,8 +32,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -41,6 +39,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/fanout"
 	"netdisk/internal/testutil"
 	"netdisk/meta"
 )
@@ -246,29 +245,10 @@ func run(base string, size int64, small, entries int) figures {
 
 type timing struct{ wall, median time.Duration }
 
-// parallel runs fn(0..n-1) on workers goroutines.
+// parallel runs fn(0..n-1) on workers goroutines: the wall time and the
+// median call.
 func parallel(n, workers int, fn func(i int)) timing {
-	var next atomic.Int64
-	lats := make([]time.Duration, n)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				s := time.Now()
-				fn(i)
-				lats[i] = time.Since(s)
-			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(t0)
+	wall, lats := fanout.Run(workers, n, fn)
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 	return timing{wall: wall, median: lats[n/2]}
 }

@@ -107,7 +107,7 @@ func run(ctx context.Context, c config) (string, error) {
 		return "", err
 	}
 	defer nd.stop()
-	rc, err := startRclone(ctx, client, work)
+	rc, err := startRclone(ctx, work)
 	if err != nil {
 		return "", err
 	}

@@ -3,75 +3,45 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"netdisk/internal/testutil"
 )
 
 // server is one WebDAV server under test, run as a child process: netdisk
-// through the test suite's launcher (daemon), rclone as cmd.
+// and rclone through the test suite's launchers.
 type server struct {
 	name       string
 	base       string // URL of the WebDAV root, no trailing slash
 	api        string // netdisk: URL of the server root (for /api/v1); "" for rclone
 	user, pass string
 	daemon     *testutil.Daemon
-	log        *os.File // the daemon's output
-	cmd        *exec.Cmd
-	exited     chan struct{}
+	rclone     *testutil.RcloneWebDAV
+	log        *os.File // the server's output
 }
 
 func (s *server) pid() int {
 	if s.daemon != nil {
 		return s.daemon.Pid()
 	}
-	return s.cmd.Process.Pid
+	return s.rclone.Pid()
 }
 
-// stop sends SIGTERM and waits (then SIGKILL after 20 s).
+// stop sends SIGTERM and waits (then SIGKILL after 30 s for netdisk, 20 s
+// for rclone).
 func (s *server) stop() {
 	if s == nil {
 		return
 	}
 	if s.daemon != nil {
 		s.daemon.Stop()
-		s.log.Close()
-		return
+	} else {
+		s.rclone.Stop()
 	}
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-func startProcess(s *server, cmd *exec.Cmd, logPath string) error {
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start %s: %w", s.name, err)
-	}
-	s.cmd = cmd
-	s.exited = make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(s.exited) }()
-	return nil
+	s.log.Close()
 }
 
 // startNetdisk launches `netdisk serve` as the test suite does, its output in
@@ -90,51 +60,23 @@ func startNetdisk(ctx context.Context, bin, work string) (*server, error) {
 	return &server{name: "netdisk", base: d.URL + "/dav", api: d.URL, user: "admin", pass: d.AdminPass, daemon: d, log: logf}, nil
 }
 
-func startRclone(ctx context.Context, c *http.Client, work string) (*server, error) {
+// startRclone launches `rclone serve webdav` on work/rclone-root, its output
+// in work/rclone.log.
+func startRclone(ctx context.Context, work string) (*server, error) {
 	root := filepath.Join(work, "rclone-root")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	logf, err := os.Create(filepath.Join(work, "rclone.log"))
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	s := &server{name: "rclone", base: "http://" + addr, user: "bench", pass: "bench-pass"}
-	cmd := exec.Command("rclone", "serve", "webdav", root, "--addr", addr,
-		"--user", s.user, "--pass", s.pass, "--config", filepath.Join(work, "rclone.conf"))
-	if err := startProcess(s, cmd, filepath.Join(work, "rclone.log")); err != nil {
+	rc, err := testutil.LaunchRcloneWebDAV(ctx, root, "bench", "bench-pass", logf)
+	if err != nil {
+		logf.Close()
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if st, _, err := propfind(ctx, c, s, "/", "0"); err == nil && st == http.StatusMultiStatus {
-			return s, nil
-		}
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("rclone exited early; see %s", filepath.Join(work, "rclone.log"))
-		case <-ctx.Done():
-			s.stop()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("rclone serve webdav not ready after 30 s")
-		}
-	}
-}
-
-// freePort asks the kernel for a free loopback port (rclone cannot report the
-// port it bound to :0, so we pick one; a race here only fails the start).
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return &server{name: "rclone", base: rc.URL, user: rc.User, pass: rc.Pass, rclone: rc, log: logf}, nil
 }
 
 // peakRSS returns VmHWM (peak resident set) of a process, in bytes.

@@ -40,14 +40,7 @@ func runCLI(t *testing.T, d *testutil.Daemon, env map[string]string, args ...str
 	for k, v := range env {
 		vars[k] = v
 	}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NETDISK_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = cliEnv(vars)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb // stdin stays /dev/null: not a terminal
 	err := cmd.Run()
@@ -59,6 +52,71 @@ func runCLI(t *testing.T, d *testutil.Daemon, env map[string]string, args ...str
 		t.Fatalf("run netdisk %v: %v", args, err)
 	}
 	return r
+}
+
+// cliEnv is the test's environment without its NETDISK_ variables, plus
+// vars: the connection a command under test uses is only what the test set.
+func cliEnv(vars map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NETDISK_") {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// onTerminal runs `netdisk args` (one shell command line) on a real
+// pseudo-terminal, which script(1) from util-linux provides, with cliEnv(vars).
+// It waits for each prompt in turn and types its answer, then returns all
+// the command printed and its exit code.
+func onTerminal(t *testing.T, vars map[string]string, args string, dialog ...[2]string) (string, int) {
+	t.Helper()
+	scriptBin := testutil.RequireTool(t, "script")
+	cmd := exec.Command(scriptBin, "-qfec", testutil.Binary(t)+" "+args, "/dev/null")
+	cmd.Env = cliEnv(vars)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out := &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for _, d := range dialog {
+		prompt, answer := d[0], d[1]
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), prompt) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("no prompt %q; output so far %q", prompt, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		io.WriteString(in, answer+"\n")
+	}
+	select {
+	case err := <-exited:
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("netdisk %s: %v", args, err)
+		}
+		return out.String(), code
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("netdisk did not exit; output %q", out.String())
+	}
+	return "", 0
 }
 
 // mustCLI runs the command and fails the test unless it exits 0.
@@ -408,50 +466,12 @@ func TestParseSize(t *testing.T) {
 // pseudo-terminal (script(1) from util-linux provides one): it asks twice,
 // does not echo, and the user can then sign in with what was typed.
 func TestAdminPromptsOnTerminal(t *testing.T) {
-	scriptBin := testutil.RequireTool(t, "script")
 	d := testutil.StartDaemon(t)
-	typeInto := func(name string, answers ...string) (string, int) {
+	typeInto := func(name, first, again string) (string, int) {
 		t.Helper()
-		cmdline := testutil.Binary(t) + " admin user add " + name + " --quota 1GiB"
-		cmd := exec.Command(scriptBin, "-qfec", cmdline, "/dev/null")
-		cmd.Env = append(os.Environ(), "NETDISK_SERVER="+d.URL, "NETDISK_USER=admin", "NETDISK_PASSWORD="+d.AdminPass)
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := &testutil.SyncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		prompts := []string{"New password for " + name + ":", "Repeat it:"}
-		for i, a := range answers {
-			deadline := time.Now().Add(20 * time.Second)
-			for !strings.Contains(out.String(), prompts[i]) {
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("no prompt %q; output so far %q", prompts[i], out.String())
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			io.WriteString(in, a+"\n")
-		}
-		select {
-		case err := <-exited:
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			}
-			return out.String(), code
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("netdisk did not exit; output %q", out.String())
-		}
-		return "", 0
+		return onTerminal(t, map[string]string{"NETDISK_SERVER": d.URL, "NETDISK_USER": "admin", "NETDISK_PASSWORD": d.AdminPass},
+			"admin user add "+name+" --quota 1GiB",
+			[2]string{"New password for " + name + ":", first}, [2]string{"Repeat it:", again})
 	}
 
 	out, code := typeInto("dora", "dora-secret-77", "dora-secret-77")

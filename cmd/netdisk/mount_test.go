@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"netdisk/internal/testutil"
 )
@@ -62,47 +58,12 @@ func TestMountPassword(t *testing.T) {
 	refused("wrong password in the file", runCLI(t, d, alice, "mount", "--password-file", pf, mnt))
 	failCLI(t, d, alice, 1, "--password-file", "mount", "--password-file", filepath.Join(t.TempDir(), "absent"), mnt)
 
-	// On a terminal (script(1) gives one) it asks, without echo.
-	scriptBin := testutil.RequireTool(t, "script")
-	cmd := exec.Command(scriptBin, "-qfec", testutil.Binary(t)+" mount "+mnt, "/dev/null")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NETDISK_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
+	// On a terminal it asks, without echo.
+	o, code := onTerminal(t, map[string]string{"NETDISK_SERVER": d.URL, "NETDISK_USER": "alice"}, "mount "+mnt,
+		[2]string{"Password for alice at ", "alice-pass"})
+	if code != 1 {
+		t.Fatalf("prompted mount: exit %d, output %q", code, o)
 	}
-	cmd.Env = append(cmd.Env, "NETDISK_SERVER="+d.URL, "NETDISK_USER=alice")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out := &testutil.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "Password for alice at ") {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no prompt; output so far %q", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	io.WriteString(in, "alice-pass\n")
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Fatalf("prompted mount: %v, output %q", err, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("netdisk did not exit; output %q", out.String())
-	}
-	o := out.String()
 	if strings.Contains(o, "alice-pass") {
 		t.Errorf("the password was echoed: %q", o)
 	}

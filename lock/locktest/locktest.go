@@ -68,6 +68,16 @@ func (e *env) try(op string, n lock.Node, want lock.Status, pos int) lock.Result
 	return r
 }
 
+// queue has holder acquire op on the resource and each waiter queue behind
+// it, in order (positions 1, 2, …): where the queue scenarios start.
+func (e *env) queue(op string, holder lock.Node, waiters ...lock.Node) {
+	e.t.Helper()
+	e.try(op, holder, lock.Acquired, 0)
+	for i, w := range waiters {
+		e.try(op, w, lock.Queued, i+1)
+	}
+}
+
 func (e *env) standing(m *lock.Manager, op string, n lock.Node, want lock.Status, pos int) {
 	e.t.Helper()
 	r, err := m.Inspect(ctx, op, "resource123", n)
@@ -163,9 +173,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Scenario1FailuresPassInFIFOOrder", func(t *testing.T) {
 		e := newEnv(t, open, nil)
 		sb, sc := e.m.Subscribe(B), e.m.Subscribe(C)
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
-		e.try("pull", C, lock.Queued, 2)
+		e.queue("pull", A, B, C)
 		e.unlock("pull", A, true)
 		e.expect(sb, lock.EventGranted, pull)
 		e.standing(e.m, "pull", B, lock.Granted, 0)
@@ -206,9 +214,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Scenario3SuccessWakesEveryWaiter", func(t *testing.T) {
 		e := newEnv(t, open, nil)
 		sb, sc := e.m.Subscribe(B), e.m.Subscribe(C)
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
-		e.try("pull", C, lock.Queued, 2)
+		e.queue("pull", A, B, C)
 		e.unlock("pull", A, false)
 		e.expect(sb, lock.EventReleased, pull)
 		e.expect(sc, lock.EventReleased, pull)
@@ -236,9 +242,7 @@ func Run(t *testing.T, open Open) {
 
 	t.Run("QueuedNodeAskingAgainKeepsItsPlace", func(t *testing.T) {
 		e := newEnv(t, open, nil)
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
-		e.try("pull", C, lock.Queued, 2)
+		e.queue("pull", A, B, C)
 		e.try("pull", B, lock.Queued, 1)
 		e.try("pull", C, lock.Queued, 2)
 		e.try("pull", D, lock.Queued, 3)
@@ -246,9 +250,7 @@ func Run(t *testing.T, open Open) {
 
 	t.Run("WaiterUnlockingLeavesTheQueue", func(t *testing.T) {
 		e := newEnv(t, open, nil)
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
-		e.try("pull", C, lock.Queued, 2)
+		e.queue("pull", A, B, C)
 		e.unlock("pull", B, false)
 		e.standing(e.m, "pull", B, lock.None, 0)
 		e.standing(e.m, "pull", C, lock.Queued, 1)
@@ -271,8 +273,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("LeaseExpiryOfAKilledHolder", func(t *testing.T) {
 		e := newEnv(t, open, nil)
 		sa, sb := e.m.Subscribe(A), e.m.Subscribe(B)
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
+		e.queue("pull", A, B)
 		e.clock.Advance(lease - time.Millisecond)
 		if err := e.m.Expire(ctx); err != nil {
 			t.Fatal(err)
@@ -302,8 +303,7 @@ func Run(t *testing.T, open Open) {
 
 	t.Run("HeartbeatsKeepTheLease", func(t *testing.T) {
 		e := newEnv(t, open, nil)
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
+		e.queue("pull", A, B)
 		for range 5 {
 			e.clock.Advance(lease * 9 / 10)
 			r, err := e.m.Heartbeat(ctx, "pull", "resource123", A)
@@ -322,9 +322,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("UnclaimedGrantIsSkipped", func(t *testing.T) {
 		e := newEnv(t, open, nil)
 		sc := e.m.Subscribe(C)
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
-		e.try("pull", C, lock.Queued, 2)
+		e.queue("pull", A, B, C)
 		e.unlock("pull", A, true)
 		e.standing(e.m, "pull", B, lock.Granted, 0)
 		e.clock.Advance(lease)
@@ -338,9 +336,7 @@ func Run(t *testing.T, open Open) {
 
 	t.Run("QueueBoundPerKey", func(t *testing.T) {
 		e := newEnv(t, open, func(c *lock.Config) { c.MaxQueue = 2 })
-		e.try("pull", A, lock.Acquired, 0)
-		e.try("pull", B, lock.Queued, 1)
-		e.try("pull", C, lock.Queued, 2)
+		e.queue("pull", A, B, C)
 		if _, err := e.m.TryLock(ctx, "pull", "resource123", D); !errs.Is(err, errs.TooMany) {
 			t.Fatalf("third waiter: %v, want TooMany", err)
 		}
