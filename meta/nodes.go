@@ -180,12 +180,24 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 			ids[i] = c.ID
 			continue
 		}
-		// One statement for a new record (RETURNING); a record that exists
-		// returns no row and is looked up.
-		err := tx.QueryRowContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING RETURNING id`,
-			c.SHA256, c.MD5, c.Size, now, newDraw()).Scan(&ids[i])
-		created := err == nil
-		if errors.Is(err, sql.ErrNoRows) {
+		// One statement for a new record; a record that exists inserts no
+		// row and is looked up. An Exec, not a query (INSERT … RETURNING):
+		// database/sql starts a goroutine for every query in a transaction
+		// (to watch its context), and waking a thread for it costs more
+		// than the insert.
+		res, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
+			c.SHA256, c.MD5, c.Size, now, newDraw())
+		if err != nil {
+			return nil, err
+		}
+		inserted, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		created := inserted == 1
+		if created {
+			ids[i], err = res.LastInsertId()
+		} else {
 			err = tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i])
 		}
 		if err != nil {
@@ -228,14 +240,55 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		if err != nil {
 			return err
 		}
-		// The file and its parent in one query: a new file needs both.
-		old, found, parent, parentFound, err := statPair(ctx, tx, uid, path)
-		switch {
-		case err != nil:
+		// A new file, the common case, without a query: the insert does
+		// nothing when the name is taken, and the parent's mtime update
+		// finds no row unless the parent is a folder. database/sql starts
+		// a goroutine for every query in a transaction (see chunkIDs).
+		// Anything else (an overwrite, a missing parent) looks the file and
+		// its parent up below, in one query.
+		res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?) ON CONFLICT(user_id, path) DO NOTHING`,
+			uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1))
+		if err != nil {
 			return err
-		case found && old.IsDir:
-			return errs.E(op, errs.IsDir, path, nil)
-		case found:
+		}
+		inserted, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		var old Node // a new file replaces nothing
+		if inserted == 1 {
+			// A new entry changes its folder; replacing a file's content does not.
+			touched, err := touchParent(ctx, tx, uid, s.now(), path)
+			if err != nil {
+				return err
+			}
+			if !touched {
+				// No folder to hold it: the caller rolls the insert back.
+				_, _, parent, parentFound, err := statPair(ctx, tx, uid, path)
+				if err != nil {
+					return err
+				}
+				if err := parentIsDir(op, path, parent, parentFound); err != nil {
+					return err
+				}
+				return fmt.Errorf("meta: the folder of %s was not updated", path)
+			}
+			if n.ID, err = res.LastInsertId(); err != nil {
+				return err
+			}
+			n.Mode = f.Mode
+		}
+		if inserted == 0 {
+			var found bool
+			if old, found, _, _, err = statPair(ctx, tx, uid, path); err != nil {
+				return err
+			}
+			switch {
+			case !found:
+				return fmt.Errorf("meta: %s was neither inserted nor found", path)
+			case old.IsDir:
+				return errs.E(op, errs.IsDir, path, nil)
+			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
 				return err
 			}
@@ -249,21 +302,6 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 			}
 			n = old
 			n.Mode = mode
-		default:
-			if err := parentIsDir(op, path, parent, parentFound); err != nil {
-				return err
-			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?)`,
-				uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1))
-			if err != nil {
-				return err
-			}
-			// A new entry changes its folder; replacing a file's content does not.
-			if err := touchDirs(ctx, tx, uid, s.now(), vpath.Parent(path)); err != nil {
-				return err
-			}
-			n.ID, _ = res.LastInsertId()
-			n.Mode = f.Mode
 		}
 		delta = f.Size - old.Size
 		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {
@@ -509,6 +547,19 @@ func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Pro
 	}))
 }
 
+// touchParent is touchDirs for the folder holding path; false when there
+// is no such folder (none, or a file).
+func touchParent(ctx context.Context, tx *sql.Tx, uid int64, now time.Time, path string) (bool, error) {
+	res, err := tx.ExecContext(ctx, touchDirSQL, now.UnixNano(), uid, vpath.Parent(path))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+const touchDirSQL = `UPDATE nodes SET mtime_ns = ? WHERE user_id = ? AND path = ? AND is_dir = 1`
+
 // touchDirs sets the modification time of the folders dirs to now: a folder
 // changes when an entry is added to it, removed from it or renamed into or out
 // of it (POSIX; its ancestors do not). It runs in the transaction of the
@@ -519,7 +570,7 @@ func touchDirs(ctx context.Context, tx *sql.Tx, uid int64, now time.Time, dirs .
 		if d == "" || (i > 0 && d == dirs[0]) {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET mtime_ns = ? WHERE user_id = ? AND path = ? AND is_dir = 1`, now.UnixNano(), uid, d); err != nil {
+		if _, err := tx.ExecContext(ctx, touchDirSQL, now.UnixNano(), uid, d); err != nil {
 			return err
 		}
 	}

@@ -72,6 +72,15 @@ func testTreeShape(t *testing.T, e *env) {
 	wantKind(t, "CommitFile without a parent", err, errs.NoParent)
 	_, err = e.s.CommitFile(e.ctx, a, "/d/f/g", file(e.clock.Now(), chunk("2", 1)))
 	wantKind(t, "CommitFile under a file", err, errs.NotDir)
+	// A refused commit leaves nothing behind, nor is the user charged.
+	for _, p := range []string{"/nope/f", "/d/f/g"} {
+		if _, err := e.s.Stat(e.ctx, a, p); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("Stat(%s) after a refused commit: %v", p, err)
+		}
+	}
+	if got := e.finished(a); got != 4 {
+		t.Fatalf("finished bytes %d after refused commits, want 4", got)
+	}
 	// Trees are per user: bob sees none of alice's.
 	_, err = e.s.Stat(e.ctx, b, "/d")
 	wantKind(t, "another user's directory", err, errs.NotFound)
