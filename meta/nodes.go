@@ -240,68 +240,9 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		if err != nil {
 			return err
 		}
-		// A new file, the common case, without a query: the insert does
-		// nothing when the name is taken, and the parent's mtime update
-		// finds no row unless the parent is a folder. database/sql starts
-		// a goroutine for every query in a transaction (see chunkIDs).
-		// Anything else (an overwrite, a missing parent) looks the file and
-		// its parent up below, in one query.
-		res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?) ON CONFLICT(user_id, path) DO NOTHING`,
-			uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1))
-		if err != nil {
+		var old Node
+		if n, old, err = putNode(ctx, tx, op, uid, path, f, s.now()); err != nil {
 			return err
-		}
-		inserted, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		var old Node // a new file replaces nothing
-		if inserted == 1 {
-			// A new entry changes its folder; replacing a file's content does not.
-			touched, err := touchParent(ctx, tx, uid, s.now(), path)
-			if err != nil {
-				return err
-			}
-			if !touched {
-				// No folder to hold it: the caller rolls the insert back.
-				_, _, parent, parentFound, err := statPair(ctx, tx, uid, path)
-				if err != nil {
-					return err
-				}
-				if err := parentIsDir(op, path, parent, parentFound); err != nil {
-					return err
-				}
-				return fmt.Errorf("meta: the folder of %s was not updated", path)
-			}
-			if n.ID, err = res.LastInsertId(); err != nil {
-				return err
-			}
-			n.Mode = f.Mode
-		}
-		if inserted == 0 {
-			var found bool
-			if old, found, _, _, err = statPair(ctx, tx, uid, path); err != nil {
-				return err
-			}
-			switch {
-			case !found:
-				return fmt.Errorf("meta: %s was neither inserted nor found", path)
-			case old.IsDir:
-				return errs.E(op, errs.IsDir, path, nil)
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
-				return err
-			}
-			mode := f.Mode
-			if mode == 0 {
-				mode = old.Mode
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ?, content_md5 = ?, content_sha1 = ? WHERE id = ?`,
-				f.Size, mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1), old.ID); err != nil {
-				return err
-			}
-			n = old
-			n.Mode = mode
 		}
 		delta = f.Size - old.Size
 		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {
@@ -320,6 +261,89 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		return nil
 	}()
 	return n, delta, err
+}
+
+// putNode inserts the node of a new file at path, or points the file there
+// at its new content; old is the version replaced (none: zero).
+//
+// A new file, the common case, runs no query: the insert does nothing when
+// the name is taken, and the folder's mtime update finds no row unless the
+// parent is a folder. database/sql starts a goroutine for every query in a
+// transaction (see chunkIDs). An overwrite (f.Replacing, or a name found
+// taken) looks the file and its parent up in one query.
+func putNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, now time.Time) (n, old Node, err error) {
+	if !f.Replacing {
+		n, inserted, err := insertFile(ctx, tx, op, uid, path, f, now)
+		if err != nil || inserted {
+			return n, Node{}, err
+		}
+	}
+	old, found, parent, parentFound, err := statPair(ctx, tx, uid, path)
+	switch {
+	case err != nil:
+		return n, old, err
+	case !found && f.Replacing:
+		// Removed since the write began: a new file after all.
+		if err := parentIsDir(op, path, parent, parentFound); err != nil {
+			return n, Node{}, err
+		}
+		n, inserted, err := insertFile(ctx, tx, op, uid, path, f, now)
+		if err == nil && !inserted {
+			err = fmt.Errorf("meta: %s is neither free nor taken", path)
+		}
+		return n, Node{}, err
+	case !found:
+		return n, Node{}, fmt.Errorf("meta: %s is neither free nor taken", path)
+	case old.IsDir:
+		return n, Node{}, errs.E(op, errs.IsDir, path, nil)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
+		return n, old, err
+	}
+	mode := f.Mode
+	if mode == 0 {
+		mode = old.Mode
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ?, content_md5 = ?, content_sha1 = ? WHERE id = ?`,
+		f.Size, mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1), old.ID); err != nil {
+		return n, old, err
+	}
+	n = old
+	n.Mode = mode
+	return n, old, nil
+}
+
+// insertFile inserts a new file's node at path unless the name is taken
+// (inserted false, nothing changed). A missing parent, or a file in its
+// place, is an error after the insert: the caller's transaction is rolled
+// back.
+func insertFile(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, now time.Time) (n Node, inserted bool, err error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?) ON CONFLICT(user_id, path) DO NOTHING`,
+		uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1))
+	if err != nil {
+		return n, false, err
+	}
+	if rows, err := res.RowsAffected(); err != nil || rows == 0 {
+		return n, false, err
+	}
+	// A new entry changes its folder; replacing a file's content does not.
+	touched, err := touchParent(ctx, tx, uid, now, path)
+	if err != nil {
+		return n, true, err
+	}
+	if !touched {
+		_, _, parent, parentFound, err := statPair(ctx, tx, uid, path)
+		if err == nil {
+			err = parentIsDir(op, path, parent, parentFound)
+		}
+		if err == nil {
+			err = fmt.Errorf("meta: the folder of %s was not updated", path)
+		}
+		return n, true, err
+	}
+	n.ID, err = res.LastInsertId()
+	n.Mode = f.Mode
+	return n, true, err
 }
 
 // removeTx deletes path and its subtree and gives back the bytes of the files.
