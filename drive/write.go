@@ -372,7 +372,7 @@ func (w *Writer) Commit() (meta.Node, error) {
 	if err := w.failed(); err != nil {
 		return meta.Node{}, err
 	}
-	f := meta.NewFile{Size: w.size, ModTime: w.mtime, Mode: w.mode,
+	f := meta.NewFile{Size: w.size, ModTime: w.mtime, Mode: w.mode, Replacing: w.existed,
 		MD5: hex.EncodeToString(w.md5.Sum(nil)), SHA1: hex.EncodeToString(w.sha1.Sum(nil))}
 	if w.wantMD5 != "" && w.wantMD5 != f.MD5 || w.wantSHA1 != "" && w.wantSHA1 != f.SHA1 {
 		return meta.Node{}, errs.E("drive.Commit", errs.Mismatch, w.path, errors.New("the content does not match the checksum the client sent"))

@@ -78,6 +78,11 @@ type NewFile struct {
 	// MD5 and SHA1 of the whole content when the writer computed them as the
 	// bytes arrived; "" leaves them unknown for the background pass.
 	MD5, SHA1 string
+	// Replacing tells the store a file was at the path when the write
+	// began, so the commit looks it up first rather than trying to insert a
+	// new one first. Only the order of statements follows from it: either
+	// way the commit is correct.
+	Replacing bool
 }
 
 // Prop is a WebDAV dead property.

@@ -180,12 +180,24 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 			ids[i] = c.ID
 			continue
 		}
-		// One statement for a new record (RETURNING); a record that exists
-		// returns no row and is looked up.
-		err := tx.QueryRowContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING RETURNING id`,
-			c.SHA256, c.MD5, c.Size, now, newDraw()).Scan(&ids[i])
-		created := err == nil
-		if errors.Is(err, sql.ErrNoRows) {
+		// One statement for a new record; a record that exists inserts no
+		// row and is looked up. An Exec, not a query (INSERT … RETURNING):
+		// database/sql starts a goroutine for every query in a transaction
+		// (to watch its context), and waking a thread for it costs more
+		// than the insert.
+		res, err := tx.ExecContext(ctx, `INSERT INTO chunks(sha256, md5, size, created_ns, reveal_draw) VALUES (?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING`,
+			c.SHA256, c.MD5, c.Size, now, newDraw())
+		if err != nil {
+			return nil, err
+		}
+		inserted, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		created := inserted == 1
+		if created {
+			ids[i], err = res.LastInsertId()
+		} else {
 			err = tx.QueryRowContext(ctx, `SELECT id FROM chunks WHERE sha256 = ?`, c.SHA256).Scan(&ids[i])
 		}
 		if err != nil {
@@ -228,42 +240,9 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		if err != nil {
 			return err
 		}
-		// The file and its parent in one query: a new file needs both.
-		old, found, parent, parentFound, err := statPair(ctx, tx, uid, path)
-		switch {
-		case err != nil:
+		var old Node
+		if n, old, err = putNode(ctx, tx, op, uid, path, f, s.now()); err != nil {
 			return err
-		case found && old.IsDir:
-			return errs.E(op, errs.IsDir, path, nil)
-		case found:
-			if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
-				return err
-			}
-			mode := f.Mode
-			if mode == 0 {
-				mode = old.Mode
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ?, content_md5 = ?, content_sha1 = ? WHERE id = ?`,
-				f.Size, mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1), old.ID); err != nil {
-				return err
-			}
-			n = old
-			n.Mode = mode
-		default:
-			if err := parentIsDir(op, path, parent, parentFound); err != nil {
-				return err
-			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?)`,
-				uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1))
-			if err != nil {
-				return err
-			}
-			// A new entry changes its folder; replacing a file's content does not.
-			if err := touchDirs(ctx, tx, uid, s.now(), vpath.Parent(path)); err != nil {
-				return err
-			}
-			n.ID, _ = res.LastInsertId()
-			n.Mode = f.Mode
 		}
 		delta = f.Size - old.Size
 		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {
@@ -282,6 +261,89 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		return nil
 	}()
 	return n, delta, err
+}
+
+// putNode inserts the node of a new file at path, or points the file there
+// at its new content; old is the version replaced (none: zero).
+//
+// A new file, the common case, runs no query: the insert does nothing when
+// the name is taken, and the folder's mtime update finds no row unless the
+// parent is a folder. database/sql starts a goroutine for every query in a
+// transaction (see chunkIDs). An overwrite (f.Replacing, or a name found
+// taken) looks the file and its parent up in one query.
+func putNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, now time.Time) (n, old Node, err error) {
+	if !f.Replacing {
+		n, inserted, err := insertFile(ctx, tx, op, uid, path, f, now)
+		if err != nil || inserted {
+			return n, Node{}, err
+		}
+	}
+	old, found, parent, parentFound, err := statPair(ctx, tx, uid, path)
+	switch {
+	case err != nil:
+		return n, old, err
+	case !found && f.Replacing:
+		// Removed since the write began: a new file after all.
+		if err := parentIsDir(op, path, parent, parentFound); err != nil {
+			return n, Node{}, err
+		}
+		n, inserted, err := insertFile(ctx, tx, op, uid, path, f, now)
+		if err == nil && !inserted {
+			err = fmt.Errorf("meta: %s is neither free nor taken", path)
+		}
+		return n, Node{}, err
+	case !found:
+		return n, Node{}, fmt.Errorf("meta: %s is neither free nor taken", path)
+	case old.IsDir:
+		return n, Node{}, errs.E(op, errs.IsDir, path, nil)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
+		return n, old, err
+	}
+	mode := f.Mode
+	if mode == 0 {
+		mode = old.Mode
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ?, content_md5 = ?, content_sha1 = ? WHERE id = ?`,
+		f.Size, mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1), old.ID); err != nil {
+		return n, old, err
+	}
+	n = old
+	n.Mode = mode
+	return n, old, nil
+}
+
+// insertFile inserts a new file's node at path unless the name is taken
+// (inserted false, nothing changed). A missing parent, or a file in its
+// place, is an error after the insert: the caller's transaction is rolled
+// back.
+func insertFile(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, now time.Time) (n Node, inserted bool, err error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,0,?,?,?,?,?,?) ON CONFLICT(user_id, path) DO NOTHING`,
+		uid, path, vpath.Parent(path), vpath.Base(path), f.Size, f.Mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1))
+	if err != nil {
+		return n, false, err
+	}
+	if rows, err := res.RowsAffected(); err != nil || rows == 0 {
+		return n, false, err
+	}
+	// A new entry changes its folder; replacing a file's content does not.
+	touched, err := touchParent(ctx, tx, uid, now, path)
+	if err != nil {
+		return n, true, err
+	}
+	if !touched {
+		_, _, parent, parentFound, err := statPair(ctx, tx, uid, path)
+		if err == nil {
+			err = parentIsDir(op, path, parent, parentFound)
+		}
+		if err == nil {
+			err = fmt.Errorf("meta: the folder of %s was not updated", path)
+		}
+		return n, true, err
+	}
+	n.ID, err = res.LastInsertId()
+	n.Mode = f.Mode
+	return n, true, err
 }
 
 // removeTx deletes path and its subtree and gives back the bytes of the files.
@@ -509,6 +571,19 @@ func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Pro
 	}))
 }
 
+// touchParent is touchDirs for the folder holding path; false when there
+// is no such folder (none, or a file).
+func touchParent(ctx context.Context, tx *sql.Tx, uid int64, now time.Time, path string) (bool, error) {
+	res, err := tx.ExecContext(ctx, touchDirSQL, now.UnixNano(), uid, vpath.Parent(path))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+const touchDirSQL = `UPDATE nodes SET mtime_ns = ? WHERE user_id = ? AND path = ? AND is_dir = 1`
+
 // touchDirs sets the modification time of the folders dirs to now: a folder
 // changes when an entry is added to it, removed from it or renamed into or out
 // of it (POSIX; its ancestors do not). It runs in the transaction of the
@@ -519,7 +594,7 @@ func touchDirs(ctx context.Context, tx *sql.Tx, uid int64, now time.Time, dirs .
 		if d == "" || (i > 0 && d == dirs[0]) {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET mtime_ns = ? WHERE user_id = ? AND path = ? AND is_dir = 1`, now.UnixNano(), uid, d); err != nil {
+		if _, err := tx.ExecContext(ctx, touchDirSQL, now.UnixNano(), uid, d); err != nil {
 			return err
 		}
 	}

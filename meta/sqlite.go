@@ -193,6 +193,14 @@ var writeTxs atomic.Int64
 // through Tx (and the store's own transactional writes).
 func WriteTxCount() int64 { return writeTxs.Load() }
 
+// pointQuery is ctx for a query that reads a few pages and returns at once
+// (a look-up by key): database/sql watches a cancellable context with a
+// goroutine of its own for every query, and starting it wakes another
+// thread, a cost larger than the query's. Such a query cannot block (WAL
+// readers never wait for the writer), so cancelling it would gain nothing;
+// the caller checks ctx before.
+func pointQuery(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through _txlock).
 func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	writeTxs.Add(1)

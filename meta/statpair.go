@@ -11,7 +11,10 @@ import (
 // small upload should not pay two round trips through the reader pool for it.
 // The root has no parent (parentFound false).
 func (s *SQLite) StatWithParent(ctx context.Context, uid int64, path string) (n Node, found bool, parent Node, parentFound bool, err error) {
-	n, found, parent, parentFound, err = statPair(ctx, s.reader(), uid, path)
+	if err := ctx.Err(); err != nil {
+		return n, false, parent, false, wrap("meta.Stat", path, err)
+	}
+	n, found, parent, parentFound, err = statPair(pointQuery(ctx), s.reader(), uid, path)
 	return n, found, parent, parentFound, wrap("meta.Stat", path, err)
 }
 

@@ -136,6 +136,7 @@ func Run(t *testing.T, open Open) {
 		{"TreeShape", testTreeShape},
 		{"CommitAndFinishedBytes", testCommit},
 		{"FolderTimes", testFolderTimes},
+		{"ReplacingHint", testReplacingHint},
 		{"MoveCopyRemove", testMoveCopyRemove},
 		{"TreeTx", testTreeTx},
 		{"ListingsAndLimits", testListings},

@@ -72,6 +72,15 @@ func testTreeShape(t *testing.T, e *env) {
 	wantKind(t, "CommitFile without a parent", err, errs.NoParent)
 	_, err = e.s.CommitFile(e.ctx, a, "/d/f/g", file(e.clock.Now(), chunk("2", 1)))
 	wantKind(t, "CommitFile under a file", err, errs.NotDir)
+	// A refused commit leaves nothing behind, nor is the user charged.
+	for _, p := range []string{"/nope/f", "/d/f/g"} {
+		if _, err := e.s.Stat(e.ctx, a, p); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("Stat(%s) after a refused commit: %v", p, err)
+		}
+	}
+	if got := e.finished(a); got != 4 {
+		t.Fatalf("finished bytes %d after refused commits, want 4", got)
+	}
 	// Trees are per user: bob sees none of alice's.
 	_, err = e.s.Stat(e.ctx, b, "/d")
 	wantKind(t, "another user's directory", err, errs.NotFound)
@@ -496,5 +505,48 @@ func testTreeTx(t *testing.T, e *env) {
 	}
 	if e.finished(a) != 3 {
 		t.Fatalf("finished %d, want 3", e.finished(a))
+	}
+}
+
+// testReplacingHint: NewFile.Replacing only orders the commit's statements; a
+// wrong hint either way still gives the right tree, folder time and bytes.
+func testReplacingHint(t *testing.T, e *env) {
+	a := e.user("alice", 100)
+	e.mkdir(a, "/d")
+	dirTime := e.stat(a, "/d").ModTime
+	e.clock.Advance(time.Second)
+	// Replacing, but nothing is there (deleted meanwhile): a new file, and
+	// the folder changes.
+	f := file(e.clock.Now(), chunk("a", 3))
+	f.Replacing = true
+	if n, err := e.s.CommitFile(e.ctx, a, "/d/f", f); err != nil || n.Size != 3 || n.ID == 0 {
+		t.Fatalf("CommitFile(Replacing) of a new file = %+v, %v", n, err)
+	}
+	if d := e.stat(a, "/d"); !d.ModTime.After(dirTime) {
+		t.Fatalf("folder time %v not after %v: a new entry changes its folder", d.ModTime, dirTime)
+	}
+	dirTime = e.stat(a, "/d").ModTime
+	e.clock.Advance(time.Second)
+	// Not replacing, but a file is there (created meanwhile): replaced, its
+	// id kept, the folder unchanged, the bytes counted once.
+	id := e.stat(a, "/d/f").ID
+	if n, err := e.s.CommitFile(e.ctx, a, "/d/f", file(e.clock.Now(), chunk("b", 5))); err != nil || n.ID != id || n.Size != 5 {
+		t.Fatalf("CommitFile over a file = %+v, %v; want id %d", n, err, id)
+	}
+	if d := e.stat(a, "/d"); !d.ModTime.Equal(dirTime) {
+		t.Fatalf("folder time %v changed to %v by replacing a file's content", dirTime, d.ModTime)
+	}
+	if got := e.finished(a); got != 5 {
+		t.Fatalf("finished %d, want 5", got)
+	}
+	// Replacing a folder, or under a missing one, is refused either way.
+	f = file(e.clock.Now(), chunk("c", 1))
+	f.Replacing = true
+	_, err := e.s.CommitFile(e.ctx, a, "/d", f)
+	wantKind(t, "CommitFile(Replacing) over a directory", err, errs.IsDir)
+	_, err = e.s.CommitFile(e.ctx, a, "/nope/f", f)
+	wantKind(t, "CommitFile(Replacing) without a parent", err, errs.NoParent)
+	if got := e.finished(a); got != 5 {
+		t.Fatalf("finished %d after refused commits, want 5", got)
 	}
 }
