@@ -32,6 +32,34 @@ func HashChunk(b []byte) Sum {
 	return Sum{MD5: hex.EncodeToString(m[:]), SHA256: hex.EncodeToString(s[:]), Size: int64(len(b))}
 }
 
+// ChunkHasher computes a chunk's identity (HashChunk) from its bytes given in
+// pieces, as they arrive: a receiver hashes each piece while it is still in
+// the CPU's cache, instead of going over the whole chunk twice afterwards.
+type ChunkHasher struct {
+	md5, sha256 hash.Hash
+	n           int64
+}
+
+// NewChunkHasher returns a ChunkHasher of no bytes yet.
+func NewChunkHasher() *ChunkHasher {
+	return &ChunkHasher{md5: md5.New(), sha256: sha256.New()}
+}
+
+// Write adds p to the chunk; it never fails.
+func (h *ChunkHasher) Write(p []byte) (int, error) {
+	h.md5.Write(p)
+	h.sha256.Write(p)
+	h.n += int64(len(p))
+	return len(p), nil
+}
+
+// Sum returns the identity of the bytes written so far.
+func (h *ChunkHasher) Sum() Sum {
+	var m [md5.Size]byte
+	var s [sha256.Size]byte
+	return Sum{MD5: hex.EncodeToString(h.md5.Sum(m[:0])), SHA256: hex.EncodeToString(h.sha256.Sum(s[:0])), Size: h.n}
+}
+
 // ChunkMD5 returns the lowercase hex MD5 of b, the protocol's chunk hash.
 func ChunkMD5(b []byte) string {
 	m := md5.Sum(b)

@@ -14,7 +14,7 @@ import (
 // of testdata/identity: these values are part of the wire contract, and any
 // client in any language must compute the same. The vectors were produced
 // with coreutils md5sum; the chunker must agree with them, cutting with
-// ChunkCount/ChunkLen and hashing with HashChunk, FileHash and FileHasher.
+// ChunkCount/ChunkLen and hashing with HashChunk (and ChunkHasher), FileHash and FileHasher.
 func TestContentIdentityGolden(t *testing.T) {
 	for _, v := range testutil.IdentityVectors(t) {
 		data := v.Data()
@@ -30,6 +30,15 @@ func TestContentIdentityGolden(t *testing.T) {
 			s := HashChunk(c)
 			if s.MD5 != ChunkMD5(c) || s.Size != int64(len(c)) {
 				t.Errorf("%s: chunk %d: HashChunk %+v, ChunkMD5 %s", v.Name, i, s, ChunkMD5(c))
+			}
+			// Fed in uneven pieces, as a body arrives, ChunkHasher agrees.
+			h := NewChunkHasher()
+			for p, k := c, 1; len(p) > 0; k = k*3 + 1 {
+				h.Write(p[:min(k, len(p))])
+				p = p[min(k, len(p)):]
+			}
+			if hs := h.Sum(); hs != s {
+				t.Errorf("%s: chunk %d: ChunkHasher %+v, HashChunk %+v", v.Name, i, hs, s)
 			}
 			got = append(got, s.MD5)
 			fh.Add(s.MD5)

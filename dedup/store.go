@@ -39,6 +39,8 @@ func (k Key) Valid() bool {
 type BlobStore interface {
 	// Put stores b under key; it returns only once the bytes are durable.
 	// The caller vouches that key is the SHA-256 of b; a store may check.
+	// Once Put has succeeded, b is the caller's again (it reuses chunk
+	// buffers): a store keeps no reference to it.
 	Put(ctx context.Context, key Key, b []byte) error
 	// Open returns a reader of the blob. For the local store the concrete type
 	// is *os.File, so the HTTP layer can serve it with sendfile.

@@ -58,10 +58,14 @@ func (a *ahead) write(data []byte, off int64) bool {
 	}
 	for len(data) > 0 {
 		if a.buf == nil {
+			// A whole chunk at once: grown by append, each of the first
+			// chunks (until buffers come back to the pool) was copied
+			// again at every doubling.
 			select {
 			case a.buf = <-a.pool:
 				a.buf = a.buf[:0]
 			default:
+				a.buf = make([]byte, 0, a.cs)
 			}
 		}
 		room := int(a.cs) - len(a.buf)

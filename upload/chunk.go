@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"netdisk/chunker"
 	"netdisk/errs"
@@ -35,8 +36,16 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 	if length >= 0 && length != want {
 		return errs.Errorf(op, errs.Invalid, "chunk %d must be %d bytes, body has %d", index, want, length)
 	}
-	buf := make([]byte, want+1)
-	n, err := io.ReadFull(body, buf)
+	// The drive's background checksum pass waits while chunks arrive.
+	defer s.d.Receiving()()
+	buf := getChunkBuf(want + 1)
+	reuse := true
+	defer func() {
+		if reuse {
+			putChunkBuf(buf)
+		}
+	}()
+	n, sum, err := readChunk(body, buf)
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		if int64(n) != want {
@@ -52,7 +61,6 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 		return errs.Errorf(op, errs.TooLarge, "chunk %d must be %d bytes, body is longer", index, want)
 	}
 	b := buf[:want]
-	sum := chunker.HashChunk(b)
 	if sum.MD5 != hash {
 		return errs.Errorf(op, errs.Invalid, "chunk %d hashes to %s, not %s", index, sum.MD5, hash)
 	}
@@ -76,7 +84,11 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 		return errAlreadyReceived(op, index)
 	}
 	mc := meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size}
-	return s.d.StoreChunk(ctx, mc, b, func() error { return s.record(ctx, ss, index, mc) })
+	err = s.d.StoreChunk(ctx, mc, b, func() error { return s.record(ctx, ss, index, mc) })
+	// A store that failed may not be done with b: an HTTP transport (the
+	// S3 store) can still be reading a request body after its answer.
+	reuse = err == nil
+	return err
 }
 
 // record makes c the chunk at idx of an open session, counting its bytes when
@@ -104,6 +116,59 @@ func (s *Service) record(ctx context.Context, ss session, idx int64, c meta.Chun
 		return errAlreadyReceived(op, idx)
 	}
 	return err
+}
+
+// readChunk fills buf from body as io.ReadFull does (the same n and err),
+// and returns the identity of the bytes read but the last one of buf: the
+// caller makes buf one byte longer than the chunk to see a body that is too
+// long. Each piece is hashed as soon as it arrives, while still in the CPU's
+// cache, rather than in two passes over the whole chunk afterwards.
+func readChunk(body io.Reader, buf []byte) (int, chunker.Sum, error) {
+	h := chunker.NewChunkHasher()
+	want := len(buf) - 1
+	n := 0
+	var err error
+	for n < len(buf) && err == nil {
+		var k int
+		k, err = body.Read(buf[n:])
+		h.Write(buf[min(n, want):min(n+k, want)])
+		n += k
+	}
+	switch {
+	case n == len(buf):
+		err = nil
+	case n > 0 && err == io.EOF:
+		err = io.ErrUnexpectedEOF
+	}
+	return n, h.Sum(), err
+}
+
+// Chunk bodies of pooledMin bytes or more are read into buffers kept for the
+// next chunk: a fresh 4 MiB per chunk cost the daemon its zeroing and the
+// garbage collector's work on every chunk received. Smaller ones (a file's
+// tail) are cheap to allocate and would only crowd the pool. A buffer of
+// this size comes from the allocator aligned to a page, which the store's
+// direct writes need (dedup/disk.go).
+var chunkBufs sync.Pool
+
+const pooledMin = 1 << 20
+
+func getChunkBuf(n int64) []byte {
+	if n >= pooledMin {
+		if p, ok := chunkBufs.Get().(*[]byte); ok && int64(cap(*p)) >= n {
+			return (*p)[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// putChunkBuf keeps b for another chunk. The caller no longer uses it, and
+// nothing it was passed to keeps it (a BlobStore.Put that succeeded is done
+// with its bytes).
+func putChunkBuf(b []byte) {
+	if cap(b) >= pooledMin {
+		chunkBufs.Put(&b)
+	}
 }
 
 func checkIndex(op string, ss session, index int64) error {

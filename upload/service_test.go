@@ -46,8 +46,14 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 // the daemon's default).
 func newEnvWith(t testing.TB, rdb *redis.Client, inst ...Instant) *env {
 	t.Helper()
+	return newEnvSized(t, testChunk, rdb, inst...)
+}
+
+// newEnvSized is newEnvWith with chunks of cs bytes.
+func newEnvSized(t testing.TB, cs int64, rdb *redis.Client, inst ...Instant) *env {
+	t.Helper()
 	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	te := testenv.New(t, testenv.Options{ChunkSize: testChunk, Clock: clock, Redis: rdb})
+	te := testenv.New(t, testenv.Options{ChunkSize: cs, Clock: clock, Redis: rdb})
 	c := Config{Drive: te.Drive, DB: te.Meta, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Accountant: LedgerAccountant{G: te.Quota}}
 	if len(inst) > 0 {

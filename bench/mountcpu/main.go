@@ -12,6 +12,7 @@
 //
 //	go run ./bench/mountcpu -size 256MiB
 //	go run ./bench/mountcpu -size 256MiB -rclone
+//	go run ./bench/mountcpu -files 3 -settle 3s   # a stream of files: each one's background work meets the next
 //	go run ./bench/mountcpu -size 256MiB -prof 3 -out /tmp/prof   # then go tool pprof -top /tmp/prof/daemon.profile
 package main
 
@@ -54,6 +55,7 @@ func run() error {
 	prof := flag.Int("prof", 0, "seconds of profile to take of the daemon and the mount (0: none)")
 	kind := flag.String("kind", "profile", "what -prof takes: profile (CPU) or trace")
 	out := flag.String("out", os.TempDir(), "where -prof writes daemon.KIND and mount.KIND")
+	files := flag.Int("files", 1, "write this many files one after another, each with its fsync, and report each (the daemon's background work on one overlaps the next)")
 	settle := flag.Duration("settle", 0, "also report the daemon's CPU this long after the fsync (its background work on the new file: checksums)")
 	bin := flag.String("bin", "", "netdisk binary (default: built from this tree)")
 	flag.Parse()
@@ -123,35 +125,28 @@ func run() error {
 	buf := make([]byte, 1<<20)
 	rand.Read(buf)
 	dpid, mpid := d.Pid(), m.Process.Pid
-	d0, m0, w0 := cpuSeconds(dpid), cpuSeconds(mpid), cpuSeconds(os.Getpid())
-	start := time.Now()
-	f, err := os.Create(filepath.Join(mnt, "seq.bin"))
-	if err != nil {
-		return err
-	}
-	for off, i := int64(0), 0; off < int64(*size); off, i = off+int64(len(buf)), i+1 {
-		buf[0], buf[1] = byte(i), byte(i>>8) // distinct blocks: no deduplication
-		if _, err := f.Write(buf[:min(int64(len(buf)), int64(*size)-off)]); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	wrote := time.Since(start)
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	el := time.Since(start)
+	d0 := cpuSeconds(dpid)
 	tool := "netdisk mount --write-back"
 	if *viaRclone {
 		tool = "rclone mount --vfs-cache-mode writes"
 	}
-	fmt.Printf("%s: %.0f MB/s (write %v, fsync %v); CPU s: daemon %.2f, mount %.2f, writer %.2f\n", tool,
-		float64(*size)/el.Seconds()/1e6, wrote.Round(time.Millisecond), (el - wrote).Round(time.Millisecond),
-		cpuSeconds(dpid)-d0, cpuSeconds(mpid)-m0, cpuSeconds(os.Getpid())-w0)
+	for k := range *files {
+		name := "seq.bin"
+		if *files > 1 {
+			name = fmt.Sprintf("seq%d.bin", k)
+			tool = fmt.Sprintf("%s, file %d", strings.SplitN(tool, ",", 2)[0], k+1)
+		}
+		dk, mk, wk := cpuSeconds(dpid), cpuSeconds(mpid), cpuSeconds(os.Getpid())
+		start := time.Now()
+		wrote, err := writeSync(filepath.Join(mnt, name), int64(*size), buf, k)
+		if err != nil {
+			return err
+		}
+		el := time.Since(start)
+		fmt.Printf("%s: %.0f MB/s (write %v, fsync %v); CPU s: daemon %.2f, mount %.2f, writer %.2f\n", tool,
+			float64(*size)/el.Seconds()/1e6, wrote.Round(time.Millisecond), (el - wrote).Round(time.Millisecond),
+			cpuSeconds(dpid)-dk, cpuSeconds(mpid)-mk, cpuSeconds(os.Getpid())-wk)
+	}
 	if *settle > 0 {
 		time.Sleep(*settle)
 		fmt.Printf("daemon CPU s until %v after the fsync: %.2f\n", *settle, cpuSeconds(dpid)-d0)
@@ -160,6 +155,30 @@ func run() error {
 		return errors.Join(<-profs, <-profs)
 	}
 	return nil
+}
+
+// writeSync writes size bytes of distinct 1 MiB blocks (no deduplication,
+// within or across files: seed goes into each) to a new file p, fsyncs and
+// closes it, and returns how long the writes took.
+func writeSync(p string, size int64, buf []byte, seed int) (time.Duration, error) {
+	start := time.Now()
+	f, err := os.Create(p)
+	if err != nil {
+		return 0, err
+	}
+	for off, i := int64(0), 0; off < size; off, i = off+int64(len(buf)), i+1 {
+		buf[0], buf[1], buf[2] = byte(i), byte(i>>8), byte(seed)
+		if _, err := f.Write(buf[:min(int64(len(buf)), size-off)]); err != nil {
+			f.Close()
+			return 0, err
+		}
+	}
+	wrote := time.Since(start)
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	return wrote, f.Close()
 }
 
 func fetch(url, file string) error {
