@@ -312,7 +312,13 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		}
 		rp.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
+	// Held uploads go on before the server closes: Close waits for every
+	// active connection, and a test that failed while holding would hang
+	// there (the browser, closed later, keeps them open).
+	t.Cleanup(func() {
+		p.Release()
+		srv.Close()
+	})
 	p.URL = srv.URL
 	return p
 }
