@@ -132,10 +132,12 @@ func run(ctx context.Context, c config) (string, error) {
 			fmt.Fprintf(os.Stderr, "round %d/%d: %s\n", r+1, c.rounds, s.name)
 			seed := nonce + uint64(r*len(servers)+i)
 			var smp sample
+			settle()
 			if err := bigPutGet(ctx, client, s, random, seed, c.size, &smp); err != nil {
 				return "", fmt.Errorf("%s: %w", s.name, err)
 			}
 			if c.small > 0 {
+				settle()
 				var err error
 				if smp.smallTotal, err = smallPuts(ctx, client, s, random, seed, c.small, 1, false); err == nil {
 					if smp.smallPar, err = smallPuts(ctx, client, s, random, seed+1<<40, c.small, 8, false); err == nil {
@@ -177,6 +179,13 @@ func run(ctx context.Context, c config) (string, error) {
 	}
 	return format(c, samples, rss, bigLine), nil
 }
+
+// settle writes back what earlier phases left in the page cache before a
+// phase is timed: rclone answers a PUT before its bytes reach the disk, and
+// the kernel's write-back of them could land in the next server's phase,
+// where every fsync would wait behind it. Each phase then pays for its own
+// deferred writes only.
+func settle() { syscall.Sync() }
 
 func pick(ss []sample, f func(sample) float64) []float64 {
 	out := make([]float64, len(ss))
