@@ -424,6 +424,11 @@ func TestBrowserPauseCancel(t *testing.T) {
 	if q := quota(t, d); q.Uploading != int64(10*chunk) {
 		t.Fatalf("uploading while held: %+v", q)
 	}
+	// Every chunk hashed, the worker waits for the held ones: Cancel must
+	// end it there too, not only while it still hashes (where a click
+	// right after the start lands).
+	b.Run(t, "hashed", 20*time.Second, chromedp.WaitVisible(
+		fmt.Sprintf(`li.up[data-path="/backup.tar"][data-hashed="%d"]`, 10*chunk), chromedp.ByQuery))
 	b.Run(t, "cancel", 20*time.Second,
 		chromedp.Click(`li.up[data-path="/backup.tar"] .up-cancel`, chromedp.ByQuery),
 		chromedp.WaitVisible(`li.up[data-path="/backup.tar"][data-state="cancelled"]`, chromedp.ByQuery),
@@ -438,6 +443,26 @@ func TestBrowserPauseCancel(t *testing.T) {
 	}
 	if code, _ := davGet(t, d, "/backup.tar"); code != 404 {
 		t.Fatalf("cancelled file visible: %d", code)
+	}
+
+	// Cancelled uploads give their place back: the page runs two files at
+	// a time, so with two cancelled ones still holding theirs the next
+	// file would wait for good.
+	p.Hold(0)
+	x1, x2 := writeFile(t, tmp, "x1.bin", randomBytes(8, 3*chunk)), writeFile(t, tmp, "x2.bin", randomBytes(9, 3*chunk))
+	b.Run(t, "pick two", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{x1, x2}, chromedp.ByQuery))
+	for _, name := range []string{"x1.bin", "x2.bin"} {
+		b.Run(t, "hashed "+name, 20*time.Second, chromedp.WaitVisible(
+			fmt.Sprintf(`li.up[data-path="/%s"][data-hashed="%d"]`, name, 3*chunk), chromedp.ByQuery))
+		b.Run(t, "cancel "+name, 20*time.Second,
+			chromedp.Click(fmt.Sprintf(`li.up[data-path="/%s"] .up-cancel`, name), chromedp.ByQuery),
+			chromedp.WaitVisible(fmt.Sprintf(`li.up[data-path="/%s"][data-state="cancelled"]`, name), chromedp.ByQuery))
+	}
+	p.Release()
+	x3 := randomBytes(10, 2*chunk+7)
+	b.Run(t, "pick a third", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{writeFile(t, tmp, "x3.bin", x3)}, chromedp.ByQuery))
+	if row := b.WaitUpload(t, "/x3.bin", 60*time.Second, "done", "error"); row.State != "done" || row.Sent != int64(len(x3)) {
+		t.Fatalf("upload after two cancelled ones: %+v", row)
 	}
 }
 

@@ -7,6 +7,8 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,23 +65,48 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 
 // Binary builds cmd/netdisk once per test process and returns its path.
 // NETDISK_BIN overrides it with a prebuilt binary.
+//
+// Every test process of a checkout publishes its build at the same path
+// (sharedBinDir): a directory of its own per process stayed behind after
+// each one, about 35 MB a package a run. The build is renamed into place,
+// so a process still running the one it replaces keeps that file; all are
+// built from the same sources.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("NETDISK_BIN"); p != "" {
 		return p
 	}
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "netdisk-bin-")
+		dir := sharedBinDir()
+		if buildErr = os.MkdirAll(dir, 0o755); buildErr != nil {
+			return
+		}
+		tmp, err := os.MkdirTemp(dir, "build-")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		binPath, buildErr = BuildBinary(context.Background(), dir)
+		defer os.RemoveAll(tmp)
+		built, err := BuildBinary(context.Background(), tmp)
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "netdisk")
+		buildErr = os.Rename(built, binPath)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// sharedBinDir is where Binary publishes the build of this checkout: one
+// directory per module root, so that two checkouts tested at once (git
+// worktrees) never run each other's binary.
+func sharedBinDir() string {
+	sum := sha256.Sum256([]byte(RepoRoot()))
+	return filepath.Join(os.TempDir(), "netdisk-test-bin-"+hex.EncodeToString(sum[:6]))
 }
 
 // DaemonConfig describes a `netdisk serve` to launch.

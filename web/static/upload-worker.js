@@ -355,6 +355,10 @@ class Upload {
     this.stopped = true;
     if (this.ctl) this.ctl.abort();
     this.wake();
+    // finish() may be past hashing, waiting for the queue to drain, which a
+    // stopped queue never does: end that wait (run's catch then reports
+    // the cancel and frees the slot for the next file).
+    if (this.onAborted) this.onAborted(new DOMException('cancelled', 'AbortError'));
     const w = this.resumeWaiters; this.resumeWaiters = []; w.forEach(f => f());
     if (this.uploadId) call('DELETE', '/api/v1/file/session?uploadId=' + encodeURIComponent(this.uploadId)).catch(() => {});
   }

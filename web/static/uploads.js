@@ -62,6 +62,7 @@ class Row {
     const el = this.el;
     el.dataset.state = this.state;
     el.dataset.sent = this.sent;
+    el.dataset.hashed = this.hashed;
     el.dataset.resumed = this.resumed;
     el.dataset.retries = this.retries;
     el.dataset.inflight = this.inflight || 0;
