@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"netdisk/chunker"
@@ -21,6 +22,94 @@ import (
 // each such file's chunks and records the sums only if the file still holds
 // that very version (meta.SetChecksums), so a version committed meanwhile is
 // never given another version's sums.
+
+// The pass yields to uploads: before each chunk it reads, it waits while a
+// chunk body is being received (Receiving) and until none has been for
+// sumQuiet, for at most sumDefer per file. A large upload through the
+// chunked API (a mount's write + fsync) is CPU bound on hashing, and the
+// pass over the file just merged (two more hash passes over every byte)
+// would otherwise take its cores from the next file; sumQuiet covers the
+// moments between one chunk and the next of a stream. On a server that is
+// never idle the checksums of a file come at most sumDefer late. Times are
+// the drive's clock (Config.Now); a timer only wakes the wait, which then
+// reads the clock again.
+const (
+	sumDefer = 5 * time.Second        // Drive.sumDefer unless a test sets it
+	sumQuiet = 250 * time.Millisecond // Drive.sumQuiet unless a test sets it
+)
+
+// receiving counts chunk bodies being received; idle is closed while there
+// are none, last is when the latest one ended.
+type receiving struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{}
+	last time.Time
+}
+
+func newReceiving() *receiving {
+	r := &receiving{idle: make(chan struct{})}
+	close(r.idle)
+	return r
+}
+
+// Receiving notes a chunk body being received (the upload API's chunks, from
+// before the first byte is read until it is stored or refused); call done
+// once, when it is.
+func (d *Drive) Receiving() (done func()) {
+	r := d.recv
+	r.mu.Lock()
+	if r.n == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.n++
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			if r.n--; r.n == 0 {
+				close(r.idle)
+				r.last = d.now()
+			}
+			r.mu.Unlock()
+		})
+	}
+}
+
+// yieldToUploads waits until no chunk body is being received and none has
+// been for sumQuiet, or the deadline passes, or ctx ends (its error).
+func (d *Drive) yieldToUploads(ctx context.Context, deadline time.Time) error {
+	for waited := false; ; waited = true {
+		r := d.recv
+		r.mu.Lock()
+		idle, busy, quietAt := r.idle, r.n > 0, r.last.Add(d.sumQuiet)
+		r.mu.Unlock()
+		now := d.now()
+		if !busy && !now.Before(quietAt) || !now.Before(deadline) {
+			return nil
+		}
+		if !waited && d.sumYield != nil {
+			d.sumYield()
+		}
+		wake, busyCh := deadline, idle
+		if !busy && quietAt.Before(deadline) {
+			wake = quietAt
+		}
+		if !busy {
+			busyCh = nil // closed: wait for wake, then check again
+		}
+		t := time.NewTimer(wake.Sub(now))
+		select {
+		case <-busyCh:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
 
 // FillChecksums runs one pass over every file whose checksums are unknown and
 // returns how many it filled. A file whose chunk cannot be read is logged and
@@ -75,7 +164,11 @@ func (d *Drive) fillOne(ctx context.Context, n meta.Node) (bool, error) {
 	w := io.MultiWriter(hm, hs)
 	fh := chunker.NewFileHasher()
 	var size int64
+	deadline := d.now().Add(d.sumDefer)
 	for _, c := range chunks {
+		if err := d.yieldToUploads(ctx, deadline); err != nil {
+			return false, err
+		}
 		f, err := d.OpenSegment(ctx, Segment{Key: dedup.Key(c.SHA256)})
 		if err != nil {
 			return false, err

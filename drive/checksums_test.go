@@ -5,9 +5,11 @@ import (
 	"crypto/md5"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"testing"
 	"time"
 
+	"netdisk/drive"
 	"netdisk/meta"
 )
 
@@ -141,5 +143,105 @@ func TestRunChecksumsAtStartAndOnKick(t *testing.T) {
 	wm, _ := sums(data)
 	if st, _ := f.d.Stat(ctx, f.a.ID, "/after-start"); st.MD5 != wm {
 		t.Fatalf("after the kicked pass: %q, want %s", st.MD5, wm)
+	}
+}
+
+// The pass waits while a chunk body is being received (the upload API's
+// chunks of the next file) and fills the file once none is; past its
+// per-file limit it reads anyway.
+func TestChecksumPassYieldsToUploads(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	data := random(31, 2*testChunk+1)
+	nf := f.asMerge(t, f.put(t, f.a.ID, "/src", data))
+	wm, ws := sums(data)
+	merged := func(p string) {
+		t.Helper()
+		if _, err := f.m.CommitFile(ctx, f.a.ID, p, nf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filled := func(p string) bool {
+		t.Helper()
+		st, err := f.d.Stat(ctx, f.a.ID, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.MD5 != "" && (st.MD5 != wm || st.SHA1 != ws) {
+			t.Fatalf("%s: checksums %s/%s, want %s/%s", p, st.MD5, st.SHA1, wm, ws)
+		}
+		return st.MD5 != ""
+	}
+	pass := func() <-chan int {
+		res := make(chan int, 1)
+		go func() {
+			n, err := f.d.FillChecksums(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			res <- n
+		}()
+		return res
+	}
+	yielded := make(chan struct{}, 1)
+	drive.OnChecksumsYield(f.d, func() {
+		select {
+		case yielded <- struct{}{}:
+		default:
+		}
+	})
+	drive.SetChecksumsDefer(f.d, time.Hour)
+	drive.SetChecksumsQuiet(f.d, 0)
+
+	merged("/a")
+	done := f.d.Receiving()
+	res := pass()
+	<-yielded
+	select {
+	case n := <-res:
+		t.Fatalf("the pass ended (filled %d) while a chunk was being received", n)
+	default:
+	}
+	if filled("/a") {
+		t.Fatal("filled while a chunk was being received")
+	}
+	done()
+	done() // once is what counts
+	if n := <-res; n != 1 || !filled("/a") {
+		t.Fatalf("after the chunk: pass filled %d, want 1", n)
+	}
+
+	// Nothing being received: no wait.
+	merged("/b")
+	if n := <-pass(); n != 1 || !filled("/b") || len(yielded) != 0 {
+		t.Fatalf("idle: pass filled %d, waited %d times", n, len(yielded))
+	}
+
+	// Right after a chunk (the moment between two of a stream) it waits
+	// too: here until its context ends.
+	drive.SetChecksumsQuiet(f.d, time.Hour)
+	merged("/c")
+	f.d.Receiving()()
+	cctx, cancel := context.WithCancel(ctx)
+	cres := make(chan int, 1)
+	go func() {
+		n, err := f.d.FillChecksums(cctx)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled pass: %v, want context.Canceled", err)
+		}
+		cres <- n
+	}()
+	<-yielded
+	cancel()
+	if n := <-cres; n != 0 || filled("/c") {
+		t.Fatalf("within the quiet time: pass filled %d, want 0", n)
+	}
+
+	// Past the limit the pass reads while chunks still arrive.
+	drive.SetChecksumsDefer(f.d, 0)
+	done = f.d.Receiving()
+	defer done()
+	if n := <-pass(); n != 1 || !filled("/c") {
+		t.Fatalf("past the limit: pass filled %d, want 1", n)
 	}
 }

@@ -36,6 +36,8 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 	if length >= 0 && length != want {
 		return errs.Errorf(op, errs.Invalid, "chunk %d must be %d bytes, body has %d", index, want, length)
 	}
+	// The drive's background checksum pass waits while chunks arrive.
+	defer s.d.Receiving()()
 	buf := getChunkBuf(want + 1)
 	reuse := true
 	defer func() {
