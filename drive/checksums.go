@@ -30,9 +30,13 @@ import (
 // pass over the file just merged (two more hash passes over every byte)
 // would otherwise take its cores from the next file; sumQuiet covers the
 // moments between one chunk and the next of a stream. On a server that is
-// never idle the checksums of a file come at most sumDefer late. Times are
-// the drive's clock (Config.Now); a timer only wakes the wait, which then
-// reads the clock again.
+// never idle the checksums of a file come at most sumDefer late.
+//
+// These times are real time, not the drive's clock (Config.Now): the wait
+// shares the CPU, and a timer wakes it. On a test's frozen clock it would
+// never end (upload's tests of the pass froze that way); the tests of the
+// wait itself set sumQuiet and sumDefer to 0 or an hour instead, so none
+// depends on how long anything takes.
 const (
 	sumDefer = 5 * time.Second        // Drive.sumDefer unless a test sets it
 	sumQuiet = 250 * time.Millisecond // Drive.sumQuiet unless a test sets it
@@ -70,7 +74,7 @@ func (d *Drive) Receiving() (done func()) {
 			r.mu.Lock()
 			if r.n--; r.n == 0 {
 				close(r.idle)
-				r.last = d.now()
+				r.last = time.Now()
 			}
 			r.mu.Unlock()
 		})
@@ -85,7 +89,7 @@ func (d *Drive) yieldToUploads(ctx context.Context, deadline time.Time) error {
 		r.mu.Lock()
 		idle, busy, quietAt := r.idle, r.n > 0, r.last.Add(d.sumQuiet)
 		r.mu.Unlock()
-		now := d.now()
+		now := time.Now()
 		if !busy && !now.Before(quietAt) || !now.Before(deadline) {
 			return nil
 		}
@@ -164,7 +168,7 @@ func (d *Drive) fillOne(ctx context.Context, n meta.Node) (bool, error) {
 	w := io.MultiWriter(hm, hs)
 	fh := chunker.NewFileHasher()
 	var size int64
-	deadline := d.now().Add(d.sumDefer)
+	deadline := time.Now().Add(d.sumDefer)
 	for _, c := range chunks {
 		if err := d.yieldToUploads(ctx, deadline); err != nil {
 			return false, err
