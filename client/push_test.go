@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -446,13 +447,18 @@ func TestPushResumedAfterLocalChange(t *testing.T) {
 		t.Fatalf("first push: %v, want an abort", err)
 	}
 	_, held := p.uniqueOK()
-	if !slices.Contains(held, "3") {
-		t.Fatalf("chunk 3 not held after the first push: %v", held)
+	if len(held) == 0 {
+		t.Fatal("no chunk held after the first push")
 	}
-
-	// Change bytes in the middle of chunk 3 (held by the session).
-	data[3*testChunk+testChunk/2] ^= 0xff
-	data[3*testChunk+testChunk/2+1] ^= 0xff
+	// Which chunks got through before the break depends on the order the
+	// hashing workers finished in: change one of those the session holds.
+	changed := held[len(held)/2]
+	k, err := strconv.Atoi(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[k*testChunk+testChunk/2] ^= 0xff
+	data[k*testChunk+testChunk/2+1] ^= 0xff
 	if err := os.WriteFile(local, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -470,11 +476,11 @@ func TestPushResumedAfterLocalChange(t *testing.T) {
 			resent = append(resent, i)
 		}
 	}
-	if !slices.Equal(resent, []string{"3"}) {
-		t.Fatalf("chunks sent again: %v, want only the changed chunk 3 (held before: %v, sent now: %v)", resent, held, sent)
+	if !slices.Equal(resent, []string{changed}) {
+		t.Fatalf("chunks sent again: %v, want only the changed chunk %s (held before: %v, sent now: %v)", resent, changed, held, sent)
 	}
 	if want := 25 - len(held) + 1; len(sent) != want {
-		t.Fatalf("sent %d chunk requests (%v), want %d: the missing chunks once and chunk 3", len(sent), sent, want)
+		t.Fatalf("sent %d chunk requests (%v), want %d: the missing chunks once and chunk %s", len(sent), sent, want, changed)
 	}
 	if log.count(chunker.QueueDrained) != 1 || log.count(chunker.MergeFailed) != 1 || log.count(chunker.Merged) != 1 || log.count(chunker.QueueAborted) != 0 {
 		t.Fatalf("events: %d QueueDrained, %d MergeFailed, %d Merged, %d QueueAborted; want 1, 1, 1, 0",
