@@ -290,11 +290,18 @@ func TestBrowserResume(t *testing.T) {
 	p.Release()
 	b.Run(t, "choose the same file again", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{f}, chromedp.ByQuery))
 	row := b.WaitUpload(t, "/holiday.mov", 60*time.Second, "done", "error")
-	if row.State != "done" || row.Resumed != 4 || row.Sent != int64(8*chunk) {
-		t.Fatalf("resumed upload: %+v, want 4 chunks resumed and 8 sent", row)
+	// The server holds the 4 chunks let through, and may hold up to the 3
+	// more that were held: a request the reload aborted can still be
+	// forwarded when the proxy lets go, before it has seen the browser
+	// leave. Whatever it holds is resumed, the rest sent, nothing twice.
+	if row.State != "done" || row.Resumed < 4 || row.Resumed > 4+3 || row.Sent != int64(12-row.Resumed)*chunk {
+		t.Fatalf("resumed upload: %+v, want the chunks the server held (4 to 7) resumed and only the others sent", row)
 	}
-	if after := p.Bytes() - before; after != int64(8*chunk) {
-		t.Fatalf("the daemon received %d bytes after the reload, want only the 8 missing chunks (%d)", after, 8*chunk)
+	// After the reload the daemon answered the page's sends and, at most,
+	// the held requests that slipped through: never more than the 8
+	// chunks it was missing.
+	if after := p.Bytes() - before; after < row.Sent || after > int64(8*chunk) {
+		t.Fatalf("the daemon received %d bytes after the reload, want the page's %d and at most the 8 missing chunks (%d)", after, row.Sent, 8*chunk)
 	}
 	if code, got := davGet(t, d, "/holiday.mov"); code != 200 || !bytes.Equal(got, data) {
 		t.Fatalf("resumed file on the server: %d, equal %v", code, bytes.Equal(got, data))

@@ -316,6 +316,9 @@ func NewProxy(t testing.TB, target string) *Proxy {
 				case <-r.Context().Done():
 					return
 				}
+				if r.Context().Err() != nil {
+					return // the client left while held (when it is seen in time)
+				}
 			}
 		}
 		rp.ServeHTTP(w, r)
