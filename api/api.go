@@ -92,9 +92,21 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.lockRoutes()...)
 	rs = append(rs, a.asyncRoutes()...)
 	for i := range rs {
-		rs[i].Handler = a.withLockTokens(rs[i].Handler)
+		rs[i].Handler = a.requireJSON(a.withLockTokens(rs[i].Handler))
 	}
 	return rs
+}
+
+// requireJSON answers a POST whose body is not declared JSON before the
+// endpoint sees it (RequireJSON says why).
+func (a *API) requireJSON(h Handler) Handler {
+	return func(w http.ResponseWriter, r *http.Request, u meta.User) {
+		if err := RequireJSON(r); err != nil {
+			a.WriteError(w, r, err)
+			return
+		}
+		h(w, r, u)
+	}
 }
 
 // withLockTokens passes the WebDAV lock tokens a request submits (an If

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 
 	"netdisk/errs"
@@ -49,4 +50,27 @@ func (b *markedBody) mark(err error) error {
 		return errs.E(op, errs.Canceled, "", err)
 	}
 	return errs.E(op, errs.Invalid, "", fmt.Errorf("%s could not be read: %w", b.what, err))
+}
+
+// RequireJSON refuses a POST whose body is not declared JSON. POST is the one
+// state-changing method a page on another site can make a browser send
+// without asking first, and only with a form's or text/plain body: a JSON
+// Content-Type needs a preflight the daemon never grants, so a cross-site
+// form can no longer pass off `{"name": …}` as text/plain (browsers attach
+// cached Basic credentials to it). A POST without a body and without a
+// Content-Type (admin gc, fsck) passes: forms always send a type. Other
+// methods (PUT with raw chunk bytes, DELETE) are preflighted whatever their
+// body.
+func RequireJSON(r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return nil
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" && r.ContentLength == 0 {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return nil
+	}
+	return errs.Errorf("api.RequireJSON", errs.Invalid, "POST needs Content-Type: application/json (got %q)", ct)
 }

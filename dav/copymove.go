@@ -10,8 +10,9 @@ import (
 	"netdisk/vpath"
 )
 
-// errForeignHost marks a Destination on another server: RFC 4918 §9.8.5 says
-// 502 Bad Gateway, which no error kind stands for, so copyMove answers it itself.
+// errForeignHost marks a Destination on another server or outside the WebDAV
+// prefix: RFC 4918 §9.8.5 says 502 Bad Gateway, which no error kind stands
+// for, so copyMove answers it itself.
 var errForeignHost = errors.New("destination is on another server")
 
 // destination returns the cleaned drive path the Destination header names.
@@ -36,12 +37,23 @@ func (h *Handler) destination(r *http.Request) (string, error) {
 		return "", errs.Errorf(op, errs.Invalid, "Destination must be an absolute URL or path")
 	}
 	name, ok := strings.CutPrefix(u.Path, h.Prefix+"/")
-	if !ok && u.Path != h.Prefix {
-		return "", errs.E(op, errs.Permission, u.Path, errors.New("destination outside the WebDAV space"))
+	if !ok {
+		if u.Path == h.Prefix {
+			name = "/"
+		} else {
+			// Another URL namespace of this server (/api/…, /davx/…):
+			// RFC 4918 §9.8.5's 502, as for another server.
+			return "", errForeignHost
+		}
 	}
 	p, err := vpath.Clean(name)
 	if err != nil {
 		return "", errs.E(op, errs.Invalid, name, err)
+	}
+	if p == "/" {
+		// The drive's root is the collection every path lives in: it can
+		// be neither replaced nor created.
+		return "", errs.E(op, errs.Permission, p, errors.New("the root cannot be a COPY or MOVE destination"))
 	}
 	return p, nil
 }
@@ -61,7 +73,7 @@ func (h *Handler) copyMove(w http.ResponseWriter, r *http.Request, fs *FS, name 
 	}
 	dst, err := h.destination(r)
 	if errors.Is(err, errForeignHost) {
-		http.Error(w, "Destination is on another server", http.StatusBadGateway)
+		http.Error(w, "Destination is outside this WebDAV space", http.StatusBadGateway)
 		return 0, nil
 	}
 	if err != nil {

@@ -21,7 +21,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 	n := rd.Node()
 	hd := w.Header()
 	hd.Set("ETag", ETag(n))
-	hd.Set("Content-Type", ContentType(n.Path))
+	setContentHeaders(hd, n.Path)
 	hd.Set("Accept-Ranges", "bytes")
 	setOCChecksum(hd, n)
 	http.ServeContent(&sendfileWriter{ResponseWriter: w, d: fs.D, r: r, rd: rd}, r, n.Path, n.ModTime, rd)

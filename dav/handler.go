@@ -43,6 +43,7 @@ func (h *Handler) lockSystem(uid int64) webdav.LockSystem { return confirmedLS{}
 
 // Serve answers one WebDAV request for user u.
 func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
+	ProtectHeaders(w.Header()) // content.go: on every answer, errors and listings included
 	fs := &FS{D: h.D, UID: u.ID}
 	name, ok := strings.CutPrefix(r.URL.Path, h.Prefix)
 	if !ok {
@@ -82,6 +83,13 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 			break
 		}
 		h.webdav(fs).ServeHTTP(w, r)
+		return
+	case http.MethodPost:
+		// x/net/webdav answers POST like GET, bypassing serveFile's
+		// headers; WebDAV gives POST no meaning, and it is the one method
+		// besides GET a cross-site form can send.
+		w.Header().Set("Allow", "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK")
+		http.Error(w, "POST is not a WebDAV method", http.StatusMethodNotAllowed)
 		return
 	case http.MethodPut:
 		status, err = h.put(w, r, fs, name)

@@ -91,6 +91,9 @@ type Options struct {
 	// AsyncRecheck is how often an agent's work stream re-reads its work;
 	// 0 means api.DefaultAsyncRecheck.
 	AsyncRecheck time.Duration
+	// Conns bound the public listener's connections (connlimit.go); zero
+	// fields take DefaultConnLimits.
+	Conns ConnLimits
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -403,7 +406,14 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	log := d.opts.Logger
 	hs := d.Server.HTTPServer(ln.Addr().String())
 	addr := ln.Addr().String()
-	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/")
+	fds := RaiseFDLimit()
+	limits := DefaultConnLimits(d.opts.Conns, fds)
+	cl := newConnLimiter(limits, log, d.Server.metrics.connShed)
+	d.Server.metrics.watchConns(cl)
+	hs.ConnState, hs.ConnContext = cl.connState, connContext
+	ln = cl.listener(ln)
+	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/",
+		"fd_limit", fds, "max_conns", limits.Max, "max_conns_per_addr", limits.PerAddr)
 	if d.opts.MetricsListen != "" {
 		// Before the ready file: once it exists, everything listens.
 		ms, err := serveMetrics(d.opts.MetricsListen, d.Server.MetricsHandler(), log)

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -15,6 +16,8 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	bytesIn  *prometheus.CounterVec
 	bytesOut *prometheus.CounterVec
+	shed     *prometheus.CounterVec // connections closed by the limits (connlimit.go)
+	conns    atomic.Pointer[connLimiter]
 }
 
 // NewMetrics registers the collectors on reg.
@@ -30,11 +33,27 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "netdisk_http_bytes_out_total", Help: "Response body bytes written.",
 		}, []string{"surface"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netdisk_connections_shed_total", Help: "Connections closed by the connection limits: refused (every one busy) or evicted (idle, to make room).",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut,
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "netdisk_connections_open", Help: "Connections the public listener holds.",
+	}, func() float64 {
+		if l := m.conns.Load(); l != nil {
+			return float64(l.open())
+		}
+		return 0
+	})
+	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.shed, open,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+func (m *Metrics) connShed(reason string) { m.shed.WithLabelValues(reason).Inc() }
+
+// watchConns makes netdisk_connections_open count l's connections.
+func (m *Metrics) watchConns(l *connLimiter) { m.conns.Store(l) }
 
 // Registry is where other layers register their collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }

@@ -153,7 +153,9 @@ func (s *Server) MetricsHandler() http.Handler {
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // Handler is the root handler, with metrics around everything.
-func (s *Server) Handler() http.Handler { return s.metrics.wrap(refuseDotSegments(s.mux)) }
+func (s *Server) Handler() http.Handler {
+	return s.metrics.wrap(guardBrowser(refuseDotSegments(s.mux)))
+}
 
 // refuseDotSegments answers 400 to a path with "." or ".." segments. ServeMux
 // would otherwise clean them and redirect, turning an attempt to leave the
@@ -216,6 +218,7 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 		if !ok {
 			return
 		}
+		markAuthenticated(r) // connlimit.go: the connection keeps the ordinary timeouts
 		if admin && !u.IsAdmin {
 			deny(w, r, errs.Errorf("server.auth", errs.Permission, "admin rights required"))
 			return

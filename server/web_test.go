@@ -199,6 +199,7 @@ func TestWebBasicUnchanged(t *testing.T) {
 		t.Fatalf("Basic: %d", code)
 	}
 	req, _ := http.NewRequest("POST", hs.URL+"/api/v1/fs/mkdir", strings.NewReader(`{"path":"/b"}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth("alice", "pw-alice")
 	req.AddCookie(&http.Cookie{Name: web.CookieName, Value: "stale"})
 	resp, err := http.DefaultClient.Do(req)

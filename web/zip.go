@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"netdisk/api"
+	"netdisk/dav"
 	"netdisk/errs"
 	"netdisk/meta"
 )
@@ -57,7 +58,7 @@ func (h *Handler) ServeZip(w http.ResponseWriter, r *http.Request, u meta.User) 
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(name+".zip"))
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	dav.ProtectHeaders(w.Header())
 	if err := h.writeZip(r.Context(), w, u, root, nodes, name); err != nil {
 		h.log.Warn("zip download aborted", "user", u.Name, "path", root.Path, "err", err)
 		panic(http.ErrAbortHandler)
@@ -67,6 +68,8 @@ func (h *Handler) ServeZip(w http.ResponseWriter, r *http.Request, u meta.User) 
 func (h *Handler) writeZip(ctx context.Context, w io.Writer, u meta.User, root meta.Node, nodes []meta.Node, top string) error {
 	zw := zip.NewWriter(w)
 	prefix := strings.TrimSuffix(root.Path, "/") + "/"
+	names := newZipNames()
+	top = names.top(top)
 	if _, err := zw.CreateHeader(&zip.FileHeader{Name: top + "/", Modified: root.ModTime, Method: zip.Store}); err != nil {
 		return err
 	}
@@ -75,7 +78,7 @@ func (h *Handler) writeZip(ctx context.Context, w io.Writer, u meta.User, root m
 		if rel == n.Path || rel == "" {
 			continue
 		}
-		hdr := &zip.FileHeader{Name: top + "/" + rel, Modified: n.ModTime, Method: zip.Store}
+		hdr := &zip.FileHeader{Name: names.name(top, rel), Modified: n.ModTime, Method: zip.Store}
 		if n.IsDir {
 			hdr.Name += "/"
 			if _, err := zw.CreateHeader(hdr); err != nil {

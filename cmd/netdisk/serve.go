@@ -98,6 +98,9 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.Instant.MinOwners, o.Instant.MaxOwners, err = upload.ParseOwnerRange(owners); err != nil {
 				return fmt.Errorf("--instant-upload-owners: %w", err)
 			}
+			if o.Conns.Max < 0 || o.Conns.PerAddr <= 0 || o.Conns.PreAuthTimeout <= 0 {
+				return fmt.Errorf("--max-conns must be 0 or more, --max-conns-per-addr and --preauth-timeout positive")
+			}
 			if o.AsyncWindow < time.Second || o.AsyncWindow%time.Second != 0 {
 				return fmt.Errorf("--async-window %v: want whole seconds, at least 1s", o.AsyncWindow)
 			}
@@ -158,6 +161,9 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	// Profiling is for developers measuring the daemon, not an operator knob.
+	f.IntVar(&o.Conns.Max, "max-conns", 0, "most connections held at once; past it a new one closes the longest idle (0: half the file descriptor limit, at most 16384)")
+	f.IntVar(&o.Conns.PerAddr, "max-conns-per-addr", server.DefaultPerAddr, "most connections held from one client address (a reverse proxy is one address)")
+	f.DurationVar(&o.Conns.PreAuthTimeout, "preauth-timeout", server.DefaultPreAuthTimeout, "a connection that has not authenticated gets this long to send a request's headers (then the ordinary timeouts)")
 	f.StringVar(&o.Pprof, "pprof", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060")
 	_ = f.MarkHidden("pprof")
 	_ = strings.TrimSpace

@@ -248,6 +248,11 @@ func (d *Daemon) Request(ctx context.Context, method, path, user, pass string, b
 	if user != "" {
 		req.SetBasicAuth(user, pass)
 	}
+	if method == http.MethodPost && body != nil && strings.HasPrefix(path, "/api/") {
+		// An API client declares its JSON (api.RequireJSON); a test that
+		// sends another type says so in hdr.
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
