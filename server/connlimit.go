@@ -115,7 +115,9 @@ type limitedConn struct {
 }
 
 // listener wraps ln so that it admits connections under the limits.
-func (l *connLimiter) listener(ln net.Listener) net.Listener { return &limitedListener{Listener: ln, l: l} }
+func (l *connLimiter) listener(ln net.Listener) net.Listener {
+	return &limitedListener{Listener: ln, l: l}
+}
 
 type limitedListener struct {
 	net.Listener
