@@ -52,6 +52,9 @@ func (x *tester) send(user, password, method, path string, body []byte, size int
 	if user != "" {
 		req.SetBasicAuth(user, password)
 	}
+	if method == http.MethodPost && body != nil {
+		req.Header.Set("Content-Type", "application/json") // as every API client (RequireJSON); hdr may say otherwise
+	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
