@@ -235,11 +235,16 @@ func (l *connLimiter) connState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// open is the number of connections held.
-func (l *connLimiter) open() int {
+// open is the number of connections held, and of those busy with a request.
+func (l *connLimiter) open() (all, busy int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.conns)
+	for c := range l.conns {
+		if !c.idle {
+			busy++
+		}
+	}
+	return len(l.conns), busy
 }
 
 func (c *limitedConn) Close() error {

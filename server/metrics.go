@@ -37,15 +37,26 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Name: "netdisk_connections_shed_total", Help: "Connections closed by the connection limits: refused (every one busy) or evicted (idle, to make room).",
 		}, []string{"reason"}),
 	}
+	conns := func(busy bool) func() float64 {
+		return func() float64 {
+			l := m.conns.Load()
+			if l == nil {
+				return 0
+			}
+			all, b := l.open()
+			if busy {
+				return float64(b)
+			}
+			return float64(all)
+		}
+	}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "netdisk_connections_open", Help: "Connections the public listener holds.",
-	}, func() float64 {
-		if l := m.conns.Load(); l != nil {
-			return float64(l.open())
-		}
-		return 0
-	})
-	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.shed, open,
+	}, conns(false))
+	busy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "netdisk_connections_busy", Help: "Connections the public listener holds that are in a request.",
+	}, conns(true))
+	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.shed, open, busy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
