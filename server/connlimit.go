@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -218,7 +219,7 @@ func (l *connLimiter) forgetLocked(c *limitedConn) {
 // connState is the http.Server's ConnState hook: it keeps each
 // connection's idleness, and forgets connections that ended or left HTTP.
 func (l *connLimiter) connState(c net.Conn, s http.ConnState) {
-	lc, ok := c.(*limitedConn)
+	lc, ok := asLimited(c)
 	if !ok {
 		return
 	}
@@ -256,6 +257,34 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// ReadFrom keeps the connection's own ReadFrom (sendfile, splice) for
+// net/http, which looks for it on the connection: dav's GET sends chunk
+// files through it.
+func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite keeps the half-close net/http uses to let a client read an
+// error answer before the connection ends.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// asLimited finds the limitedConn under c (a TLS connection wraps it).
+func asLimited(c net.Conn) (*limitedConn, bool) {
+	if u, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = u.NetConn()
+	}
+	lc, ok := c.(*limitedConn)
+	return lc, ok
+}
+
 // SetReadDeadline shortens the deadlines the HTTP server sets while
 // waiting for a request (its header and idle timeouts) to PreAuthTimeout
 // until a request on the connection authenticated. A zero deadline (no
@@ -285,7 +314,7 @@ type connKey struct{}
 // connContext is the http.Server's ConnContext hook: requests find their
 // connection to mark it authenticated.
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	if lc, ok := c.(*limitedConn); ok {
+	if lc, ok := asLimited(c); ok {
 		return context.WithValue(ctx, connKey{}, lc)
 	}
 	return ctx
