@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,4 +233,70 @@ func openFDs(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return len(es)
+}
+
+// TestConnLimiterBookkeeping runs the limiter in process (under -race in
+// CI) with clients from four addresses racing past tight bounds: however
+// connections end (evicted, refused, closed by the client), the counts
+// return to zero, and they never exceed the bounds.
+func TestConnLimiterBookkeeping(t *testing.T) {
+	l := newConnLimiter(ConnLimits{Max: 8, PerAddr: 4, PreAuthTimeout: time.Minute}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/auth" {
+			markAuthenticated(r)
+		}
+		io.WriteString(w, "ok")
+	}), ConnState: l.connState, ConnContext: connContext}
+	go hs.Serve(l.listener(ln))
+	t.Cleanup(func() { hs.Close() })
+	var wg sync.WaitGroup
+	var over atomic.Int32
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src := fmt.Sprintf("127.0.0.%d", 2+g%4)
+			var keep []net.Conn
+			defer func() {
+				for _, c := range keep {
+					c.Close()
+				}
+			}()
+			for i := range 20 {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+				c, err := d.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					continue
+				}
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				path := "/anon"
+				if i%3 == 0 {
+					path = "/auth"
+				}
+				roundTrip(c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+				if all, _ := l.open(); all > 8 {
+					over.Add(1)
+				}
+				if i%2 == 0 {
+					c.Close()
+				} else {
+					keep = append(keep, c)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := over.Load(); n > 0 {
+		t.Errorf("the limiter held more than 8 connections %d times", n)
+	}
+	waitFor(t, "every connection forgotten", func() bool {
+		all, _ := l.open()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return all == 0 && len(l.byAddr) == 0
+	})
 }
