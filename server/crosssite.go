@@ -23,7 +23,8 @@ import (
 //     Sec-Fetch-Site when the browser sends it (anything but same-origin or
 //     none, the user's own navigation), else by Origin, which must be the
 //     daemon's own. Clients that are not browsers send neither and are
-//     unaffected;
+//     unaffected. Under /api/ a GET or HEAD from another origin is refused
+//     too, by Sec-Fetch-Site;
 //   - a POST to the API must declare its body JSON (api.RequireJSON);
 //   - POST on /dav/ does nothing (dav.Handler answers 405).
 //
@@ -56,8 +57,19 @@ func guardBrowser(h http.Handler) http.Handler {
 // behalf of another origin.
 func crossOrigin(r *http.Request) bool {
 	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	case http.MethodOptions:
 		return false
+	case http.MethodGet, http.MethodHead:
+		// Reading is open to links from elsewhere (a file's /dav/ URL in a
+		// chat), except the API: no page of another site has a reason to
+		// call it, and some GETs act (an agent's event stream registers
+		// the agent and hands it work). Browsers send no Origin on these,
+		// so only fetch metadata can tell.
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			return false
+		}
+		s := r.Header.Get("Sec-Fetch-Site")
+		return s != "" && s != "same-origin" && s != "none"
 	}
 	// Fetch metadata is the browser's own verdict, sent on every request
 	// to a secure origin (HTTPS, localhost): trust it alone when present,

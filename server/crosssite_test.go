@@ -93,10 +93,19 @@ func TestCrossOriginRefused(t *testing.T) {
 			t.Errorf("POST %s with %v: %d %s, want 201", path, h, st, b)
 		}
 	}
-	// Reading is not refused: a cross-site GET cannot read the answer, and
-	// the page's own links are navigations.
-	if st, _ := do("GET", "/api/v1/quota", "", map[string]string{"Sec-Fetch-Site": "cross-site"}); st != 200 {
-		t.Errorf("cross-site GET: %d, want 200", st)
+	// The API answers no other site, GETs included (some act: an agent's
+	// event stream registers the agent); a file's URL may be linked from
+	// anywhere.
+	for _, h := range []map[string]string{{"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}} {
+		if st, _ := do("GET", "/api/v1/async/agent/events?agent=csrf", "", h); st != 403 {
+			t.Errorf("GET agent events with %v: %d, want 403", h, st)
+		}
+		if st, _ := do("GET", "/dav/keep", "", h); st == 403 {
+			t.Errorf("GET /dav/ with %v: 403, want the link to work", h)
+		}
+	}
+	if st, _ := do("GET", "/api/v1/quota", "", map[string]string{"Sec-Fetch-Site": "same-origin"}); st != 200 {
+		t.Errorf("same-origin GET: %d, want 200", st)
 	}
 }
 
