@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -83,6 +84,17 @@ func randBytes(n int) []byte {
 
 func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
 
+func sha256hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// fileSHA is b's chunker.FileSHA256, cut at cs.
+func fileSHA(b []byte, cs int) string {
+	var hs []string
+	for off := 0; off < len(b); off += cs {
+		hs = append(hs, sha256hex(b[off:min(off+cs, len(b))]))
+	}
+	return chunker.FileSHA256(hs)
+}
+
 func fileHash(b []byte, cs int) string {
 	var hs []string
 	for off := 0; off < len(b); off += cs {
@@ -108,7 +120,7 @@ func (e *env) upload(uid int64, path string, b []byte) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk))
+	return e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk), fileSHA(b, testChunk))
 }
 
 // putChunks sends the chunks of b with the given indexes to session id,
@@ -191,11 +203,11 @@ func TestMergedSessionIsIdempotentThenRetired(t *testing.T) {
 	info, _ := e.s.Init(ctx, uid, "/x/y/z.bin", int64(len(b)), "")
 	e.putChunks(uid, info.UploadID, b, 0, 1, 2)
 	fh := fileHash(b, testChunk)
-	r1, err := e.s.Merge(ctx, uid, info.UploadID, fh)
+	r1, err := e.s.Merge(ctx, uid, info.UploadID, fh, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := e.s.Merge(ctx, uid, info.UploadID, fh)
+	r2, err := e.s.Merge(ctx, uid, info.UploadID, fh, "")
 	if err != nil || r1 != r2 {
 		t.Fatalf("retried merge = %+v, %v; want %+v", r2, err, r1)
 	}
@@ -237,7 +249,7 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	}
 
 	info, _ := e.s.Init(ctx, alice, "/x.bin", testChunk, "")
-	hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x))
+	hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x), sha256hex(x))
 	if err != nil || !hr.Exists || hr.Challenge == nil {
 		t.Fatalf("patchHash = %+v, %v; want a challenge (only mallory holds it)", hr, err)
 	}
@@ -267,7 +279,7 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	// Two stored chunks share the MD5: a hash-only claim is ambiguous, so the
 	// answer is "send the bytes", never one of them.
 	info2, _ := e.s.Init(ctx, carol, "/c.bin", testChunk, "")
-	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x)); err != nil || hr.Exists {
+	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), sha256hex(x)); err != nil || hr.Exists {
 		t.Fatalf("carol's patchHash = %+v, %v; want exists=false", hr, err)
 	}
 	if !bytes.Equal(e.read(mallory, "/evil"), y) {
@@ -375,7 +387,7 @@ func TestClaimedChunkSurvivesGC(t *testing.T) {
 	}
 	info, _ := e.s.Init(ctx, uid, "/copy", int64(len(b)), "")
 	for i := int64(0); i < 2; i++ {
-		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)))
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)), sha256hex(chunkOf(b, i)))
 		if err != nil || !hr.Exists || hr.Challenge != nil {
 			t.Fatalf("patchHash %d = %+v, %v; want exists without challenge", i, hr, err)
 		}
@@ -386,7 +398,7 @@ func TestClaimedChunkSurvivesGC(t *testing.T) {
 	if res, err := e.d.GC(ctx); err != nil || res.Chunks != 0 {
 		t.Fatalf("GC = %+v, %v; want nothing collected", res, err)
 	}
-	if _, err := e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk)); err != nil {
+	if _, err := e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk), fileSHA(b, testChunk)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(e.read(uid, "/copy"), b) {
