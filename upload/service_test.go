@@ -248,25 +248,19 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Named by MD5 alone or by its real SHA-256, alice's x is not the
+	// crafted record's bytes: no challenge, she sends the bytes.
 	info, _ := e.s.Init(ctx, alice, "/x.bin", testChunk, "")
-	hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x), sha256hex(x))
-	if err != nil || !hr.Exists || hr.Challenge == nil {
-		t.Fatalf("patchHash = %+v, %v; want a challenge (only mallory holds it)", hr, err)
-	}
-	// Alice proves over her real bytes x: the server's copy is y, so it fails.
-	var parts [][]byte
-	for _, r := range hr.Challenge.Ranges {
-		parts = append(parts, x[r[0]:r[0]+r[1]])
-	}
-	idx := int64(0)
-	pr, err := e.s.Prove(ctx, alice, info.UploadID, &idx, hr.Challenge.Nonce, Proof(hr.Challenge.Nonce, parts))
-	if err != nil || pr.OK {
-		t.Fatalf("prove over x = %+v, %v; want ok=false", pr, err)
+	for _, sha := range []string{"", sha256hex(x)} {
+		hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x), sha)
+		if err != nil || hr.Exists {
+			t.Fatalf("patchHash (sha256 %q) = %+v, %v; want exists=false", sha, hr, err)
+		}
 	}
 	if err := e.s.PutChunk(ctx, alice, info.UploadID, 0, md5hex(x), bytes.NewReader(x), -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Merge(ctx, alice, info.UploadID, fileHash(x, testChunk)); err != nil {
+	if _, err := e.s.Merge(ctx, alice, info.UploadID, fileHash(x, testChunk), fileSHA(x, testChunk)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(e.read(alice, "/x.bin"), x) {
@@ -276,11 +270,25 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	if len(cs) != 2 {
 		t.Fatalf("%d chunk records share the MD5, want 2 (stored by SHA-256)", len(cs))
 	}
-	// Two stored chunks share the MD5: a hash-only claim is ambiguous, so the
-	// answer is "send the bytes", never one of them.
+	// Two stored chunks share the MD5: the SHA-256 picks the one carol
+	// names (a challenge over alice's x), and MD5 alone picks none.
 	info2, _ := e.s.Init(ctx, carol, "/c.bin", testChunk, "")
-	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), sha256hex(x)); err != nil || hr.Exists {
-		t.Fatalf("carol's patchHash = %+v, %v; want exists=false", hr, err)
+	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), ""); err != nil || hr.Exists {
+		t.Fatalf("carol's patchHash by MD5 = %+v, %v; want exists=false", hr, err)
+	}
+	hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), sha256hex(x))
+	if err != nil || hr.Challenge == nil {
+		t.Fatalf("carol's patchHash by SHA-256 = %+v, %v; want a challenge", hr, err)
+	}
+	idx := int64(0)
+	if pr, err := e.s.Prove(ctx, carol, info2.UploadID, &idx, hr.Challenge.Nonce, proveOver(hr.Challenge, x)); err != nil || !pr.OK {
+		t.Fatalf("carol's proof = %+v, %v", pr, err)
+	}
+	if _, err := e.s.Merge(ctx, carol, info2.UploadID, fileHash(x, testChunk), fileSHA(x, testChunk)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(e.read(carol, "/c.bin"), x) {
+		t.Fatal("carol's file does not hold her bytes")
 	}
 	if !bytes.Equal(e.read(mallory, "/evil"), y) {
 		t.Fatal("mallory's file changed")
