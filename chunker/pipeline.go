@@ -1,8 +1,9 @@
 package chunker
 
 // The client upload pipeline of seed 000, protocol-neutral: the file is read
-// once, its chunks are hashed by a worker pool as they are read, and every
-// hashed chunk becomes a task in a concurrent queue limited to N. A task asks
+// once, its chunks are hashed (MD5 and SHA-256) by a worker pool as they are
+// read, and every hashed chunk becomes a task in a concurrent queue limited
+// to N. A task asks
 // the remote whether it holds the chunk (answering a challenge when asked) and
 // uploads it otherwise. When every chunk is hashed the file hash is computed
 // and checked: a file the remote already holds completes at once (instant
