@@ -22,13 +22,13 @@ func TestPatchHashHidesOthersContent(t *testing.T) {
 		ask := func(b []byte) (answers []string) {
 			in := x.init("bob", "/probe.bin", int64(len(b)))
 			defer x.call("bob", "DELETE", "/api/v1/file/session?uploadId="+in.UploadID, nil, nil)
-			st, body := x.raw("bob", "POST", "/api/v1/file/patchHash", jsonBody(map[string]any{"uploadId": in.UploadID, "fileHash": fileHash(b)}), 0, nil)
+			st, body := x.raw("bob", "POST", "/api/v1/file/patchHash", jsonBody(map[string]any{"uploadId": in.UploadID, "fileHash": fileHash(b), "fileSha256": fileSHA(b)}), 0, nil)
 			if st != 200 {
 				t.Fatalf("patchHash file: %d %s", st, body)
 			}
 			answers = append(answers, body)
 			for i := int64(0); i < in.TotalChunks; i++ {
-				st, body := x.raw("bob", "POST", "/api/v1/file/patchHash", jsonBody(map[string]any{"uploadId": in.UploadID, "index": i, "hash": md5hex(chunkAt(b, i))}), 0, nil)
+				st, body := x.raw("bob", "POST", "/api/v1/file/patchHash", jsonBody(map[string]any{"uploadId": in.UploadID, "index": i, "hash": md5hex(chunkAt(b, i)), "sha256": sha256hex(chunkAt(b, i))}), 0, nil)
 				if st != 200 {
 					t.Fatalf("patchHash chunk %d: %d %s", i, st, body)
 				}
@@ -58,7 +58,7 @@ func TestPatchHashHidesOthersContent(t *testing.T) {
 			Exists, Completed bool
 			Challenge         any
 		}
-		x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fileHash(secret)}, &pa)
+		x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fileHash(secret), "fileSha256": fileSHA(secret)}, &pa)
 		if !pa.Exists || !pa.Completed || pa.Challenge != nil {
 			t.Fatalf("alice's own content: %+v, want completed without a challenge", pa)
 		}

@@ -64,9 +64,12 @@ func TestSmallUploadWithFileHash(t *testing.T) {
 	x.addUser("alice", 0)
 	x.addUser("bob", 0)
 	b := randBytes(2*cs + 300)
+	// The file hash with the content's SHA-256 name, as netdisk push sends
+	// them (rawUpload puts its argument after fileHash=).
 	h := fileHash(b)
+	hs := h + "&fileSha256=" + fileSHA(b)
 
-	st, cont, ans := x.rawUpload("alice", "/a.bin", h, b)
+	st, cont, ans := x.rawUpload("alice", "/a.bin", hs, b)
 	if st != 200 || !cont {
 		t.Fatalf("new content: %d (100 Continue first: %v) %s", st, cont, ans)
 	}
@@ -76,7 +79,14 @@ func TestSmallUploadWithFileHash(t *testing.T) {
 		t.Fatalf("new content answer %s", ans)
 	}
 	before := x.stats()
-	st, cont, ans = x.rawUpload("alice", "/dir/copy.bin", h, b)
+	// The file hash alone (MD5s) does not name the bytes: they are read.
+	st, cont, ans = x.rawUpload("alice", "/md5only.bin", h, b)
+	r.Instant = false
+	json.Unmarshal(ans, &r)
+	if st != 200 || !cont || r.Instant {
+		t.Fatalf("held content named by its file hash alone: %d (100 Continue first: %v) %s; want the body read", st, cont, ans)
+	}
+	st, cont, ans = x.rawUpload("alice", "/dir/copy.bin", hs, b)
 	json.Unmarshal(ans, &r)
 	if st != 200 || cont || !r.Instant || r.Size != int64(len(b)) || r.Path != "/dir/copy.bin" {
 		t.Fatalf("held content: %d (100 Continue first: %v) %s; want 200 at once, instant", st, cont, ans)
@@ -86,7 +96,7 @@ func TestSmallUploadWithFileHash(t *testing.T) {
 	}
 	// Bob does not hold it: his upload reads the body (the answer is the
 	// one for new content), and dedup stores nothing new.
-	st, cont, ans = x.rawUpload("bob", "/mine.bin", h, b)
+	st, cont, ans = x.rawUpload("bob", "/mine.bin", hs, b)
 	r.Instant = false
 	json.Unmarshal(ans, &r)
 	if st != 200 || !cont || r.Instant || x.stats() != before {

@@ -77,9 +77,9 @@ func (a *API) patchHash(w http.ResponseWriter, r *http.Request, u meta.User) {
 	var err error
 	switch {
 	case req.Index != nil:
-		res, err = a.Upload.PatchChunk(r.Context(), u.ID, req.UploadID, *req.Index, req.Hash)
+		res, err = a.Upload.PatchChunk(r.Context(), u.ID, req.UploadID, *req.Index, req.Hash, req.SHA256)
 	case req.FileHash != "":
-		res, err = a.Upload.PatchFile(r.Context(), u.ID, req.UploadID, req.FileHash)
+		res, err = a.Upload.PatchFile(r.Context(), u.ID, req.UploadID, req.FileHash, req.FileSHA256)
 	default:
 		err = errs.Errorf("api.PatchHash", errs.Invalid, "give index and hash (a chunk) or fileHash (the file)")
 	}
@@ -131,7 +131,7 @@ func (a *API) merge(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	res, err := a.Upload.Merge(r.Context(), u.ID, req.UploadID, req.FileHash)
+	res, err := a.Upload.Merge(r.Context(), u.ID, req.UploadID, req.FileHash, req.FileSHA256)
 	var miss *upload.MissingError
 	if errors.As(err, &miss) {
 		body := ErrorBody(err)
@@ -167,12 +167,14 @@ func (a *API) deleteSession(w http.ResponseWriter, r *http.Request, u meta.User)
 // streaming writer as WebDAV PUT, so it is cut into the same chunks. Missing
 // parent directories are created, as merge does.
 //
-// With fileHash (an extension, docs/API.md): when the user already holds a
-// file of that hash and the announced size, the new version is committed
-// from it and the answer goes out before the body is read, so a client that
-// sent Expect: 100-continue never sends it. Otherwise the body is read and
-// must hash to fileHash (422 when not). Only the user's own files count: the
-// answer never tells whether someone else holds the content.
+// With fileHash and fileSha256 (an extension, docs/API.md): when the user
+// already holds a file of that hash, SHA-256 name and the announced size,
+// the new version is committed from it and the answer goes out before the
+// body is read, so a client that sent Expect: 100-continue never sends it.
+// fileHash alone (MD5s, which two contents can share) commits nothing
+// unread. Otherwise the body is read and must hash to fileHash (422 when
+// not). Only the user's own files count: the answer never tells whether
+// someone else holds the content.
 func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 	const op = "api.Upload"
 	ctx := r.Context()
@@ -181,11 +183,16 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.E(op, errs.Invalid, r.URL.Query().Get("path"), err))
 		return
 	}
-	fileHash := r.URL.Query().Get("fileHash")
+	fileHash, fileSHA := r.URL.Query().Get("fileHash"), r.URL.Query().Get("fileSha256")
 	if fileHash != "" && !chunker.ValidHash(fileHash) {
 		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits"))
 		return
 	}
+	if fileSHA != "" && (fileHash == "" || !chunker.ValidSHA256(fileSHA)) {
+		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "fileSha256 must be 64 lowercase hex digits, given with fileHash"))
+		return
+	}
+	instant := fileSHA != "" && r.ContentLength > 0
 	mtime, mode, err := uploadAttrs(r.URL.Query())
 	if err != nil {
 		a.WriteError(w, r, errs.E(op, errs.Invalid, p, err))
@@ -202,14 +209,14 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	// The parent usually exists: Create finds it in the look-up it makes
 	// anyway, and only a missing (or file) parent costs the folders' walk.
-	// With a file hash the instant upload needs the folders first.
+	// The instant upload needs the folders first.
 	o := driveOpts(r.ContentLength)
 	o.WantFileHash, o.ModTime = fileHash, mtime
 	if mode != nil {
 		o.Mode = meta.StoredMode(*mode)
 	}
 	var fw *drive.Writer
-	if fileHash == "" {
+	if !instant {
 		fw, err = a.D.Create(ctx, u.ID, p, o)
 		if err != nil && !errs.Is(err, errs.NoParent) && !errs.Is(err, errs.NotDir) {
 			a.WriteError(w, r, err)
@@ -224,8 +231,8 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 			}
 		}
 	}
-	if fileHash != "" && r.ContentLength > 0 {
-		node, ok, err := a.D.CommitHeldContent(ctx, u.ID, p, fileHash, r.ContentLength, mtime)
+	if instant {
+		node, ok, err := a.D.CommitHeldContent(ctx, u.ID, p, fileHash, fileSHA, r.ContentLength, mtime)
 		if err == nil && ok && mode != nil {
 			// Rare (a client sending both): the mode in a second step.
 			if err = a.D.SetMode(ctx, u.ID, p, *mode); err == nil {

@@ -300,7 +300,7 @@ func TestInstantUpload(t *testing.T) {
 	// Same user: completed at once, no challenge, no bytes.
 	in := x.init("alice", "/again.bin", int64(len(b)))
 	var pa apitype.PatchHashResult
-	x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh}, &pa)
+	x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh, "fileSha256": fileSHA(b)}, &pa)
 	if !pa.Exists || !pa.Completed || pa.Path != "/again.bin" || pa.Challenge != nil {
 		t.Fatalf("same-user patchHash = %+v", pa)
 	}
@@ -312,7 +312,7 @@ func TestInstantUpload(t *testing.T) {
 	// the right answer to a used challenge.
 	in = x.init("bob", "/mine.bin", int64(len(b)))
 	pa = apitype.PatchHashResult{}
-	x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh}, &pa)
+	x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh, "fileSha256": fileSHA(b)}, &pa)
 	if !pa.Exists || pa.Completed || pa.Challenge == nil || len(pa.Challenge.Ranges) == 0 {
 		t.Fatalf("cross-user patchHash = %+v", pa)
 	}
@@ -328,7 +328,7 @@ func TestInstantUpload(t *testing.T) {
 	if st := x.call("bob", "GET", "/api/v1/fs/stat?path=/mine.bin", nil, nil); st != 404 {
 		t.Fatalf("file exists after failed proofs: %d", st)
 	}
-	x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh}, &pa)
+	x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fh, "fileSha256": fileSHA(b)}, &pa)
 	pr = apitype.ProveResult{}
 	x.call("bob", "POST", "/api/v1/file/prove", map[string]any{"uploadId": in.UploadID, "nonce": pa.Challenge.Nonce, "proof": proof(pa.Challenge.Nonce, b, pa.Challenge.Ranges)}, &pr)
 	if !pr.OK || !pr.Completed || pr.Path != "/mine.bin" {
@@ -341,7 +341,7 @@ func TestInstantUpload(t *testing.T) {
 	// Chunk level: carol proves one chunk, uploads the rest.
 	in = x.init("carol", "/c.bin", int64(len(b)))
 	pa = apitype.PatchHashResult{}
-	x.call("carol", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 1, "hash": md5hex(chunkAt(b, 1))}, &pa)
+	x.call("carol", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 1, "hash": md5hex(chunkAt(b, 1)), "sha256": sha256hex(chunkAt(b, 1))}, &pa)
 	if !pa.Exists || pa.Challenge == nil {
 		t.Fatalf("cross-user chunk patchHash = %+v", pa)
 	}

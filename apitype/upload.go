@@ -21,11 +21,18 @@ type Session struct {
 
 // PatchHashRequest is the body of POST /api/v1/file/patchHash: with Index
 // (and Hash) it asks about a chunk, with FileHash about the whole file.
+//
+// SHA256 (of the chunk's bytes) and FileSHA256 (chunker.FileSHA256) are
+// netdisk's extension: MD5 names content but two contents can share it, so
+// the server binds held content only to a client that names it by these;
+// without them the answer is always "send the bytes".
 type PatchHashRequest struct {
-	UploadID string `json:"uploadId"`
-	Index    *int64 `json:"index,omitempty"`
-	Hash     string `json:"hash,omitempty"`
-	FileHash string `json:"fileHash,omitempty"`
+	UploadID   string `json:"uploadId"`
+	Index      *int64 `json:"index,omitempty"`
+	Hash       string `json:"hash,omitempty"`
+	SHA256     string `json:"sha256,omitempty"`
+	FileHash   string `json:"fileHash,omitempty"`
+	FileSHA256 string `json:"fileSha256,omitempty"`
 }
 
 // Challenge asks the client to prove it holds content it claims by hash:
@@ -69,10 +76,13 @@ type ChunkReceived struct {
 	Index int64 `json:"index"`
 }
 
-// MergeRequest is the body of POST /api/v1/file/merge.
+// MergeRequest is the body of POST /api/v1/file/merge. FileSHA256, when
+// given, must also match the chunks held (by their SHA-256s): a resumed
+// session may hold other bytes with the same MD5s.
 type MergeRequest struct {
-	UploadID string `json:"uploadId"`
-	FileHash string `json:"fileHash"`
+	UploadID   string `json:"uploadId"`
+	FileHash   string `json:"fileHash"`
+	FileSHA256 string `json:"fileSha256,omitempty"`
 }
 
 // FileResult is a committed file: the answer of merge and of the one-request

@@ -80,6 +80,35 @@ func ValidHash(h string) bool {
 	return true
 }
 
+// ValidSHA256 reports whether h is a SHA-256 as the protocol writes it (a
+// chunk's "sha256", a "fileSha256"): 64 lowercase hex digits.
+func ValidSHA256(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// FileSHA256 is a file's byte-exact name: the lowercase hex SHA-256 of the
+// concatenation, in order, of its chunks' lowercase hex SHA-256 strings (the
+// file hash's construction with SHA-256 for MD5). MD5 names content on the
+// wire but two different contents can share it (testdata/md5collision), so
+// an instant upload binds a file only when the client names it by this too;
+// the server computes it from the SHA-256s it keeps per chunk, without
+// reading the bytes. The empty file's is the SHA-256 of the empty string.
+func FileSHA256(chunkSHA256s []string) string {
+	h := sha256.New()
+	for _, c := range chunkSHA256s {
+		h.Write([]byte(c))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // FileHasher computes a file hash incrementally: MD5 over the concatenation of
 // the chunk hashes' hex strings, in order (what Spark-MD5's append of the hex
 // strings gives). The zero chunk list gives MD5("").

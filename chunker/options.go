@@ -16,10 +16,10 @@ type Options struct {
 	// Uploaded reports chunks the session already holds (init's "uploaded"):
 	// their tasks complete without a call.
 	Uploaded func(index int) bool
-	// Hashes, when it has one entry per chunk, are the chunk hashes already
-	// known to the caller (e.g. computed as the data was written): the file
-	// is then not read to hash it, only to send or prove chunks.
-	Hashes []string
+	// Sums, when it has one entry per chunk, are the chunks' identities
+	// already known to the caller (e.g. computed as the data was written):
+	// the file is then not read to hash it, only to send or prove chunks.
+	Sums []Sum
 	// Retries is how many times a failing call is retried (default 5; <0 none).
 	Retries int
 	// Backoff is the first retry delay, doubled each time up to MaxBackoff,

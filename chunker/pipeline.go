@@ -1,8 +1,9 @@
 package chunker
 
 // The client upload pipeline of seed 000, protocol-neutral: the file is read
-// once, its chunks are hashed by a worker pool as they are read, and every
-// hashed chunk becomes a task in a concurrent queue limited to N. A task asks
+// once, its chunks are hashed (MD5 and SHA-256) by a worker pool as they are
+// read, and every hashed chunk becomes a task in a concurrent queue limited
+// to N. A task asks
 // the remote whether it holds the chunk (answering a challenge when asked) and
 // uploads it otherwise. When every chunk is hashed the file hash is computed
 // and checked: a file the remote already holds completes at once (instant
@@ -86,7 +87,8 @@ type pipeline struct {
 	// a merge found the content changed and every chunk is checked again in
 	// a fresh session (drained is then a new channel, closed without a
 	// second QueueDrained).
-	hashes     []string
+	hashes     []string // MD5s
+	shas       []string // SHA-256s
 	rechecking bool
 
 	qctx    context.Context // cancelled on abort, instant upload or caller cancel
@@ -144,7 +146,7 @@ func (p *pipeline) run(ctx context.Context) (Result, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.runner() }()
 	}
-	hashes := make(chan string, 1) // file hash, or closed on failure
+	hashes := make(chan FileSum, 1) // or closed on failure
 	hashErr := make(chan error, 1)
 	wg.Add(1)
 	go func() {
@@ -169,8 +171,8 @@ func (p *pipeline) run(ctx context.Context) (Result, error) {
 
 // finish follows seed 000 after the hashing: file check, then instant upload
 // or wait for QueueDrained and merge.
-func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-chan error) (Result, error) {
-	var fh string
+func (p *pipeline) finish(ctx context.Context, hashes <-chan FileSum, hashErr <-chan error) (Result, error) {
+	var fh FileSum
 	select {
 	case h, ok := <-hashes:
 		if !ok {
@@ -189,7 +191,7 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	case <-ctx.Done():
 		return Result{}, p.cancelled(ctx)
 	}
-	res := Result{FileHash: fh}
+	res := Result{FileHash: fh.Hash}
 
 	p.mu.Lock()
 	p.checkStarted = true
@@ -213,7 +215,7 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 	if instant {
 		p.mu.Lock()
 		p.stopLocked()
-		p.emit(Event{Kind: InstantUpload, Index: -1, Hash: fh})
+		p.emit(Event{Kind: InstantUpload, Index: -1, Hash: fh.Hash})
 		p.mu.Unlock()
 		res.Instant = true
 		return res, nil
@@ -242,17 +244,17 @@ func (p *pipeline) finish(ctx context.Context, hashes <-chan string, hashErr <-c
 		return res, fmt.Errorf("merge: %w", err)
 	}
 	p.mu.Lock()
-	p.emit(Event{Kind: Merged, Index: -1, Hash: fh})
+	p.emit(Event{Kind: Merged, Index: -1, Hash: fh.Hash})
 	p.mu.Unlock()
 	return res, nil
 }
 
 // merge calls Merge (retried); a failure for good is MergeFailed.
-func (p *pipeline) merge(ctx context.Context, fh string) error {
+func (p *pipeline) merge(ctx context.Context, fh FileSum) error {
 	err := p.retry(ctx, -1, func(ctx context.Context) error { return p.remote.Merge(ctx, fh) })
 	if err != nil && ctx.Err() == nil {
 		p.mu.Lock()
-		p.emit(Event{Kind: MergeFailed, Index: -1, Hash: fh, Err: err})
+		p.emit(Event{Kind: MergeFailed, Index: -1, Hash: fh.Hash, Err: err})
 		p.mu.Unlock()
 	}
 	return err
@@ -263,8 +265,8 @@ func (p *pipeline) merge(ctx context.Context, fh string) error {
 // session and every chunk is checked again by hash, so the chunks the remote
 // still holds are not sent again and only the changed ones are. The hashes
 // are those of this run: the file is not hashed twice.
-func (p *pipeline) recheck(ctx context.Context, r Restarter, fh string) error {
-	if err := p.retry(ctx, -1, func(ctx context.Context) error { return r.Restart(ctx, fh) }); err != nil {
+func (p *pipeline) recheck(ctx context.Context, r Restarter, fh FileSum) error {
+	if err := p.retry(ctx, -1, func(ctx context.Context) error { return r.Restart(ctx, fh.Hash) }); err != nil {
 		return fmt.Errorf("restart the upload: %w", err)
 	}
 	p.mu.Lock()
@@ -282,7 +284,7 @@ func (p *pipeline) recheck(ctx context.Context, r Restarter, fh string) error {
 	p.c.Completed = 0
 	p.c.BytesSkipped = 0
 	for i, h := range p.hashes {
-		p.queue = append(p.queue, Chunk{Index: i, Offset: int64(i) * p.o.ChunkSize, Size: ChunkLen(p.size, p.o.ChunkSize, int64(i)), Hash: h})
+		p.queue = append(p.queue, Chunk{Index: i, Offset: int64(i) * p.o.ChunkSize, Size: ChunkLen(p.size, p.o.ChunkSize, int64(i)), Hash: h, SHA256: p.shas[i]})
 	}
 	p.c.Pending = len(p.queue)
 	p.checkDrainedLocked() // an empty file has nothing to check
@@ -340,23 +342,25 @@ func (p *pipeline) stop() {
 }
 
 // checkFile is patchHash on the file: true when the remote committed it.
-func (p *pipeline) checkFile(fh string) (bool, error) {
+func (p *pipeline) checkFile(fh FileSum) (bool, error) {
 	return checkFile(p.qctx, p.remote, fh, p.file, func(ctx context.Context, f func(context.Context) error) error {
 		return p.retry(ctx, -1, f)
 	})
 }
 
 // hashAll reads the file in order, hashes chunks in a worker pool and enqueues
-// each as soon as it is hashed. It returns the file hash.
-func (p *pipeline) hashAll() (string, error) {
+// each as soon as it is hashed (MD5 and SHA-256). It returns the file's names.
+func (p *pipeline) hashAll() (FileSum, error) {
 	n := p.c.TotalChunks
-	if len(p.o.Hashes) == n && n > 0 {
-		for i, h := range p.o.Hashes {
-			p.enqueue(Chunk{Index: i, Offset: int64(i) * p.o.ChunkSize, Size: ChunkLen(p.size, p.o.ChunkSize, int64(i)), Hash: h})
+	if len(p.o.Sums) == n && n > 0 {
+		hashes, shas := make([]string, n), make([]string, n)
+		for i, s := range p.o.Sums {
+			hashes[i], shas[i] = s.MD5, s.SHA256
+			p.enqueue(Chunk{Index: i, Offset: int64(i) * p.o.ChunkSize, Size: ChunkLen(p.size, p.o.ChunkSize, int64(i)), Hash: s.MD5, SHA256: s.SHA256})
 		}
-		return p.allHashed(p.o.Hashes), nil
+		return p.allHashed(hashes, shas), nil
 	}
-	hashes := make([]string, n)
+	hashes, shas := make([]string, n), make([]string, n)
 	type job struct {
 		c   Chunk
 		buf []byte
@@ -373,8 +377,9 @@ func (p *pipeline) hashAll() (string, error) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				j.c.Hash = ChunkMD5(j.buf)
-				hashes[j.c.Index] = j.c.Hash
+				s := HashChunk(j.buf)
+				j.c.Hash, j.c.SHA256 = s.MD5, s.SHA256
+				hashes[j.c.Index], shas[j.c.Index] = s.MD5, s.SHA256
 				pool <- j.buf
 				p.enqueue(j.c)
 			}
@@ -406,23 +411,23 @@ func (p *pipeline) hashAll() (string, error) {
 	close(jobs)
 	wg.Wait()
 	if readErr != nil {
-		return "", readErr
+		return FileSum{}, readErr
 	}
-	return p.allHashed(hashes), nil
+	return p.allHashed(hashes, shas), nil
 }
 
-// allHashed marks the end of hashing and returns the file hash.
-func (p *pipeline) allHashed(hashes []string) string {
+// allHashed marks the end of hashing and returns the file's names.
+func (p *pipeline) allHashed(hashes, shas []string) FileSum {
 	p.mu.Lock()
-	p.hashes = hashes
+	p.hashes, p.shas = hashes, shas
 	p.c.AllChunksHashed = true
 	p.emit(Event{Kind: AllChunksHashed, Index: -1})
 	p.checkDrainedLocked()
 	p.mu.Unlock()
-	// File hash: chunk hashes merged in order.
-	fh := FileHash(hashes)
+	// File hash: chunk hashes merged in order; the same for the SHA-256s.
+	fh := FileSum{Hash: FileHash(hashes), SHA256: FileSHA256(shas)}
 	p.mu.Lock()
-	p.emit(Event{Kind: FileHashed, Index: -1, Hash: fh})
+	p.emit(Event{Kind: FileHashed, Index: -1, Hash: fh.Hash})
 	p.mu.Unlock()
 	return fh
 }

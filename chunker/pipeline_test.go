@@ -88,7 +88,7 @@ func (m *memRemote) UploadChunk(ctx context.Context, c Chunk, data []byte) error
 	return nil
 }
 
-func (m *memRemote) PatchFile(ctx context.Context, fh string) (Check, error) {
+func (m *memRemote) PatchFile(ctx context.Context, fh FileSum) (Check, error) {
 	if m.patchFile != nil {
 		if err := m.patchFile(); err != nil {
 			return Check{}, err
@@ -103,7 +103,7 @@ func (m *memRemote) PatchFile(ctx context.Context, fh string) (Check, error) {
 	return Check{}, nil
 }
 
-func (m *memRemote) ProveFile(ctx context.Context, fh string, ch Challenge, f io.ReaderAt) (bool, error) {
+func (m *memRemote) ProveFile(ctx context.Context, fh FileSum, ch Challenge, f io.ReaderAt) (bool, error) {
 	got, err := Proof(ch.Nonce, f, ch.Ranges)
 	if err != nil {
 		return false, err
@@ -112,7 +112,7 @@ func (m *memRemote) ProveFile(ctx context.Context, fh string, ch Challenge, f io
 	return got == want, nil
 }
 
-func (m *memRemote) Merge(ctx context.Context, fh string) error {
+func (m *memRemote) Merge(ctx context.Context, fh FileSum) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var hs []string
@@ -123,10 +123,10 @@ func (m *memRemote) Merge(ctx context.Context, fh string) error {
 		}
 		hs = append(hs, ChunkMD5(b))
 	}
-	if FileHash(hs) != fh {
+	if FileHash(hs) != fh.Hash {
 		return Permanent(fmt.Errorf("file hash mismatch"))
 	}
-	m.merged = append(m.merged, fh)
+	m.merged = append(m.merged, fh.Hash)
 	return nil
 }
 

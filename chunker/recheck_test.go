@@ -28,7 +28,7 @@ func (r *restartRemote) PatchChunk(ctx context.Context, c Chunk) (Check, error) 
 	return Check{}, nil
 }
 
-func (r *restartRemote) Merge(ctx context.Context, fh string) error {
+func (r *restartRemote) Merge(ctx context.Context, fh FileSum) error {
 	if err := r.memRemote.Merge(ctx, fh); err != nil {
 		return Permanent(fmt.Errorf("%w: %w", ErrContentChanged, err))
 	}

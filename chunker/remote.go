@@ -28,7 +28,17 @@ type Chunk struct {
 	Index  int
 	Offset int64
 	Size   int64
-	Hash   string // lowercase hex MD5
+	Hash   string // lowercase hex MD5, the protocol's name
+	SHA256 string // lowercase hex SHA-256: what proves the bytes (see FileSum)
+}
+
+// FileSum names the whole file being uploaded: Hash is the protocol's file
+// hash (FileHash, made of MD5s), SHA256 its byte-exact name (FileSHA256).
+// Two contents can share an MD5, so a remote binds content it already
+// holds only when the SHA-256 matches too.
+type FileSum struct {
+	Hash   string
+	SHA256 string
 }
 
 // Remote is the per-chunk and per-file half of the upload protocol, bound to
@@ -45,15 +55,15 @@ type Remote interface {
 	FileChecker
 	// Merge commits the chunks as the file. An error wrapping
 	// ErrContentChanged says the session's chunks are not the file's.
-	Merge(ctx context.Context, fileHash string) error
+	Merge(ctx context.Context, f FileSum) error
 }
 
 // FileChecker is the file half of patchHash: is this content already on the
 // remote? PatchFile answering Exists without a Challenge means the remote
 // committed the file; with one, ProveFile answers it over the file's bytes.
 type FileChecker interface {
-	PatchFile(ctx context.Context, fileHash string) (Check, error)
-	ProveFile(ctx context.Context, fileHash string, ch Challenge, file io.ReaderAt) (bool, error)
+	PatchFile(ctx context.Context, f FileSum) (Check, error)
+	ProveFile(ctx context.Context, f FileSum, ch Challenge, file io.ReaderAt) (bool, error)
 }
 
 // ErrContentChanged is wrapped by a Merge error when the chunks the session
@@ -71,10 +81,10 @@ type Restarter interface {
 
 // checkFile is patchHash on the file, then the proof when asked; retry runs
 // each call under the caller's policy.
-func checkFile(ctx context.Context, r FileChecker, fileHash string, file io.ReaderAt, retry func(context.Context, func(context.Context) error) error) (bool, error) {
+func checkFile(ctx context.Context, r FileChecker, f FileSum, file io.ReaderAt, retry func(context.Context, func(context.Context) error) error) (bool, error) {
 	var chk Check
 	err := retry(ctx, func(ctx context.Context) (err error) {
-		chk, err = r.PatchFile(ctx, fileHash)
+		chk, err = r.PatchFile(ctx, f)
 		return err
 	})
 	if err != nil || !chk.Exists {
@@ -85,7 +95,7 @@ func checkFile(ctx context.Context, r FileChecker, fileHash string, file io.Read
 	}
 	var ok bool
 	err = retry(ctx, func(ctx context.Context) (err error) {
-		ok, err = r.ProveFile(ctx, fileHash, *chk.Challenge, file)
+		ok, err = r.ProveFile(ctx, f, *chk.Challenge, file)
 		return err
 	})
 	return ok, err

@@ -275,18 +275,21 @@ func (c *Client) pushSmall(ctx context.Context, f PushFile, chunkSize int64, o P
 		return out, fmt.Errorf("read %s: %w", f.Local, err)
 	}
 	po := c.pipelineOptions(o, f, emit)
-	var fileHash string
+	// The file hash with its SHA-256 name: an MD5 match alone binds nothing.
+	var fileSum chunker.FileSum
 	if f.Size > 0 && chunkSize > 0 {
-		hashes := make([]string, 0, chunker.ChunkCount(f.Size, chunkSize))
+		n := chunker.ChunkCount(f.Size, chunkSize)
+		hashes, shas := make([]string, 0, n), make([]string, 0, n)
 		for off := int64(0); off < f.Size; off += chunkSize {
-			hashes = append(hashes, chunker.ChunkMD5(data[off:min(off+chunkSize, f.Size)]))
+			s := chunker.HashChunk(data[off:min(off+chunkSize, f.Size)])
+			hashes, shas = append(hashes, s.MD5), append(shas, s.SHA256)
 		}
-		fileHash = chunker.FileHash(hashes)
+		fileSum = chunker.FileSum{Hash: chunker.FileHash(hashes), SHA256: chunker.FileSHA256(shas)}
 	}
 	var r apitype.FileResult
 	var instant bool
 	err = chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
-		r, instant, err = c.UploadHashed(ctx, f.Remote, data, fileHash)
+		r, instant, err = c.UploadHashed(ctx, f.Remote, data, fileSum)
 		return err
 	})
 	if err != nil {
@@ -333,7 +336,7 @@ func (c *Client) pushChunked(ctx context.Context, f PushFile, o PushOptions, emi
 // file: in one request when size is below o.SmallFileLimit (> 0; 0 does not
 // ask the server here), else through the seed-000 pipeline. It is Push for
 // content that is already open, e.g. the FUSE mount's staged files. Chunk
-// hashes known in advance go in o.Pipeline.Hashes, computed with chunk size
+// sums known in advance go in o.Pipeline.Sums, computed with chunk size
 // o.Pipeline.ChunkSize; they are ignored when the server cuts otherwise.
 func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, remote string, o PushOptions) (apitype.FileResult, error) {
 	if o.Concurrency <= 0 {
@@ -357,8 +360,12 @@ func (c *Client) PushContent(ctx context.Context, r io.ReaderAt, size int64, rem
 func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile, o PushOptions, emit func(PushEvent)) (fileOutcome, error) {
 	var out fileOutcome
 	known := ""
-	if len(o.Pipeline.Hashes) > 0 {
-		known = chunker.FileHash(o.Pipeline.Hashes)
+	if len(o.Pipeline.Sums) > 0 {
+		md5s := make([]string, len(o.Pipeline.Sums))
+		for i, s := range o.Pipeline.Sums {
+			md5s[i] = s.MD5
+		}
+		known = chunker.FileHash(md5s)
 	}
 	po := c.pipelineOptions(o, f, emit)
 	var in apitype.Session
@@ -370,8 +377,8 @@ func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile
 		return out, err
 	}
 	s := &Session{C: c, UploadID: in.UploadID, Path: f.Remote, Size: f.Size}
-	if po.ChunkSize != in.ChunkSize || int64(len(po.Hashes)) != chunker.ChunkCount(f.Size, in.ChunkSize) {
-		po.Hashes = nil // cut with another chunk size: hash again
+	if po.ChunkSize != in.ChunkSize || int64(len(po.Sums)) != chunker.ChunkCount(f.Size, in.ChunkSize) {
+		po.Sums = nil // cut with another chunk size: hash again
 	}
 	po.ChunkSize = in.ChunkSize
 	po.Concurrency = o.Concurrency

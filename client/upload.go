@@ -25,20 +25,23 @@ func (c *Client) Init(ctx context.Context, path string, size int64, fileHash str
 	return r, err
 }
 
-// PatchChunk asks whether the server holds chunk index with hash.
-func (c *Client) PatchChunk(ctx context.Context, uploadID string, index int, hash string) (apitype.PatchHashResult, error) {
+// PatchChunk asks whether the server holds chunk index with hash (MD5) and
+// sha (SHA-256; "" asks by MD5 alone, which the server answers "send the
+// bytes").
+func (c *Client) PatchChunk(ctx context.Context, uploadID string, index int, hash, sha string) (apitype.PatchHashResult, error) {
 	i := int64(index)
 	var r apitype.PatchHashResult
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/patchHash", nil,
-		apitype.PatchHashRequest{UploadID: uploadID, Index: &i, Hash: hash}, &r)
+		apitype.PatchHashRequest{UploadID: uploadID, Index: &i, Hash: hash, SHA256: sha}, &r)
 	return r, err
 }
 
-// PatchFile asks whether the server holds a file with fileHash.
-func (c *Client) PatchFile(ctx context.Context, uploadID, fileHash string) (apitype.PatchHashResult, error) {
+// PatchFile asks whether the server holds a file with fileHash and the
+// SHA-256 name fileSHA (chunker.FileSHA256).
+func (c *Client) PatchFile(ctx context.Context, uploadID, fileHash, fileSHA string) (apitype.PatchHashResult, error) {
 	var r apitype.PatchHashResult
 	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/patchHash", nil,
-		apitype.PatchHashRequest{UploadID: uploadID, FileHash: fileHash}, &r)
+		apitype.PatchHashRequest{UploadID: uploadID, FileHash: fileHash, FileSHA256: fileSHA}, &r)
 	return r, err
 }
 
@@ -75,10 +78,11 @@ func (c *Client) UploadChunk(ctx context.Context, uploadID string, index int, ha
 	return resp.Body.Close()
 }
 
-// Merge commits the session's chunks as its file.
-func (c *Client) Merge(ctx context.Context, uploadID, fileHash string) (apitype.FileResult, error) {
+// Merge commits the session's chunks as its file; with fileSHA (may be "")
+// the server also checks the chunks' SHA-256s against it.
+func (c *Client) Merge(ctx context.Context, uploadID, fileHash, fileSHA string) (apitype.FileResult, error) {
 	var r apitype.FileResult
-	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/merge", nil, apitype.MergeRequest{UploadID: uploadID, FileHash: fileHash}, &r)
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/file/merge", nil, apitype.MergeRequest{UploadID: uploadID, FileHash: fileHash, FileSHA256: fileSHA}, &r)
 	return r, err
 }
 
@@ -132,15 +136,19 @@ func (c *Client) UploadWith(ctx context.Context, path string, body io.Reader, si
 	return r, nil
 }
 
-// UploadHashed is the one-request upload of data with its file hash (the
-// extension in docs/API.md): when this user already holds that content, the
-// server commits at once and answers before the body is sent (Expect:
-// 100-continue; instant is true); otherwise it reads the body and refuses it
-// (422) unless it hashes to fileHash.
-func (c *Client) UploadHashed(ctx context.Context, path string, data []byte, fileHash string) (r apitype.FileResult, instant bool, err error) {
+// UploadHashed is the one-request upload of data with its file hash and
+// SHA-256 name (the extension in docs/API.md): when this user already holds
+// that content, the server commits at once and answers before the body is
+// sent (Expect: 100-continue; instant is true); otherwise it reads the body
+// and refuses it (422) unless it hashes to f.Hash.
+func (c *Client) UploadHashed(ctx context.Context, path string, data []byte, f chunker.FileSum) (r apitype.FileResult, instant bool, err error) {
+	fileHash := f.Hash
 	q := url.Values{"path": {path}}
 	if fileHash != "" {
 		q.Set("fileHash", fileHash)
+		if f.SHA256 != "" {
+			q.Set("fileSha256", f.SHA256)
+		}
 	}
 	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/upload", q, bytes.NewReader(data))
 	if err != nil {
@@ -201,7 +209,7 @@ var (
 )
 
 func (s *Session) PatchChunk(ctx context.Context, c chunker.Chunk) (chunker.Check, error) {
-	r, err := s.C.PatchChunk(ctx, s.UploadID, c.Index, c.Hash)
+	r, err := s.C.PatchChunk(ctx, s.UploadID, c.Index, c.Hash, c.SHA256)
 	return chunker.Check{Exists: r.Exists, Challenge: r.Challenge}, err
 }
 
@@ -214,32 +222,33 @@ func (s *Session) UploadChunk(ctx context.Context, c chunker.Chunk, data []byte)
 	return s.C.UploadChunk(ctx, s.UploadID, c.Index, c.Hash, data)
 }
 
-func (s *Session) PatchFile(ctx context.Context, fileHash string) (chunker.Check, error) {
-	r, err := s.C.PatchFile(ctx, s.UploadID, fileHash)
+func (s *Session) PatchFile(ctx context.Context, f chunker.FileSum) (chunker.Check, error) {
+	r, err := s.C.PatchFile(ctx, s.UploadID, f.Hash, f.SHA256)
 	if err != nil {
 		return chunker.Check{}, err
 	}
 	if r.Exists && r.Challenge == nil {
-		s.Result = apitype.FileResult{Path: r.Path, FileHash: fileHash}
+		s.Result = apitype.FileResult{Path: r.Path, FileHash: f.Hash}
 	}
 	return chunker.Check{Exists: r.Exists, Challenge: r.Challenge}, nil
 }
 
-func (s *Session) ProveFile(ctx context.Context, fileHash string, ch chunker.Challenge, file io.ReaderAt) (bool, error) {
+func (s *Session) ProveFile(ctx context.Context, f chunker.FileSum, ch chunker.Challenge, file io.ReaderAt) (bool, error) {
 	r, err := s.C.Prove(ctx, s.UploadID, nil, ch, file)
 	if err != nil {
 		return false, err
 	}
 	if r.OK {
-		s.Result = apitype.FileResult{Path: r.Path, FileHash: fileHash}
+		s.Result = apitype.FileResult{Path: r.Path, FileHash: f.Hash}
 	}
 	return r.OK, nil
 }
 
-// Merge commits the session. A 422 answer (the chunks held do not make
-// fileHash) wraps chunker.ErrContentChanged.
-func (s *Session) Merge(ctx context.Context, fileHash string) error {
-	r, err := s.C.Merge(ctx, s.UploadID, fileHash)
+// Merge commits the session. A 422 answer (the chunks held do not make the
+// file: other MD5s, or the same MD5s but other bytes) wraps
+// chunker.ErrContentChanged.
+func (s *Session) Merge(ctx context.Context, f chunker.FileSum) error {
+	r, err := s.C.Merge(ctx, s.UploadID, f.Hash, f.SHA256)
 	if StatusOf(err) == http.StatusUnprocessableEntity {
 		return fmt.Errorf("%w: %w", chunker.ErrContentChanged, err)
 	}
@@ -272,15 +281,18 @@ func (s *Session) Restart(ctx context.Context, fileHash string) error {
 	return nil
 }
 
-// SendAhead stores one full chunk of a file whose final size is not known
-// yet (a file still being written), in a one-chunk session of its own that
-// is never merged. A later upload of the file then finds the chunk held by
-// this user and sends no bytes for it (patchHash answers exists). Abort the
-// returned session once that upload is committed or abandoned; the server's
-// session expiry covers a client that never does.
-func (c *Client) SendAhead(ctx context.Context, path string, data []byte, hash string) (uploadID string, err error) {
-	// The file hash keeps sessions of different chunks for the same path apart.
-	in, err := c.Init(ctx, path, int64(len(data)), chunker.FileHash([]string{hash}))
+// SendAhead stores one full chunk (its identity sum) of a file whose final
+// size is not known yet (a file still being written), in a one-chunk session
+// of its own that is never merged. A later upload of the file then finds the
+// chunk held by this user and sends no bytes for it (patchHash, naming it by
+// SHA-256, answers exists). Abort the returned session once that upload is
+// committed or abandoned; the server's session expiry covers a client that
+// never does.
+func (c *Client) SendAhead(ctx context.Context, path string, data []byte, sum chunker.Sum) (uploadID string, err error) {
+	// The file hash keeps sessions of different chunks for the same path
+	// apart (chunks sharing an MD5 share a session: patchHash then tells
+	// them apart by SHA-256, below).
+	in, err := c.Init(ctx, path, int64(len(data)), chunker.FileHash([]string{sum.MD5}))
 	if err != nil {
 		return "", err
 	}
@@ -289,12 +301,19 @@ func (c *Client) SendAhead(ctx context.Context, path string, data []byte, hash s
 			c.Abort(context.WithoutCancel(ctx), in.UploadID)
 		}
 	}()
-	if len(in.Uploaded) == 1 {
-		return in.UploadID, nil
-	}
 	s := &Session{C: c, UploadID: in.UploadID}
-	ch := chunker.Chunk{Index: 0, Size: int64(len(data)), Hash: hash}
+	ch := chunker.Chunk{Index: 0, Size: int64(len(data)), Hash: sum.MD5, SHA256: sum.SHA256}
 	chk, err := s.PatchChunk(ctx, ch)
+	if StatusOf(err) == http.StatusConflict {
+		// The session holds other bytes with this MD5: this chunk goes
+		// in a session of its own.
+		c.Abort(ctx, in.UploadID)
+		if in, err = c.Init(ctx, path, int64(len(data)), chunker.FileHash([]string{sum.MD5})); err != nil {
+			return "", err
+		}
+		s.UploadID = in.UploadID
+		chk, err = s.PatchChunk(ctx, ch)
+	}
 	if err != nil {
 		return "", err
 	}

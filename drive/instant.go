@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"netdisk/chunker"
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -16,14 +17,19 @@ import (
 // content). ok is false, with no error and nothing changed, when uid holds
 // no such file (or it went away meanwhile): the caller then reads the bytes.
 // Only uid's own files count, so the answer never tells whether another user
-// holds the content. mtime zero means now.
-func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
+// holds the content. The held file must also have the SHA-256 name fileSHA
+// (chunker.FileSHA256): the file hash is made of MD5s, which two different
+// contents can share, so without fileSHA ("") nothing is committed. mtime
+// zero means now.
+func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash, fileSHA string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
 	const op = "drive.CommitHeldContent"
 	if p, err = clean(op, p); err != nil {
 		return n, false, err
 	}
-	if size <= 0 {
-		return n, false, nil // an empty file has nothing to save; the write path commits it
+	if size <= 0 || fileSHA == "" {
+		// An empty file has nothing to save (the write path commits it);
+		// an MD5 name alone binds nothing.
+		return n, false, nil
 	}
 	// FileHeld answers with uid's own file first when there is one.
 	srcID, h, found, err := d.meta.FileHeld(ctx, uid, fileHash, size, 1)
@@ -33,6 +39,13 @@ func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash st
 	fcs, err := d.meta.FileChunks(ctx, srcID)
 	if err != nil {
 		return n, false, err
+	}
+	shas := make([]string, len(fcs))
+	for i, c := range fcs {
+		shas[i] = c.SHA256
+	}
+	if chunker.FileSHA256(shas) != fileSHA {
+		return n, false, nil // the same MD5s, other bytes: the caller reads the body
 	}
 	// Pinned, GC cannot delete the chunks before the commit; their records
 	// are re-checked under the pins (as CommitSession does): one collected

@@ -2,8 +2,6 @@ package mount
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"sync"
 
 	"netdisk/chunker"
@@ -32,9 +30,9 @@ type ahead struct {
 	wg    sync.WaitGroup
 
 	mu      sync.Mutex
-	hashes  []string // of the full chunks; "" while being hashed
-	handles []string // sessions carrying chunks sent ahead
-	failed  bool     // a send failed: stop sending, close uploads the rest
+	sums    []chunker.Sum // of the full chunks; zero while being hashed
+	handles []string      // sessions carrying chunks sent ahead
+	failed  bool          // a send failed: stop sending, close uploads the rest
 }
 
 // aheadInFlight bounds chunks hashed and sent at once per file (their
@@ -100,8 +98,8 @@ func (a *ahead) send() {
 	buf := a.buf
 	a.buf = nil
 	a.mu.Lock()
-	idx := len(a.hashes)
-	a.hashes = append(a.hashes, "")
+	idx := len(a.sums)
+	a.sums = append(a.sums, chunker.Sum{})
 	a.mu.Unlock()
 	a.slots <- struct{}{}
 	a.wg.Add(1)
@@ -109,9 +107,11 @@ func (a *ahead) send() {
 	go func() {
 		defer a.wg.Done()
 		defer func() { <-a.slots }()
-		h := chunker.ChunkMD5(buf)
+		// MD5 names the chunk on the wire; the SHA-256 beside it is what
+		// lets the server bind a chunk it holds to this upload.
+		h := chunker.HashChunk(buf)
 		a.mu.Lock()
-		a.hashes[idx] = h
+		a.sums[idx] = h
 		failed := a.failed
 		a.mu.Unlock()
 		if !failed {
@@ -133,25 +133,25 @@ func (a *ahead) send() {
 	}()
 }
 
-// hashes waits for the chunks in flight and returns every chunk hash of the
-// size bytes written, or nil when the following does not cover them.
-func (a *ahead) chunkHashes(size int64) []string {
+// chunkSums waits for the chunks in flight and returns the identity of every
+// chunk of the size bytes written, or nil when the following does not cover
+// them.
+func (a *ahead) chunkSums(size int64) []chunker.Sum {
 	a.wg.Wait()
 	if size != a.end || size == 0 {
 		return nil
 	}
 	a.mu.Lock()
-	hs := append([]string(nil), a.hashes...)
+	hs := append([]chunker.Sum(nil), a.sums...)
 	a.mu.Unlock()
 	if len(a.buf) > 0 {
-		sum := md5.Sum(a.buf)
-		hs = append(hs, hex.EncodeToString(sum[:]))
+		hs = append(hs, chunker.HashChunk(a.buf))
 	}
 	return hs
 }
 
 // release gives up the sessions that carried chunks, without waiting: after
-// the upload that used them (all is settled then: chunkHashes waited), or,
+// the upload that used them (all is settled then: chunkSums waited), or,
 // with stop, when the following ends (the sends in flight finish first).
 func (a *ahead) release(stop bool) {
 	a.mu.Lock()

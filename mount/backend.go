@@ -10,6 +10,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"netdisk/chunker"
 )
 
 // Entry is a file or directory as the backend reports it.
@@ -71,19 +73,20 @@ type Backend interface {
 	// fileHash; a different current version is ErrStale.
 	ReadRange(ctx context.Context, path, fileHash string, off int64, dest []byte) error
 	// Upload stores size bytes of r at path and returns once the server has
-	// committed them. hashes, when not nil, are the chunk MD5s cut at
-	// ChunkSize, already known: r is then read only for chunks to send.
+	// committed them. sums, when not nil, are the chunks' identities (MD5
+	// and SHA-256) cut at ChunkSize, already known: r is then read only for
+	// chunks to send.
 	// The attributes a are stored in the same commit where the backend can
 	// (small files); the Entry returned says what the server holds, and the
 	// caller stores with SetAttr what it does not.
-	Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, path string, a Attrs) (Entry, error)
+	Upload(ctx context.Context, r io.ReaderAt, size int64, sums []chunker.Sum, path string, a Attrs) (Entry, error)
 	// ChunkSize is the server's chunk size; 0 means unknown, and then no
 	// data is sent ahead.
 	ChunkSize() int64
 	// SendAhead stores one full chunk of a file still being written, so the
 	// Upload at close finds it on the server; the answer is a handle for
 	// Release, to be called once that upload is over.
-	SendAhead(ctx context.Context, path string, data []byte, hash string) (string, error)
+	SendAhead(ctx context.Context, path string, data []byte, sum chunker.Sum) (string, error)
 	Release(ctx context.Context, handles []string)
 	// Mkdir creates a directory with permission bits mode (≤ 0o7777).
 	Mkdir(ctx context.Context, path string, mode uint32) error

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"netdisk/chunker"
 )
 
 // fileNode is a regular file. While it is open for writing (or holds data
@@ -524,17 +526,17 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 	if err != nil {
 		return Entry{}, Errno(err), false, false
 	}
-	var hashes []string
+	var sums []chunker.Sum
 	if a != nil {
-		hashes = a.chunkHashes(st.Size())
+		sums = a.chunkSums(st.Size())
 	}
 	be := n.fsys.o.Backend
 	attrs := Attrs{Mode: mode, ModTime: mtime}
-	e, err = be.Upload(ctx, stage, st.Size(), hashes, p, attrs)
+	e, err = be.Upload(ctx, stage, st.Size(), sums, p, attrs)
 	if err != nil && Errno(err) == syscall.EDQUOT && a != nil && a.releaseNow(ctx) {
 		// The chunks sent ahead held their own reservations; with those
 		// given back the file may fit (its chunks are then sent again).
-		e, err = be.Upload(ctx, stage, st.Size(), hashes, p, attrs)
+		e, err = be.Upload(ctx, stage, st.Size(), sums, p, attrs)
 	}
 	if err != nil && refusedByLock(err) {
 		// A WebDAV lock held elsewhere refused this version: a final

@@ -137,9 +137,9 @@ func (b *HTTPBackend) ReadRange(ctx context.Context, p, fileHash string, off int
 // few round trips from a few hundred KiB on.
 const smallLimit = 256 << 10
 
-func (b *HTTPBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string, a Attrs) (Entry, error) {
+func (b *HTTPBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, sums []chunker.Sum, p string, a Attrs) (Entry, error) {
 	o := client.PushOptions{Concurrency: uploadConcurrency, SmallFileLimit: smallLimit,
-		Pipeline: chunker.Options{ChunkSize: b.ChunkSize(), Hashes: hashes, Retries: 3},
+		Pipeline: chunker.Options{ChunkSize: b.ChunkSize(), Sums: sums, Retries: 3},
 		Attrs:    client.Attrs{Mode: a.Mode}}
 	if a.ModTime != nil {
 		o.Attrs.ModTime = *a.ModTime
@@ -171,8 +171,8 @@ func (b *HTTPBackend) ChunkSize() int64 {
 	return b.chunkSize
 }
 
-func (b *HTTPBackend) SendAhead(ctx context.Context, p string, data []byte, hash string) (string, error) {
-	return b.C.SendAhead(ctx, p, data, hash)
+func (b *HTTPBackend) SendAhead(ctx context.Context, p string, data []byte, sum chunker.Sum) (string, error) {
+	return b.C.SendAhead(ctx, p, data, sum)
 }
 
 // Release abandons the sessions that carried chunks sent ahead; failures

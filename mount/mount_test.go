@@ -39,8 +39,14 @@ const testChunk = 64 << 10
 
 func setup(t *testing.T, opts ...func(*mount.Options)) *env {
 	t.Helper()
+	return setupDaemon(t, nil, opts...)
+}
+
+// setupDaemon is setup with more flags for the daemon.
+func setupDaemon(t *testing.T, flags []string, opts ...func(*mount.Options)) *env {
+	t.Helper()
 	testutil.RequireTool(t, "fusermount3")
-	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
+	d := testutil.StartDaemon(t, append([]string{"--chunk-size", "64KiB"}, flags...)...)
 	ctx := context.Background()
 	admin := client.New(d.URL, "admin", d.AdminPass)
 	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/chunker"
 	"netdisk/client"
 	"netdisk/mount"
 )
@@ -31,7 +32,7 @@ type gatedBackend struct {
 	gate chan struct{}
 }
 
-func (g *gatedBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, hashes []string, p string, a mount.Attrs) (mount.Entry, error) {
+func (g *gatedBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, sums []chunker.Sum, p string, a mount.Attrs) (mount.Entry, error) {
 	g.mu.Lock()
 	gate := g.gate
 	g.mu.Unlock()
@@ -40,7 +41,7 @@ func (g *gatedBackend) Upload(ctx context.Context, r io.ReaderAt, size int64, ha
 	case <-ctx.Done():
 		return mount.Entry{}, ctx.Err()
 	}
-	return g.HTTPBackend.Upload(ctx, r, size, hashes, p, a)
+	return g.HTTPBackend.Upload(ctx, r, size, sums, p, a)
 }
 
 func (g *gatedBackend) open() {

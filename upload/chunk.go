@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"netdisk/chunker"
@@ -186,17 +187,23 @@ type HashResult struct {
 	Challenge *Challenge
 }
 
-// PatchChunk asks whether the server holds chunk index with MD5 hash. A chunk
-// already in this session or held by the same user (files or open sessions)
-// counts as uploaded at once; one held only by others yields a challenge when
-// the instant upload policy reveals it (reveal.go), else the same answer as
-// unknown content. Several stored chunks sharing that MD5 are ambiguous
-// without the bytes: the answer is then "send the bytes", which are compared
-// by SHA-256.
-func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index int64, hash string) (HashResult, error) {
+// PatchChunk asks whether the server holds chunk index with MD5 hash and
+// SHA-256 sha (may be ""). MD5 names the chunk but does not identify its
+// bytes (two different chunks can share it), so a chunk binds to the session
+// only when sha names the stored bytes exactly: without sha the answer is
+// always "send the bytes" (the seed's MD5-only flow loses bandwidth, never
+// content), whoever holds the chunk. With it, a chunk already in this
+// session or held by the same user (files or open sessions) counts as
+// uploaded at once; one held only by others yields a challenge when the
+// instant upload policy reveals it (reveal.go), else the same answer as
+// unknown content.
+func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index int64, hash, sha string) (HashResult, error) {
 	const op = "upload.PatchHash"
 	if !chunker.ValidHash(hash) {
 		return HashResult{}, errs.Errorf(op, errs.Invalid, "hash must be 32 lowercase hex digits")
+	}
+	if sha != "" && !chunker.ValidSHA256(sha) {
+		return HashResult{}, errs.Errorf(op, errs.Invalid, "sha256 must be 64 lowercase hex digits")
 	}
 	ss, err := s.load(ctx, op, uid, id)
 	if err != nil {
@@ -207,13 +214,20 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 	}
 	if c, ok, err := s.db.SessionChunkAt(ctx, ss.ID, index); err != nil {
 		return HashResult{}, err
-	} else if ok && c.MD5 == hash {
-		return HashResult{Exists: true}, nil
+	} else if ok && c.MD5 == hash && (sha == "" || c.SHA256 == sha) {
+		// Held at this index: with sha it is the client's chunk; without,
+		// the bytes sent are compared by SHA-256 (the same: nothing
+		// changes; others: refused as below).
+		return HashResult{Exists: sha != ""}, nil
 	} else if ok {
 		return HashResult{}, errAlreadyReceived(op, index)
 	}
 	if !ss.open() {
 		return HashResult{}, errMerged(op)
+	}
+	if sha == "" {
+		// The same answer for every content, so it tells nothing either.
+		return HashResult{}, nil
 	}
 	// One lookup whatever the content, then the decision: unknown content
 	// and content the policy hides take the same path to the same answer.
@@ -222,10 +236,11 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 	if err != nil {
 		return HashResult{}, err
 	}
-	if len(held) != 1 {
+	i := slices.IndexFunc(held, func(h meta.HeldChunk) bool { return h.SHA256 == sha })
+	if i < 0 {
 		return HashResult{}, nil
 	}
-	c := held[0]
+	c := held[i]
 	if c.Own {
 		ok, err := s.claim(ctx, ss, index, c.Chunk)
 		return HashResult{Exists: ok}, err
@@ -252,14 +267,19 @@ func (s *Service) claim(ctx context.Context, ss session, index int64, c meta.Chu
 	return ok && err == nil, err
 }
 
-// PatchFile asks whether the server holds a whole file with this hash and the
-// session's size. The user's own copy completes the upload now; another
-// user's yields a challenge over the whole file when the instant upload
-// policy reveals it (reveal.go), else the same answer as unknown content.
-func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string) (HashResult, error) {
+// PatchFile asks whether the server holds a whole file with this hash, the
+// session's size and the SHA-256 name fileSHA (chunker.FileSHA256; "" when
+// the client cannot give it: then the answer is always "send the bytes", as
+// for chunks). The user's own copy completes the upload now; another user's
+// yields a challenge over the whole file when the instant upload policy
+// reveals it (reveal.go), else the same answer as unknown content.
+func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash, fileSHA string) (HashResult, error) {
 	const op = "upload.PatchHash"
 	if !chunker.ValidHash(fileHash) {
 		return HashResult{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
+	}
+	if fileSHA != "" && !chunker.ValidSHA256(fileSHA) {
+		return HashResult{}, errs.Errorf(op, errs.Invalid, "fileSha256 must be 64 lowercase hex digits")
 	}
 	mu := s.stripe(id)
 	mu.Lock()
@@ -277,8 +297,10 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 	if ss.FileHash != "" && ss.FileHash != fileHash {
 		return HashResult{}, errs.Errorf(op, errs.Invalid, "fileHash differs from the one given at init")
 	}
-	if ss.Size == 0 {
-		return HashResult{}, nil // nothing to send: merge commits the empty file
+	if ss.Size == 0 || fileSHA == "" {
+		// Nothing to send (merge commits the empty file), or nothing that
+		// names the bytes: an MD5 match alone binds nothing.
+		return HashResult{}, nil
 	}
 	// As for chunks: one lookup whatever the content, then the decision.
 	nodeID, h, found, err := s.d.FileHeld(ctx, uid, fileHash, ss.Size, s.inst.limit())
@@ -293,7 +315,7 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 		return HashResult{}, err
 	}
 	chunks, ok := sameCut(fcs, ss)
-	if !ok {
+	if !ok || sha256Of(chunks) != fileSHA {
 		return HashResult{}, nil
 	}
 	if h.Own {
@@ -314,6 +336,15 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash string)
 		return HashResult{}, err
 	}
 	return HashResult{Exists: true, Challenge: ch}, nil
+}
+
+// sha256Of is the FileSHA256 of chunks.
+func sha256Of(chunks []meta.Chunk) string {
+	shas := make([]string, len(chunks))
+	for i, c := range chunks {
+		shas[i] = c.SHA256
+	}
+	return chunker.FileSHA256(shas)
 }
 
 // sameCut returns the file's chunks when they are cut as this session would

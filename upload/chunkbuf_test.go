@@ -49,7 +49,7 @@ func TestPooledChunkBuffers(t *testing.T) {
 				return fmt.Errorf("chunk %d: %w", i, err)
 			}
 		}
-		_, err = s.Merge(ctx, uid, info.UploadID, fileHash(b, cs))
+		_, err = s.Merge(ctx, uid, info.UploadID, fileHash(b, cs), "")
 		return err
 	}
 	check := func(path string, want []byte) {

@@ -11,12 +11,17 @@ import (
 )
 
 // Merge commits a session whose chunks are all present and whose recomputed
-// file hash equals fileHash. A retried merge of a merged session answers the
-// same result.
-func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash string) (Result, error) {
+// file hash equals fileHash, and, when fileSHA is given, whose chunks' SHA-256
+// name (chunker.FileSHA256) equals it: a resumed session may hold chunks of
+// other content with the same MD5s, which only the SHA-256 tells apart. A
+// retried merge of a merged session answers the same result.
+func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash, fileSHA string) (Result, error) {
 	const op = "upload.Merge"
 	if !chunker.ValidHash(fileHash) {
 		return Result{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
+	}
+	if fileSHA != "" && !chunker.ValidSHA256(fileSHA) {
+		return Result{}, errs.Errorf(op, errs.Invalid, "fileSha256 must be 64 lowercase hex digits")
 	}
 	mu := s.stripe(id)
 	mu.Lock()
@@ -64,6 +69,9 @@ func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash string) (Re
 	}
 	if got := chunker.FileHash(md5s); got != fileHash {
 		return Result{}, errs.E(op, errs.Mismatch, ss.Path, fmt.Errorf("file hash %s does not match the chunks (%s)", fileHash, got))
+	}
+	if fileSHA != "" && sha256Of(chunks) != fileSHA {
+		return Result{}, errs.E(op, errs.Mismatch, ss.Path, errors.New("the chunks held have the file's MD5s but other bytes (fileSha256 differs)"))
 	}
 	return s.commit(ctx, ss, chunks, fileHash)
 }

@@ -53,7 +53,7 @@ func (e *env) push(uid int64, path string, b []byte) (sent int64, revealed bool)
 		e.t.Fatal(err)
 	}
 	fh := fileHash(b, testChunk)
-	hr, err := e.s.PatchFile(ctx, uid, info.UploadID, fh)
+	hr, err := e.s.PatchFile(ctx, uid, info.UploadID, fh, fileSHA(b, testChunk))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func (e *env) push(uid int64, path string, b []byte) (sent int64, revealed bool)
 	}
 	for i := int64(0); i < info.TotalChunks; i++ {
 		c := chunkOf(b, i)
-		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(c))
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(c), sha256hex(c))
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func (e *env) push(uid int64, path string, b []byte) (sent int64, revealed bool)
 		}
 		sent += int64(len(c))
 	}
-	if _, err := e.s.Merge(ctx, uid, info.UploadID, fh); err != nil {
+	if _, err := e.s.Merge(ctx, uid, info.UploadID, fh, fileSHA(b, testChunk)); err != nil {
 		e.t.Fatal(err)
 	}
 	return sent, false
@@ -107,13 +107,13 @@ func (e *env) probe(uid int64, path string, b []byte) []HashResult {
 		e.t.Fatal(err)
 	}
 	defer e.s.Abort(ctx, uid, info.UploadID)
-	hr, err := e.s.PatchFile(ctx, uid, info.UploadID, fileHash(b, testChunk))
+	hr, err := e.s.PatchFile(ctx, uid, info.UploadID, fileHash(b, testChunk), fileSHA(b, testChunk))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	out := []HashResult{hr}
 	for i := int64(0); i < info.TotalChunks; i++ {
-		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)))
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)), sha256hex(chunkOf(b, i)))
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestOwnContentStaysInstant(t *testing.T) {
 				t.Fatal(err)
 			}
 			other, _ := e.s.Init(ctx, alice, "/other", testChunk, "")
-			hr, err := e.s.PatchChunk(ctx, alice, other.UploadID, 0, md5hex(c))
+			hr, err := e.s.PatchChunk(ctx, alice, other.UploadID, 0, md5hex(c), sha256hex(c))
 			if err != nil || !hr.Exists || hr.Challenge != nil {
 				t.Fatalf("own session's chunk = %+v, %v; want exists, no challenge", hr, err)
 			}
@@ -359,12 +359,12 @@ func timingCase(t *testing.T, mode InstantMode) (fileHeld, fileUnknown, chunkHel
 		}
 	}
 	file := func(b []byte) func() {
-		fh := fileHash(b, testChunk)
-		return call(func() (HashResult, error) { return e.s.PatchFile(ctx, bob, info.UploadID, fh) })
+		fh, fs := fileHash(b, testChunk), fileSHA(b, testChunk)
+		return call(func() (HashResult, error) { return e.s.PatchFile(ctx, bob, info.UploadID, fh, fs) })
 	}
 	chunk := func(b []byte) func() {
-		h := md5hex(chunkOf(b, 1))
-		return call(func() (HashResult, error) { return e.s.PatchChunk(ctx, bob, info.UploadID, 1, h) })
+		h, sh := md5hex(chunkOf(b, 1)), sha256hex(chunkOf(b, 1))
+		return call(func() (HashResult, error) { return e.s.PatchChunk(ctx, bob, info.UploadID, 1, h, sh) })
 	}
 	return file(secret), file(random), chunk(secret), chunk(random)
 }

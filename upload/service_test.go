@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -83,6 +84,17 @@ func randBytes(n int) []byte {
 
 func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
 
+func sha256hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// fileSHA is b's chunker.FileSHA256, cut at cs.
+func fileSHA(b []byte, cs int) string {
+	var hs []string
+	for off := 0; off < len(b); off += cs {
+		hs = append(hs, sha256hex(b[off:min(off+cs, len(b))]))
+	}
+	return chunker.FileSHA256(hs)
+}
+
 func fileHash(b []byte, cs int) string {
 	var hs []string
 	for off := 0; off < len(b); off += cs {
@@ -108,7 +120,7 @@ func (e *env) upload(uid int64, path string, b []byte) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk))
+	return e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk), fileSHA(b, testChunk))
 }
 
 // putChunks sends the chunks of b with the given indexes to session id,
@@ -191,11 +203,11 @@ func TestMergedSessionIsIdempotentThenRetired(t *testing.T) {
 	info, _ := e.s.Init(ctx, uid, "/x/y/z.bin", int64(len(b)), "")
 	e.putChunks(uid, info.UploadID, b, 0, 1, 2)
 	fh := fileHash(b, testChunk)
-	r1, err := e.s.Merge(ctx, uid, info.UploadID, fh)
+	r1, err := e.s.Merge(ctx, uid, info.UploadID, fh, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := e.s.Merge(ctx, uid, info.UploadID, fh)
+	r2, err := e.s.Merge(ctx, uid, info.UploadID, fh, "")
 	if err != nil || r1 != r2 {
 		t.Fatalf("retried merge = %+v, %v; want %+v", r2, err, r1)
 	}
@@ -236,25 +248,19 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Named by MD5 alone or by its real SHA-256, alice's x is not the
+	// crafted record's bytes: no challenge, she sends the bytes.
 	info, _ := e.s.Init(ctx, alice, "/x.bin", testChunk, "")
-	hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x))
-	if err != nil || !hr.Exists || hr.Challenge == nil {
-		t.Fatalf("patchHash = %+v, %v; want a challenge (only mallory holds it)", hr, err)
-	}
-	// Alice proves over her real bytes x: the server's copy is y, so it fails.
-	var parts [][]byte
-	for _, r := range hr.Challenge.Ranges {
-		parts = append(parts, x[r[0]:r[0]+r[1]])
-	}
-	idx := int64(0)
-	pr, err := e.s.Prove(ctx, alice, info.UploadID, &idx, hr.Challenge.Nonce, Proof(hr.Challenge.Nonce, parts))
-	if err != nil || pr.OK {
-		t.Fatalf("prove over x = %+v, %v; want ok=false", pr, err)
+	for _, sha := range []string{"", sha256hex(x)} {
+		hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x), sha)
+		if err != nil || hr.Exists {
+			t.Fatalf("patchHash (sha256 %q) = %+v, %v; want exists=false", sha, hr, err)
+		}
 	}
 	if err := e.s.PutChunk(ctx, alice, info.UploadID, 0, md5hex(x), bytes.NewReader(x), -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Merge(ctx, alice, info.UploadID, fileHash(x, testChunk)); err != nil {
+	if _, err := e.s.Merge(ctx, alice, info.UploadID, fileHash(x, testChunk), fileSHA(x, testChunk)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(e.read(alice, "/x.bin"), x) {
@@ -264,11 +270,25 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	if len(cs) != 2 {
 		t.Fatalf("%d chunk records share the MD5, want 2 (stored by SHA-256)", len(cs))
 	}
-	// Two stored chunks share the MD5: a hash-only claim is ambiguous, so the
-	// answer is "send the bytes", never one of them.
+	// Two stored chunks share the MD5: the SHA-256 picks the one carol
+	// names (a challenge over alice's x), and MD5 alone picks none.
 	info2, _ := e.s.Init(ctx, carol, "/c.bin", testChunk, "")
-	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x)); err != nil || hr.Exists {
-		t.Fatalf("carol's patchHash = %+v, %v; want exists=false", hr, err)
+	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), ""); err != nil || hr.Exists {
+		t.Fatalf("carol's patchHash by MD5 = %+v, %v; want exists=false", hr, err)
+	}
+	hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), sha256hex(x))
+	if err != nil || hr.Challenge == nil {
+		t.Fatalf("carol's patchHash by SHA-256 = %+v, %v; want a challenge", hr, err)
+	}
+	idx := int64(0)
+	if pr, err := e.s.Prove(ctx, carol, info2.UploadID, &idx, hr.Challenge.Nonce, proveOver(hr.Challenge, x)); err != nil || !pr.OK {
+		t.Fatalf("carol's proof = %+v, %v", pr, err)
+	}
+	if _, err := e.s.Merge(ctx, carol, info2.UploadID, fileHash(x, testChunk), fileSHA(x, testChunk)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(e.read(carol, "/c.bin"), x) {
+		t.Fatal("carol's file does not hold her bytes")
 	}
 	if !bytes.Equal(e.read(mallory, "/evil"), y) {
 		t.Fatal("mallory's file changed")
@@ -375,7 +395,7 @@ func TestClaimedChunkSurvivesGC(t *testing.T) {
 	}
 	info, _ := e.s.Init(ctx, uid, "/copy", int64(len(b)), "")
 	for i := int64(0); i < 2; i++ {
-		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)))
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)), sha256hex(chunkOf(b, i)))
 		if err != nil || !hr.Exists || hr.Challenge != nil {
 			t.Fatalf("patchHash %d = %+v, %v; want exists without challenge", i, hr, err)
 		}
@@ -386,7 +406,7 @@ func TestClaimedChunkSurvivesGC(t *testing.T) {
 	if res, err := e.d.GC(ctx); err != nil || res.Chunks != 0 {
 		t.Fatalf("GC = %+v, %v; want nothing collected", res, err)
 	}
-	if _, err := e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk)); err != nil {
+	if _, err := e.s.Merge(ctx, uid, info.UploadID, fileHash(b, testChunk), fileSHA(b, testChunk)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(e.read(uid, "/copy"), b) {

@@ -294,7 +294,7 @@ func uploadHashed(ctx context.Context, c *client.Client, local, remote string, s
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	_, err = c.Merge(ctx, in.UploadID, chunker.FileHash(hashes))
+	_, err = c.Merge(ctx, in.UploadID, chunker.FileHash(hashes), "")
 	return err
 }
 

@@ -13,7 +13,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -98,12 +97,12 @@ func run() error {
 		humanize.IBytes(size), humanize.IBytes(cs), total, *parallel)
 
 	// Hash first, as a client does (not timed as upload).
-	md5s := make([]string, total)
+	md5s, shas := make([]string, total), make([]string, total)
 	for i := range total {
-		m := md5.Sum(b.chunk(1, i))
-		md5s[i] = hex.EncodeToString(m[:])
+		s := chunker.HashChunk(b.chunk(1, i))
+		md5s[i], shas[i] = s.MD5, s.SHA256
 	}
-	fh := chunker.FileHash(md5s)
+	fh, fsha := chunker.FileHash(md5s), chunker.FileSHA256(shas)
 
 	tx0, sent0, t0 := meta.WriteTxCount(), b.sent.Load(), time.Now()
 	if err := b.apiUpload("alice", "/big.bin", md5s, fh, *parallel); err != nil {
@@ -121,7 +120,7 @@ func run() error {
 	report("WebDAV PUT (new file)", time.Since(t0), b.sent.Load()-sent0, b.size)
 
 	tx0, sent0, t0 = meta.WriteTxCount(), b.sent.Load(), time.Now()
-	if err := b.instant("bob", "/copy.bin", fh); err != nil {
+	if err := b.instant("bob", "/copy.bin", fh, fsha); err != nil {
 		return err
 	}
 	fmt.Printf("%-28s %10v  %s sent  (%d SQLite write transactions)\n", "instant re-upload (bob)",
@@ -227,14 +226,15 @@ func (b *bench) davPut(user, path string) error {
 }
 
 // instant re-uploads the first file as another user: patchHash on the file
-// hash, a proof over the challenged ranges, no chunk bytes.
-func (b *bench) instant(user, path, fh string) error {
+// hash and its SHA-256 name, a proof over the challenged ranges, no chunk
+// bytes.
+func (b *bench) instant(user, path, fh, fsha string) error {
 	var in apitype.Session
 	if err := b.do(user, "POST", "/api/v1/file/init", jsonBody(apitype.InitRequest{Path: &path, Size: &b.size, FileHash: fh}), &in); err != nil {
 		return err
 	}
 	var pa apitype.PatchHashResult
-	if err := b.do(user, "POST", "/api/v1/file/patchHash", jsonBody(apitype.PatchHashRequest{UploadID: in.UploadID, FileHash: fh}), &pa); err != nil {
+	if err := b.do(user, "POST", "/api/v1/file/patchHash", jsonBody(apitype.PatchHashRequest{UploadID: in.UploadID, FileHash: fh, FileSHA256: fsha}), &pa); err != nil {
 		return err
 	}
 	if !pa.Exists || pa.Challenge == nil {

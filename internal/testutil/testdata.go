@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"crypto/md5"
+	cryptorand "crypto/rand"
 	"encoding/json"
 	"math/rand"
 	"os"
@@ -84,6 +85,25 @@ func MD5Collision(t testing.TB) (a, b []byte) {
 		t.Fatal("testdata/md5collision is not an MD5 collision pair")
 	}
 	return a, b
+}
+
+// MD5CollidingContents returns A = a‖S and B = b‖S for the pair (a, b) of
+// testdata/md5collision and S of n random bytes. MD5 runs over 64-byte
+// blocks from a fixed state, and the pair's 128 bytes leave that state
+// equal, so whatever follows collides too: cut at any chunk size of 128
+// bytes or more, A's and B's first chunks differ in bytes but not in MD5,
+// and their other chunks are the same. A and B have the same size, chunk
+// MD5s and file hash, and different SHA-256s.
+func MD5CollidingContents(t testing.TB, n int) (A, B []byte) {
+	t.Helper()
+	a, b := MD5Collision(t)
+	s := make([]byte, n)
+	cryptorand.Read(s)
+	A, B = append(append([]byte{}, a...), s...), append(append([]byte{}, b...), s...)
+	if md5.Sum(A) != md5.Sum(B) || bytes.Equal(A, B) {
+		t.Fatal("a‖S and b‖S do not collide")
+	}
+	return A, B
 }
 
 // HostileXML returns the hostile request bodies of testdata/xml by file name

@@ -7,6 +7,13 @@
 // (instant upload, cancelling in-flight work), and merges only after
 // QueueDrained. Several files run in parallel within a global limit.
 //
+// Content is named by MD5 (the protocol's name) and, where WebCrypto is
+// available, by SHA-256 beside it: two different chunks can share an MD5, so
+// the server binds content it already holds (instant upload, a chunk that
+// "exists") only to an upload that names it by SHA-256 too. Without
+// crypto.subtle (only in secure contexts: https, localhost) the page sends
+// MD5s alone and the server answers "send the bytes".
+//
 // Memory: a chunk is read with File.slice when it is hashed (one at a time)
 // and sent as a File slice (a Blob the browser streams from the file), so the
 // worker holds one chunk per file, whatever the file's size.
@@ -79,6 +86,13 @@ function hex(buf) {
   return Array.from(new Uint8Array(buf), b => b.toString(16).padStart(2, '0')).join('');
 }
 
+// sha256 is the hex SHA-256 of buf (an ArrayBuffer or a typed array), or
+// null where WebCrypto is unavailable.
+async function sha256(buf) {
+  if (!self.crypto || !self.crypto.subtle) return null;
+  return hex(await self.crypto.subtle.digest('SHA-256', buf));
+}
+
 // proof answers a challenge: hex SHA-256 of the nonce's hex string followed
 // by the challenged ranges. crypto.subtle exists only in secure contexts
 // (https, localhost); elsewhere the bytes are simply sent.
@@ -127,7 +141,7 @@ class Upload {
     this.stopped = false; this.aborted = false; this.abortErr = null;
     this.ctl = new AbortController();
     this.hashedBytes = 0; this.sentBytes = 0; this.skippedBytes = 0; this.resumedChunks = 0; this.retries = 0;
-    this.queue = []; this.wakers = []; this.hashes = [];
+    this.queue = []; this.wakers = []; this.hashes = []; this.shas = [];
     this.checkStarted = false; this.checking = null;
     this.post({ type: 'state', state: 'running' });
     try {
@@ -204,6 +218,7 @@ class Upload {
       const buf = await this.readChunk(i);
       const h = SparkMD5.ArrayBuffer.hash(buf);
       this.hashes[i] = h;
+      this.shas[i] = await sha256(buf);
       this.hashedBytes += buf.byteLength;
       this.c.hashed++;
       if (this.uploaded.has(i)) {
@@ -226,8 +241,16 @@ class Upload {
     this.emit('AllChunksHashed');
     this.checkDrained();
     const fileHash = SparkMD5.hash(this.hashes.join(''));
+    // The file's SHA-256 name: SHA-256 of the chunks' hex SHA-256s, in order.
+    this.fileSha256 = this.shas.every(s => s) ? await sha256(new TextEncoder().encode(this.shas.join(''))) : null;
     this.emit('FileHashed', { hash: fileHash });
     return fileHash;
+  }
+
+  // named adds the SHA-256 names to a request body when this browser has them.
+  named(body, key, value) {
+    if (value) body[key] = value;
+    return body;
   }
 
   checkDrained() {
@@ -284,7 +307,7 @@ class Upload {
   async task(i) {
     const signal = this.ctl.signal;
     const hash = this.hashes[i];
-    const r = await call('POST', '/api/v1/file/patchHash', { uploadId: this.uploadId, index: i, hash }, signal);
+    const r = await call('POST', '/api/v1/file/patchHash', this.named({ uploadId: this.uploadId, index: i, hash }, 'sha256', this.shas[i]), signal);
     const len = Math.min(this.chunkSize, this.file.size - i * this.chunkSize);
     if (r.exists && !r.challenge) { this.skippedBytes += len; return 'exists'; }
     if (r.exists && r.challenge) {
@@ -332,13 +355,13 @@ class Upload {
       return { instant: true, path: instant.path || this.path, fileHash, size: this.file.size };
     }
     await Promise.race([this.drained, this.abortedP]);
-    const m = await this.retry(() => call('POST', '/api/v1/file/merge', { uploadId: this.uploadId, fileHash }, this.ctl.signal));
+    const m = await this.retry(() => call('POST', '/api/v1/file/merge', this.named({ uploadId: this.uploadId, fileHash }, 'fileSha256', this.fileSha256), this.ctl.signal));
     this.emit('Merged', { hash: fileHash });
     return { instant: false, path: m.path, fileHash, size: m.size };
   }
 
   async checkFile(fileHash) {
-    const r = await this.retry(() => call('POST', '/api/v1/file/patchHash', { uploadId: this.uploadId, fileHash }, this.ctl.signal));
+    const r = await this.retry(() => call('POST', '/api/v1/file/patchHash', this.named({ uploadId: this.uploadId, fileHash }, 'fileSha256', this.fileSha256), this.ctl.signal));
     if (!r.exists) return null;
     if (r.completed) return r;
     if (r.challenge) {
