@@ -121,8 +121,13 @@ type Users interface {
 	UserByID(ctx context.Context, id int64) (User, error)
 	// ListUsers returns every user by name.
 	ListUsers(ctx context.Context) ([]User, error)
-	// DeleteUser removes a user with their tree and sessions.
+	// DeleteUser removes a user with their tree, their upload sessions and
+	// their web sessions. A deleted user's id is never given to another
+	// user: whatever still names it elsewhere (async records, locks, caches)
+	// can never become someone else's.
 	DeleteUser(ctx context.Context, id int64) error
+	// SetPassword replaces the password hash and ends the user's web
+	// sessions (a new password is a new sign-in everywhere).
 	SetPassword(ctx context.Context, id int64, passHash string) error
 	// SetQuota sets a user's total (0 = unlimited).
 	SetQuota(ctx context.Context, id int64, total int64) error
@@ -266,6 +271,7 @@ type Store interface {
 	Chunks
 	Sessions
 	QuotaRecords
+	WebSessions
 }
 
 func baseName(p string) string {
