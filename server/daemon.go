@@ -144,6 +144,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"checksums", func(ctx context.Context) { d.Drive.RunChecksums(ctx, time.Minute, nil) }},
 		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
 		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
+		{"web-sessions", d.pruneWebSessions},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -179,7 +180,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger}
 		for i, j := range jobs {
 			switch j.name {
-			case "gc", "upload-janitor", "quota-flush":
+			case "gc", "upload-janitor", "quota-flush", "web-sessions":
 				run := j.run
 				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
 			}
@@ -454,6 +455,19 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// pruneWebSessions ends the web sessions past their expiry that nobody came
+// back with (a lookup ends the others), one statement every few minutes
+// rather than a sweep at each sign-in.
+func (d *Daemon) pruneWebSessions(ctx context.Context) {
+	tick.Every(ctx, 5*time.Minute, func(ctx context.Context) {
+		if n, err := d.Server.Web().Sessions().Prune(ctx); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("web sessions: pruning expired sessions", "err", err)
+		} else if n > 0 {
+			d.opts.Logger.Debug("web sessions: expired sessions ended", "count", n)
+		}
+	})
 }
 
 func (d *Daemon) gcLoop(ctx context.Context, every time.Duration) {

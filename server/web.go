@@ -24,7 +24,7 @@ import (
 func (s *Server) mountWeb() {
 	s.web = web.New(web.Config{
 		Drive:    s.d,
-		Sessions: web.NewSessions(s.now),
+		Sessions: web.NewSessions(s.d.WebSessions(), s.now),
 		Logger:   s.log,
 		Login: func(w http.ResponseWriter, r *http.Request, name, pass string) (meta.User, bool) {
 			return s.login(w, r, name, pass, func(w http.ResponseWriter, r *http.Request, err error) {
