@@ -248,11 +248,25 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 	if u, ok := s.d.AuthenticateCached(r.Context(), name, pass); ok && s.logins.admitVerified(name, ip) {
 		return u, true
 	}
-	if wait, ok := s.logins.admit(name, ip); !ok {
-		secs := int64((wait + time.Second - 1) / time.Second)
+	// Whether the name exists decides what a locked address may still try
+	// (throttle.go); the answers do not tell it apart.
+	known := true
+	if _, err := s.d.User(r.Context(), name); errs.Is(err, errs.NotFound) {
+		known = false
+	} else if err != nil {
+		s.log.Error("auth", "err", err)
+		deny(w, r, errs.Errorf(op, errs.Unavailable, "authentication unavailable"))
+		return meta.User{}, false
+	}
+	throttled := func(wait time.Duration) {
+		secs := int64((max(wait, time.Second) + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		s.log.Info("auth throttled", "user", name, "ip", ip, "retry_after_s", secs)
 		deny(w, r, errs.Errorf(op, errs.Throttled, "too many failed logins: retry later"))
+	}
+	wait, ok, addrLocked := s.logins.admit(name, ip, known)
+	if !ok {
+		throttled(wait)
 		return meta.User{}, false
 	}
 	u, err := s.d.Authenticate(r.Context(), name, pass)
@@ -263,6 +277,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 	case errs.Is(err, errs.Unauthenticated):
 		s.logins.done(name, ip, true, false)
 		s.log.Info("auth failed", "user", name, "ip", ip)
+		if addrLocked {
+			// As the refusals of unknown names from this address are.
+			throttled(s.logins.retryAfter(name, ip, known))
+			return meta.User{}, false
+		}
 		deny(w, r, err)
 	case errs.Is(err, errs.Canceled):
 		s.logins.done(name, ip, false, false) // the client went away while we checked
