@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -91,6 +92,9 @@ type Options struct {
 	// AsyncRecheck is how often an agent's work stream re-reads its work;
 	// 0 means api.DefaultAsyncRecheck.
 	AsyncRecheck time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (Config.TrustedProxies).
+	TrustedProxies []netip.Prefix
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -326,7 +330,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		return fail(fmt.Errorf("async: %w", err))
 	}
 	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
-		Async: as, AsyncRecheck: o.AsyncRecheck}
+		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}

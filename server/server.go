@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,10 @@ type Config struct {
 	// SharedLogins, when set, keeps the login throttle's failure counts in
 	// this Redis, shared by the nodes (throttle_redis.go).
 	SharedLogins *redis.Client
+	// TrustedProxies are the peers whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (proxy.go); from any other peer those
+	// headers are dropped.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the HTTP side of the daemon.
@@ -57,8 +62,9 @@ type Server struct {
 	metrics *Metrics
 	mux     *http.ServeMux
 
-	logins *throttle    // failed logins by account and address (throttle.go)
-	web    *web.Handler // the browser interface (web.go)
+	logins  *throttle      // failed logins by account and address (throttle.go)
+	proxies trustedProxies // peers whose forwarded headers count (proxy.go)
+	web     *web.Handler   // the browser interface (web.go)
 
 	streamsDone chan struct{} // closed by EndStreams
 	endStreams  sync.Once
@@ -66,7 +72,7 @@ type Server struct {
 
 // New builds the server and its routes.
 func New(c Config) *Server {
-	s := &Server{d: c.Drive, log: c.Logger, now: c.Now}
+	s := &Server{d: c.Drive, log: c.Logger, now: c.Now, proxies: c.TrustedProxies}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -152,8 +158,11 @@ func (s *Server) MetricsHandler() http.Handler {
 // Metrics returns the server's metrics, for other layers to add to.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// Handler is the root handler, with metrics around everything.
-func (s *Server) Handler() http.Handler { return s.metrics.wrap(refuseDotSegments(s.mux)) }
+// Handler is the root handler: forwarded headers applied (or dropped) before
+// anything reads the request, metrics around everything else.
+func (s *Server) Handler() http.Handler {
+	return s.proxies.forwarded(s.metrics.wrap(refuseDotSegments(s.mux)))
+}
 
 // refuseDotSegments answers 400 to a path with "." or ".." segments. ServeMux
 // would otherwise clean them and redirect, turning an attempt to leave the

@@ -8,7 +8,8 @@
 //   - POST /web/login {"name", "password"} checks the password through the
 //     server's throttled login (the same limits as Basic auth) and sets the
 //     session cookie: HttpOnly, SameSite=Strict, Path=/, Secure when the
-//     request came over TLS (r.TLS or X-Forwarded-Proto: https).
+//     request came over TLS (r.TLS, or X-Forwarded-Proto: https, which
+//     server keeps only from trusted proxies).
 //   - Every state-changing request made with the cookie (any method but GET,
 //     HEAD, OPTIONS) must carry X-CSRF-Token equal to the session's token,
 //     which only a same-origin page can read (GET /web/session). SameSite=Strict
@@ -183,7 +184,8 @@ func (h *Handler) writeAsset(w http.ResponseWriter, r *http.Request, name string
 }
 
 // Secure reports whether the request reached us over TLS, directly or
-// through a proxy that says so.
+// through a proxy that says so (server drops X-Forwarded-Proto from peers
+// that are not trusted proxies, so only theirs is read here).
 func Secure(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
