@@ -103,7 +103,11 @@ func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 	return nil
 }
 
-// deleteUser removes the user in SQLite, then from the ledger.
+// deleteUser removes the user in SQLite (their tree, upload sessions and
+// web sessions go with the row), then from the ledger, and ends their WebDAV
+// locks (their tokens are worth nothing after). The id is never given
+// again, so what else still names it (async records until their expiry)
+// can never become another user's.
 func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
 	defer d.quota.Step()()
 	defer d.staleAuth()
@@ -111,6 +115,7 @@ func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
 		return err
 	}
 	d.quota.MarkDirty("Forget", d.quota.Ledger().Forget(context.WithoutCancel(ctx), uid))
+	d.locks.Release(uid, "/")
 	return nil
 }
 
