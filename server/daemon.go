@@ -329,6 +329,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		locks.Close()
 		return fail(fmt.Errorf("async: %w", err))
 	}
+	// A deleted user's async downloads end with the account.
+	d.OnUserDeleted(as.PurgeOwner)
 	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
 		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies}
 	if o.Meta != "" {
