@@ -1,14 +1,15 @@
 // Package meta is netdisk's metadata store and the only owner of its SQL:
 // users, each user's tree of directories and files, files as ordered lists
 // of chunks, chunk records, WebDAV dead properties, upload sessions with
-// their chunks and challenges, and the quota ledger's flush records. Store is
-// the contract, split by role (Users, Tree, Props, Checksums, Chunks,
-// Sessions, QuotaRecords) so each caller depends on what it uses; SQLite
-// implements it today (PostgreSQL is the scale-out target), and metatest is
-// the conformance suite every implementation passes.
+// their chunks and challenges, the quota ledger's flush records, and the web
+// page's sign-in sessions. Store is the contract, split by role (Users, Tree,
+// Props, Checksums, Chunks, Sessions, QuotaRecords, WebSessions) so each
+// caller depends on what it uses; SQLite implements it and PostgreSQL
+// (several nodes) runs the same methods, and metatest is the conformance
+// suite every implementation passes.
 //
 // Every method that touches a tree is scoped by user id: there is no query
-// that can reach another user's nodes.
+// that can reach another user's nodes. A user id is never given twice.
 package meta
 
 import (
