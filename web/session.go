@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"log/slog"
 	"time"
 
 	"netdisk/errs"
@@ -49,6 +50,7 @@ type Sessions struct {
 	Idle       time.Duration
 	Absolute   time.Duration
 	MaxPerUser int
+	Log        *slog.Logger
 
 	store meta.WebSessions
 }
@@ -58,7 +60,7 @@ func NewSessions(store meta.WebSessions, now func() time.Time) *Sessions {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sessions{Now: now, Idle: DefaultIdle, Absolute: DefaultAbsolute, MaxPerUser: DefaultMaxPerUser, store: store}
+	return &Sessions{Now: now, Idle: DefaultIdle, Absolute: DefaultAbsolute, MaxPerUser: DefaultMaxPerUser, Log: slog.Default(), store: store}
 }
 
 func randomToken() string {
@@ -101,16 +103,20 @@ func (s *Sessions) Lookup(ctx context.Context, token string) (Session, error) {
 	}
 	ss := Session{UserID: ws.UserID, CSRF: ws.CSRF, Created: ws.Created, Last: ws.Last}
 	if s.expired(ss, now) {
+		// Ended either way: Prune removes a row this could not.
 		if err := s.store.DeleteWebSession(ctx, k); err != nil {
-			return Session{}, err
+			s.Log.Warn("web sessions: cannot remove an expired session", "err", err)
 		}
 		return Session{}, errs.Errorf(op, errs.NotFound, "session expired")
 	}
 	if now.Sub(ss.Last) >= touchEvery {
+		// A use that cannot be recorded (the database busy or full) only
+		// brings the idle expiry closer: the request is still the user's.
 		if err := s.store.TouchWebSession(ctx, k, now); err != nil {
-			return Session{}, err
+			s.Log.Warn("web sessions: cannot record a session's use", "err", err)
+		} else {
+			ss.Last = now
 		}
-		ss.Last = now
 	}
 	return ss, nil
 }
