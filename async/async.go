@@ -220,4 +220,13 @@ type Store interface {
 	AddWork(ctx context.Context, user int64, w Work, now time.Time) error
 	DoneWork(ctx context.Context, agentKey, taskID string) error
 	Work(ctx context.Context, agentKey string, now time.Time) ([]Work, error)
+	// PurgeOwner removes every job, target, outcome, task and work item of
+	// user (a deleted account), whatever their expiry.
+	PurgeOwner(ctx context.Context, user int64) error
+}
+
+// ownerPrefixes are the key prefixes of user's jobs, tasks and agents.
+func ownerPrefixes(user int64) (job, task, agent string) {
+	u := strconv.FormatInt(user, 10)
+	return "AsyncDownloadJob:" + u + ":", "AsyncDownloadTask:" + u + ":", u + ":"
 }

@@ -149,3 +149,9 @@ func decAll[T any](rows []string, err error) ([]T, error) {
 }
 
 func sortWork(ws []Work) { sort.Slice(ws, func(i, j int) bool { return ws[i].TaskID < ws[j].TaskID }) }
+
+// PurgeOwner removes a user's records (Store).
+func (e *Embedded) PurgeOwner(ctx context.Context, user int64) error {
+	job, task, agent := ownerPrefixes(user)
+	return e.db.AsyncPurgeOwner(ctx, job, task, agent)
+}

@@ -238,3 +238,45 @@ func (r *Redis) Work(ctx context.Context, agentKey string, _ time.Time) ([]Work,
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// PurgeOwner removes a user's records (Store): its keys are found by SCAN
+// (deleting a user is rare; the keyspace is walked once per pattern), and
+// its jobs leave the index. The patterns hold no glob characters but the
+// final *: a user id is digits.
+func (r *Redis) PurgeOwner(ctx context.Context, user int64) error {
+	const op = "async.PurgeOwner"
+	job, task, agent := ownerPrefixes(user)
+	for _, pattern := range []string{job + "*", TargetsKey(job) + "*", ResultsKey(job) + "*", task + "*", WorkKey(agent) + "*"} {
+		iter := r.rdb.Scan(ctx, 0, pattern, 500).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return redisErr(op, err)
+		}
+		for len(keys) > 0 {
+			n := min(len(keys), 500)
+			if err := r.rdb.Del(ctx, keys[:n]...).Err(); err != nil {
+				return redisErr(op, err)
+			}
+			keys = keys[n:]
+		}
+	}
+	iter := r.rdb.ZScan(ctx, IndexKey, 0, job+"*", 500).Iterator()
+	var members []any
+	for i := 0; iter.Next(ctx); i++ {
+		if i%2 == 0 { // members and scores alternate
+			members = append(members, iter.Val())
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return redisErr(op, err)
+	}
+	if len(members) > 0 {
+		if err := r.rdb.ZRem(ctx, IndexKey, members...).Err(); err != nil {
+			return redisErr(op, err)
+		}
+	}
+	return nil
+}

@@ -382,3 +382,9 @@ func (s *Service) Content(ctx context.Context, uid int64, taskID string) (Job, e
 	}
 	return j, nil
 }
+
+// PurgeOwner ends every async record of user: their account is being
+// deleted, and nothing of it is to be run or handed out any more.
+func (s *Service) PurgeOwner(ctx context.Context, user int64) error {
+	return s.st.PurgeOwner(ctx, user)
+}

@@ -67,3 +67,13 @@ func (d *Drive) Users(ctx context.Context) ([]meta.User, error) { return d.meta.
 func (d *Drive) User(ctx context.Context, name string) (meta.User, error) {
 	return d.meta.UserByName(ctx, name)
 }
+
+// UserByID returns one account by id (a web session names its user by id:
+// ids are never given again, so it can only ever be that account).
+func (d *Drive) UserByID(ctx context.Context, id int64) (meta.User, error) {
+	return d.meta.UserByID(ctx, id)
+}
+
+// WebSessions is the store of the web page's sessions (package web): the
+// metadata store, which every node sharing it sees.
+func (d *Drive) WebSessions() meta.WebSessions { return d.meta }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
+	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/internal/testenv"
+	"netdisk/meta"
 )
 
 func newAdminDrive(t *testing.T) *drive.Drive { return testenv.New(t, testenv.Options{}).Drive }
@@ -67,5 +70,49 @@ func TestDeleteUserAsRace(t *testing.T) {
 		if err != nil || len(us) != 1 || !us[0].IsAdmin {
 			t.Fatalf("round %d: users left %+v, %v", i, us, err)
 		}
+	}
+}
+
+// Deleting a user ends what they held beside their tree: WebDAV locks (and
+// so their tokens), web sessions, remembered credentials; and an account
+// made again under the same name and password is a new one, with a new id.
+func TestDeleteUserEndsWhatTheyHeld(t *testing.T) {
+	ctx := context.Background()
+	d := newAdminDrive(t)
+	alice, err := d.AddUser(ctx, "alice", "pw", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Locks().Create(alice.ID, davlock.Lock{Root: "/f", Timeout: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	now := d.Now()
+	if err := d.WebSessions().CreateWebSession(ctx, meta.WebSession{TokenHash: "h", UserID: alice.ID, CSRF: "c", Created: now, Last: now}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Authenticate(ctx, "alice", "pw"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Locks().Count(alice.ID); n != 0 {
+		t.Fatalf("the deleted user's WebDAV locks: %d left", n)
+	}
+	if _, err := d.WebSessions().WebSession(ctx, "h"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("the deleted user's web session: %v, want NotFound", err)
+	}
+	if _, ok := d.AuthenticateCached(ctx, "alice", "pw"); ok {
+		t.Fatal("the deleted user's remembered password still signs in")
+	}
+	again, err := d.AddUser(ctx, "alice", "pw", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID == alice.ID {
+		t.Fatalf("the new alice has the deleted alice's id %d", alice.ID)
+	}
+	if n := d.Locks().Count(again.ID); n != 0 {
+		t.Fatalf("the new alice holds %d locks", n)
 	}
 }

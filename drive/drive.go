@@ -90,6 +90,9 @@ type Drive struct {
 	locks davlock.Table
 
 	maxFile int64 // see Config.MaxFileSize
+
+	userHooksMu sync.Mutex
+	userDeleted []func(context.Context, int64) error // OnUserDeleted
 }
 
 type authEntry struct {

@@ -103,7 +103,11 @@ func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 	return nil
 }
 
-// deleteUser removes the user in SQLite, then from the ledger.
+// deleteUser removes the user in SQLite (their tree, upload sessions and
+// web sessions go with the row), then from the ledger, and ends their WebDAV
+// locks (their tokens are worth nothing after) and, through the hooks
+// (OnUserDeleted), their async downloads. The id is never given again, so
+// whatever still names it can never become another user's.
 func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
 	defer d.quota.Step()()
 	defer d.staleAuth()
@@ -111,7 +115,26 @@ func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
 		return err
 	}
 	d.quota.MarkDirty("Forget", d.quota.Ledger().Forget(context.WithoutCancel(ctx), uid))
+	d.locks.Release(uid, "/")
+	d.userHooksMu.Lock()
+	hooks := d.userDeleted
+	d.userHooksMu.Unlock()
+	for _, fn := range hooks {
+		// The account is gone already: a hook that fails leaves records
+		// nobody can reach (the id is never given again) until they expire.
+		if err := fn(context.WithoutCancel(ctx), uid); err != nil {
+			d.log.Warn("deleted user: cleaning up after them", "user", uid, "err", err)
+		}
+	}
 	return nil
+}
+
+// OnUserDeleted registers fn to end what a layer above the drive keeps for
+// a user (async downloads) once the user is deleted.
+func (d *Drive) OnUserDeleted(fn func(ctx context.Context, uid int64) error) {
+	d.userHooksMu.Lock()
+	d.userDeleted = append(d.userDeleted, fn)
+	d.userHooksMu.Unlock()
 }
 
 // reserveMore grows a writer's hold to cover size bytes: by doubling steps

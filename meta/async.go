@@ -59,6 +59,11 @@ type AsyncJobs interface {
 	// returns whether the job was created and the live job's status; when
 	// that is not jobStatus nothing is pushed or stored.
 	AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, targetData, taskID, taskData string, expires, now time.Time) (created bool, status string, err error)
+	// AsyncPurgeOwner deletes, in one transaction, the jobs (with their
+	// targets and outcomes) whose id starts with jobPrefix, the tasks whose
+	// id starts with taskPrefix and the work of agents whose key starts
+	// with agentPrefix: the records of a user being deleted.
+	AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix, agentPrefix string) error
 }
 
 var _ AsyncJobs = (*SQLite)(nil)
@@ -292,4 +297,27 @@ func (s *SQLite) asyncStrings(ctx context.Context, op, q string, args ...any) ([
 		out = append(out, v)
 	}
 	return out, wrap(op, "", rows.Err())
+}
+
+func (s *SQLite) AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix, agentPrefix string) error {
+	// substr, not LIKE: the prefixes are compared as they are, with no
+	// character taken for a wildcard.
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, q := range []struct {
+			sql    string
+			prefix string
+		}{
+			{`DELETE FROM async_targets WHERE substr(job_id, 1, ?) = ?`, jobPrefix},
+			{`DELETE FROM async_results WHERE substr(job_id, 1, ?) = ?`, jobPrefix},
+			{`DELETE FROM async_jobs WHERE substr(id, 1, ?) = ?`, jobPrefix},
+			{`DELETE FROM async_tasks WHERE substr(id, 1, ?) = ?`, taskPrefix},
+			{`DELETE FROM async_work WHERE substr(agent, 1, ?) = ?`, agentPrefix},
+		} {
+			if _, err := tx.ExecContext(ctx, q.sql, len(q.prefix), q.prefix); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap("meta.AsyncPurgeOwner", "", err)
 }

@@ -1,14 +1,15 @@
 // Package meta is netdisk's metadata store and the only owner of its SQL:
 // users, each user's tree of directories and files, files as ordered lists
 // of chunks, chunk records, WebDAV dead properties, upload sessions with
-// their chunks and challenges, and the quota ledger's flush records. Store is
-// the contract, split by role (Users, Tree, Props, Checksums, Chunks,
-// Sessions, QuotaRecords) so each caller depends on what it uses; SQLite
-// implements it today (PostgreSQL is the scale-out target), and metatest is
-// the conformance suite every implementation passes.
+// their chunks and challenges, the quota ledger's flush records, and the web
+// page's sign-in sessions. Store is the contract, split by role (Users, Tree,
+// Props, Checksums, Chunks, Sessions, QuotaRecords, WebSessions) so each
+// caller depends on what it uses; SQLite implements it and PostgreSQL
+// (several nodes) runs the same methods, and metatest is the conformance
+// suite every implementation passes.
 //
 // Every method that touches a tree is scoped by user id: there is no query
-// that can reach another user's nodes.
+// that can reach another user's nodes. A user id is never given twice.
 package meta
 
 import (
@@ -121,8 +122,13 @@ type Users interface {
 	UserByID(ctx context.Context, id int64) (User, error)
 	// ListUsers returns every user by name.
 	ListUsers(ctx context.Context) ([]User, error)
-	// DeleteUser removes a user with their tree and sessions.
+	// DeleteUser removes a user with their tree, their upload sessions and
+	// their web sessions. A deleted user's id is never given to another
+	// user: whatever still names it elsewhere (async records, locks, caches)
+	// can never become someone else's.
 	DeleteUser(ctx context.Context, id int64) error
+	// SetPassword replaces the password hash and ends the user's web
+	// sessions (a new password is a new sign-in everywhere).
 	SetPassword(ctx context.Context, id int64, passHash string) error
 	// SetQuota sets a user's total (0 = unlimited).
 	SetQuota(ctx context.Context, id int64, total int64) error
@@ -266,6 +272,7 @@ type Store interface {
 	Chunks
 	Sessions
 	QuotaRecords
+	WebSessions
 }
 
 func baseName(p string) string {

@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -16,7 +17,8 @@ import (
 // Small chunks kept inline (chunk_data) move with the metadata, not to the
 // chunk store. Instant upload's draws are copied, not drawn afresh: a content's threshold
 // stays what it was. The embedded async tables are not: their records live
-// 30 minutes, and nodes sharing the metadata keep async jobs in Redis.
+// 30 minutes, and nodes sharing the metadata keep async jobs in Redis. Nor
+// are the web sessions: browsers sign in again on the new nodes.
 var copyTables = []struct {
 	name, cols, ids string // ids: the identity column whose sequence is reset ("" for none)
 	binary          bool   // holds a BLOB column: bytes stay bytes
@@ -90,8 +92,14 @@ func (s *SQLite) CopyTo(ctx context.Context, dst *Postgres) (CopyResult, error) 
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			if t.ids != "" {
-				// New rows continue after the copied ids.
-				if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('`+t.name+`', '`+t.ids+`'), coalesce((SELECT max(`+t.ids+`) FROM `+t.name+`), 0) + 1, false)`); err != nil {
+				// New rows continue after the copied ids, and after every
+				// id SQLite ever gave (sqlite_sequence: a deleted user's
+				// id is never given again, on either store).
+				used, err := s.usedIDs(ctx, t.name)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('`+t.name+`', '`+t.ids+`'), greatest(coalesce((SELECT max(`+t.ids+`) FROM `+t.name+`), 0), ?) + 1, false)`, used); err != nil {
 					return err
 				}
 			}
@@ -113,6 +121,17 @@ func (s *SQLite) CopyTo(ctx context.Context, dst *Postgres) (CopyResult, error) 
 		}
 	}
 	return res, nil
+}
+
+// usedIDs is the highest id SQLite has given in table (AUTOINCREMENT's
+// sqlite_sequence), 0 for a table without AUTOINCREMENT.
+func (s *SQLite) usedIDs(ctx context.Context, table string) (int64, error) {
+	var used int64
+	err := s.r.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return used, err
 }
 
 // copyTable copies one table in batches of multi-row INSERTs.

@@ -201,3 +201,40 @@ func TestPostgresDrawsBackfilledAndStable(t *testing.T) {
 		t.Fatalf("draws changed across a restart: %d %d, then %d %d", c1, f1, c2, f2)
 	}
 }
+
+// A copy into PostgreSQL goes on giving ids after every id the SQLite store
+// ever gave, deleted users' included: a user deleted before the migration
+// never has their id given to a new one after it.
+func TestCopyToNeverReusesUserIDs(t *testing.T) {
+	ctx := context.Background()
+	src, err := meta.OpenSQLite(ctx, t.TempDir()+"/meta.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.CreateUser(ctx, "alice", "h", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	bob, err := src.CreateUser(ctx, "bob", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.DeleteUser(ctx, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := meta.OpenPostgres(ctx, testutil.SharedPostgres(t).NewDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := src.CopyTo(ctx, dst); err != nil {
+		t.Fatal(err)
+	}
+	carol, err := dst.CreateUser(ctx, "carol", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if carol.ID <= bob.ID {
+		t.Fatalf("carol got id %d, not after deleted bob's %d", carol.ID, bob.ID)
+	}
+}

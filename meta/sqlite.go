@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -119,7 +120,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 				return fmt.Errorf("meta: migration %s: %w", name, err)
 			}
 		}
-		err = s.tx(ctx, func(tx *sql.Tx) error {
+		apply := func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
@@ -130,7 +131,12 @@ func (s *SQLite) migrate(ctx context.Context) error {
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_ns) VALUES (?, ?)`, name, s.now().UnixNano())
 			return err
-		})
+		}
+		if rebuildMigrations[name] {
+			err = s.txWithoutForeignKeys(ctx, apply)
+		} else {
+			err = s.tx(ctx, apply)
+		}
 		if err != nil {
 			return fmt.Errorf("meta: migration %s: %w", name, err)
 		}
@@ -149,6 +155,58 @@ var renamedMigrations = map[string]string{
 // run right after a migration, in its transaction.
 var postMigration = map[string]func(context.Context, *sql.Tx) error{
 	"migrations/007_instant_draws.sql": drawExisting,
+}
+
+// rebuildMigrations rebuild a table others refer to (SQLite cannot alter a
+// column's definition): they run with foreign keys off, since dropping the
+// old table would otherwise cascade into its children, and the references
+// are checked before the commit.
+var rebuildMigrations = map[string]bool{
+	"migrations/010_users_autoincrement.sql": true,
+}
+
+// txWithoutForeignKeys runs fn in a write transaction on one connection
+// whose foreign keys are off (the pragma is a no-op inside a transaction, so
+// it is set before), fails it if any reference is left dangling, and turns
+// them on again.
+func (s *SQLite) txWithoutForeignKeys(ctx context.Context, fn func(*sql.Tx) error) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return err
+	}
+	// The writer's other work expects them on; a connection that cannot be
+	// set back is not returned to the pool.
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	writeTxs.Add(1)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("meta: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	var dangling int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&dangling); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if dangling > 0 {
+		tx.Rollback()
+		return fmt.Errorf("%d rows would refer to missing rows", dangling)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("meta: commit: %w", err)
+	}
+	return nil
 }
 
 // preMigration holds checks that run before a migration to explain, in the
@@ -306,15 +364,29 @@ func (s *SQLite) ListUsers(ctx context.Context) ([]User, error) {
 	return out, wrap("meta.ListUsers", "", rows.Err())
 }
 
-// DeleteUser removes a user with their whole tree; their chunks become garbage
-// unless someone else references them.
+// DeleteUser removes a user with their whole tree, upload sessions and web
+// sessions (foreign keys cascade); their chunks become garbage unless
+// someone else references them. The id is never given again (migration 010).
 func (s *SQLite) DeleteUser(ctx context.Context, id int64) error {
 	return s.execOne(ctx, "meta.DeleteUser", `DELETE FROM users WHERE id = ?`, id)
 }
 
-// SetPassword replaces a user's password hash.
+// SetPassword replaces a user's password hash and ends their web sessions,
+// in one transaction.
 func (s *SQLite) SetPassword(ctx context.Context, id int64, passHash string) error {
-	return s.execOne(ctx, "meta.SetPassword", `UPDATE users SET pass_hash = ? WHERE id = ?`, passHash, id)
+	const op = "meta.SetPassword"
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET pass_hash = ? WHERE id = ?`, passHash, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errs.E(op, errs.NotFound, "", errors.New("no such user"))
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM web_sessions WHERE user_id = ?`, id)
+		return err
+	})
+	return wrap(op, "", err)
 }
 
 // SetQuota sets a user's total (0 = unlimited).

@@ -165,3 +165,99 @@ func TestRenamedMigrationNotReapplied(t *testing.T) {
 		t.Fatalf("recorded %v, want %v", names, want)
 	}
 }
+
+// A database made before user ids were AUTOINCREMENT keeps every row through
+// the table's rebuild (the rebuild must not cascade into the trees, sessions
+// and quota records that refer to users), then never gives an id again, and
+// its foreign keys hold as before.
+func TestUsersAutoincrementMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	// The schema as migrations 001-009 left it.
+	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	mustExec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`)
+	for _, name := range names {
+		if name >= "migrations/010" {
+			break
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(string(body))
+		mustExec(`INSERT INTO schema_migrations VALUES (?, 0)`, name)
+	}
+	for id, name := range map[int]string{1: "admin", 2: "alice", 3: "bob"} {
+		mustExec(`INSERT INTO users (id, name, pass_hash, is_admin, quota_total, created_ns) VALUES (?, ?, 'h', ?, 7, 1)`, id, name, id == 1)
+		mustExec(`INSERT INTO nodes (user_id, path, parent, name, is_dir, mtime_ns) VALUES (?, '/', '', '', 1, 1)`, id)
+	}
+	mustExec(`INSERT INTO nodes (user_id, path, parent, name, is_dir, mtime_ns) VALUES (2, '/d', '/', 'd', 1, 1)`)
+	mustExec(`INSERT INTO upload_sessions (id, user_id, path, size, chunk_size, state, created_ns, touched_ns) VALUES ('s1', 2, '/f', 1, 1, 'open', 1, 1)`)
+	mustExec(`INSERT INTO quota_flushes (upload, user_id, seq, flushed) VALUES ('s1', 2, 1, 1)`)
+	// bob, the newest, is deleted before the migration: the store cannot
+	// know his id was given (SQLite kept no record of it).
+	mustExec(`DELETE FROM users WHERE id = 3`)
+	db.Close()
+
+	s, err := OpenSQLite(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	defer s.Close()
+	alice, err := s.UserByName(ctx, "ALICE")
+	if err != nil || alice.ID != 2 || alice.QuotaTotal != 7 {
+		t.Fatalf("alice after the migration: %+v, %v", alice, err)
+	}
+	if admin, err := s.UserByName(ctx, "admin"); err != nil || !admin.IsAdmin {
+		t.Fatalf("admin after the migration: %+v, %v", admin, err)
+	}
+	if _, err := s.Stat(ctx, 2, "/d"); err != nil {
+		t.Fatalf("alice's tree after the migration: %v", err)
+	}
+	if _, err := s.Session(ctx, 2, "s1"); err != nil {
+		t.Fatalf("alice's upload session after the migration: %v", err)
+	}
+	var fk int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		t.Fatalf("foreign keys after the migration: %d, %v", fk, err)
+	}
+	if _, err := s.CreateUser(ctx, "alice", "h", false, 0); !errs.Is(err, errs.Exists) {
+		t.Fatalf("a second alice: %v, want Exists (the name index is back)", err)
+	}
+	carol, err := s.CreateUser(ctx, "carol", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteUser(ctx, carol.ID); err != nil {
+		t.Fatal(err)
+	}
+	dave, err := s.CreateUser(ctx, "dave", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dave.ID <= carol.ID {
+		t.Fatalf("dave got id %d after carol's %d was deleted", dave.ID, carol.ID)
+	}
+	// Deleting a user still takes their rows with them.
+	if err := s.DeleteUser(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM nodes WHERE user_id = 2) + (SELECT count(*) FROM upload_sessions WHERE user_id = 2) + (SELECT count(*) FROM quota_flushes WHERE user_id = 2)`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("rows of a deleted user: %d, %v", left, err)
+	}
+}

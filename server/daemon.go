@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -94,6 +95,9 @@ type Options struct {
 	// Conns bound the public listener's connections (connlimit.go); zero
 	// fields take DefaultConnLimits.
 	Conns ConnLimits
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (Config.TrustedProxies).
+	TrustedProxies []netip.Prefix
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -147,6 +151,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"checksums", func(ctx context.Context) { d.Drive.RunChecksums(ctx, time.Minute, nil) }},
 		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
 		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
+		{"web-sessions", d.pruneWebSessions},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -182,7 +187,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger}
 		for i, j := range jobs {
 			switch j.name {
-			case "gc", "upload-janitor", "quota-flush":
+			case "gc", "upload-janitor", "quota-flush", "web-sessions":
 				run := j.run
 				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
 			}
@@ -327,8 +332,10 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		locks.Close()
 		return fail(fmt.Errorf("async: %w", err))
 	}
+	// A deleted user's async downloads end with the account.
+	d.OnUserDeleted(as.PurgeOwner)
 	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
-		Async: as, AsyncRecheck: o.AsyncRecheck}
+		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}
@@ -464,6 +471,19 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// pruneWebSessions ends the web sessions past their expiry that nobody came
+// back with (a lookup ends the others), one statement every few minutes
+// rather than a sweep at each sign-in.
+func (d *Daemon) pruneWebSessions(ctx context.Context) {
+	tick.Every(ctx, 5*time.Minute, func(ctx context.Context) {
+		if n, err := d.Server.Web().Sessions().Prune(ctx); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("web sessions: pruning expired sessions", "err", err)
+		} else if n > 0 {
+			d.opts.Logger.Debug("web sessions: expired sessions ended", "count", n)
+		}
+	})
 }
 
 func (d *Daemon) gcLoop(ctx context.Context, every time.Duration) {

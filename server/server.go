@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,10 @@ type Config struct {
 	// SharedLogins, when set, keeps the login throttle's failure counts in
 	// this Redis, shared by the nodes (throttle_redis.go).
 	SharedLogins *redis.Client
+	// TrustedProxies are the peers whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (proxy.go); from any other peer those
+	// headers are dropped.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the HTTP side of the daemon.
@@ -57,8 +62,9 @@ type Server struct {
 	metrics *Metrics
 	mux     *http.ServeMux
 
-	logins *throttle    // failed logins by account and address (throttle.go)
-	web    *web.Handler // the browser interface (web.go)
+	logins  *throttle      // failed logins by account and address (throttle.go)
+	proxies trustedProxies // peers whose forwarded headers count (proxy.go)
+	web     *web.Handler   // the browser interface (web.go)
 
 	streamsDone chan struct{} // closed by EndStreams
 	endStreams  sync.Once
@@ -66,7 +72,7 @@ type Server struct {
 
 // New builds the server and its routes.
 func New(c Config) *Server {
-	s := &Server{d: c.Drive, log: c.Logger, now: c.Now}
+	s := &Server{d: c.Drive, log: c.Logger, now: c.Now, proxies: c.TrustedProxies}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -152,9 +158,10 @@ func (s *Server) MetricsHandler() http.Handler {
 // Metrics returns the server's metrics, for other layers to add to.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// Handler is the root handler, with metrics around everything.
+// Handler is the root handler: forwarded headers applied (or dropped) before
+// anything reads the request, metrics around everything else.
 func (s *Server) Handler() http.Handler {
-	return s.metrics.wrap(guardBrowser(refuseDotSegments(s.mux)))
+	return s.proxies.forwarded(s.metrics.wrap(guardBrowser(refuseDotSegments(s.mux))))
 }
 
 // refuseDotSegments answers 400 to a path with "." or ".." segments. ServeMux
@@ -251,11 +258,25 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 	if u, ok := s.d.AuthenticateCached(r.Context(), name, pass); ok && s.logins.admitVerified(name, ip) {
 		return u, true
 	}
-	if wait, ok := s.logins.admit(name, ip); !ok {
-		secs := int64((wait + time.Second - 1) / time.Second)
+	// Whether the name exists decides what a locked address may still try
+	// (throttle.go); the answers do not tell it apart.
+	known := true
+	if _, err := s.d.User(r.Context(), name); errs.Is(err, errs.NotFound) {
+		known = false
+	} else if err != nil {
+		s.log.Error("auth", "err", err)
+		deny(w, r, errs.Errorf(op, errs.Unavailable, "authentication unavailable"))
+		return meta.User{}, false
+	}
+	throttled := func(wait time.Duration) {
+		secs := int64((max(wait, time.Second) + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		s.log.Info("auth throttled", "user", name, "ip", ip, "retry_after_s", secs)
 		deny(w, r, errs.Errorf(op, errs.Throttled, "too many failed logins: retry later"))
+	}
+	wait, ok, addrLocked := s.logins.admit(name, ip, known)
+	if !ok {
+		throttled(wait)
 		return meta.User{}, false
 	}
 	u, err := s.d.Authenticate(r.Context(), name, pass)
@@ -266,6 +287,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 	case errs.Is(err, errs.Unauthenticated):
 		s.logins.done(name, ip, true, false)
 		s.log.Info("auth failed", "user", name, "ip", ip)
+		if addrLocked {
+			// As the refusals of unknown names from this address are.
+			throttled(s.logins.retryAfter(name, ip, known))
+			return meta.User{}, false
+		}
 		deny(w, r, err)
 	case errs.Is(err, errs.Canceled):
 		s.logins.done(name, ip, false, false) // the client went away while we checked

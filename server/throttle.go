@@ -15,7 +15,16 @@ import (
 //     address. A success clears this pair only: an attacker who owns an
 //     account cannot reset the counter of the account they are guessing.
 //   - address: AddrLimit failures over all accounts lock the address (one
-//     address spraying many accounts).
+//     address spraying many accounts) for the names that do not exist and
+//     the accounts that have failed from it, never for the others. Behind
+//     a reverse proxy every client is one address: a spray of made-up names
+//     must not keep real users out. So while the address is locked, an
+//     unknown name is refused, an account that has failed from the address
+//     gets one attempt per lockout period (counted from its own last
+//     failure), and an account that has not failed from it is evaluated as
+//     usual (one attempt at a time), its correct password admitted. A wrong
+//     password evaluated then is answered 429 like the refusals, so the
+//     locked address cannot tell known names from unknown ones by status.
 //   - account: AcctLimit failures from all addresses lock the account, but
 //     only for the addresses that have failed on it. The real user at
 //     another address, who has not failed, still gets in: an attacker cannot
@@ -53,11 +62,22 @@ func (c *counter) lockedFor(limit int, now time.Time) time.Duration {
 		// wait for them rather than evaluating more in parallel.
 		return time.Second
 	}
-	lock := LockBase << min(c.n-limit, 10)
+	return waitFrom(c.last, lockout(c.n, limit), now)
+}
+
+// lockout is how long n failures lock a key whose limit is limit (n ≥
+// limit): LockBase, doubled by each failure beyond the limit, at most LockMax.
+func lockout(n, limit int) time.Duration {
+	lock := LockBase << min(n-limit, 10)
 	if lock > LockMax || lock <= 0 {
 		lock = LockMax
 	}
-	if until := c.last.Add(lock); now.Before(until) {
+	return lock
+}
+
+// waitFrom is what remains at now of a lock of d from last (0: none).
+func waitFrom(last time.Time, d time.Duration, now time.Time) time.Duration {
+	if until := last.Add(d); now.Before(until) {
 		return until.Sub(now)
 	}
 	return 0
@@ -105,24 +125,37 @@ func ensure[K comparable](m map[K]*counter, k K) *counter {
 	return c
 }
 
-// admit decides whether an attempt for account from addr may be evaluated.
-// If not, it returns how long to wait. If so, the caller must call done with
-// the outcome.
-func (t *throttle) admit(account, addr string) (retry time.Duration, ok bool) {
+// admit decides whether an attempt for account from addr may be evaluated;
+// known says whether the account exists. If not, it returns how long to
+// wait. If so, the caller must call done with the outcome; addrLocked then
+// says the address was locked (a failure is answered 429, as a refusal).
+func (t *throttle) admit(account, addr string, known bool) (retry time.Duration, ok, addrLocked bool) {
 	pk := pairKey{accountKey(account), addr}
 	sc := t.loadShared(pk)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	t.adopt(pk, sc)
-	if wait := t.lockWait(pk, now, func(c *counter) *counter { return c }); wait > 0 {
-		return wait, false
+	if wait := t.lockWait(pk, now, asIs, known); wait > 0 {
+		return wait, false, true
 	}
+	addrLocked = live(t.addrs, pk.addr, now).lockedFor(AddrLimit, now) > 0
 	for _, c := range t.counters(pk) {
 		c.inflight++
 	}
-	return 0, true
+	return 0, true, addrLocked
 }
+
+// retryAfter is how long an attempt for account from addr would now wait
+// (the Retry-After of a failure evaluated while the address was locked).
+func (t *throttle) retryAfter(account, addr string, known bool) time.Duration {
+	pk := pairKey{accountKey(account), addr}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lockWait(pk, t.now(), asIs, known)
+}
+
+func asIs(c *counter) *counter { return c }
 
 // sharedCounts are the failure counts all nodes see for an attempt's pair,
 // address and account (ok false: no shared counts), loaded before t.mu is
@@ -159,14 +192,33 @@ func (t *throttle) adopt(pk pairKey, sc sharedCounts) {
 }
 
 // lockWait says how long the counters of pk block a new attempt, each
-// counter as view shows it (t.mu held). The account's count locks out only
-// a pair that has failed itself, so a spray at one account does not lock
-// its owner out from elsewhere.
-func (t *throttle) lockWait(pk pairKey, now time.Time, view func(*counter) *counter) time.Duration {
-	pair := live(t.pairs, pk, now)
-	wait := max(view(pair).lockedFor(PairLimit, now), view(live(t.addrs, pk.addr, now)).lockedFor(AddrLimit, now))
-	if pair != nil && pair.n > 0 {
+// counter as view shows it (t.mu held); known says the account exists. The
+// account's count locks out only a pair that has failed itself, so a spray
+// at one account does not lock its owner out from elsewhere; the address's
+// count refuses only unknown names and accounts that failed from it (the
+// package comment's rules).
+func (t *throttle) lockWait(pk pairKey, now time.Time, view func(*counter) *counter, known bool) time.Duration {
+	pair := view(live(t.pairs, pk, now))
+	failing := pair != nil && pair.n > 0
+	wait := pair.lockedFor(PairLimit, now)
+	if failing {
 		wait = max(wait, view(live(t.accts, pk.account, now)).lockedFor(AcctLimit, now))
+	}
+	a := view(live(t.addrs, pk.addr, now))
+	addrWait := a.lockedFor(AddrLimit, now)
+	switch {
+	case addrWait == 0:
+	case !known:
+		wait = max(wait, addrWait)
+	case failing && a.n >= AddrLimit:
+		// One attempt per lockout of the address, from the account's own
+		// last failure: a real user who mistyped waits, a guesser gets a
+		// guess per period.
+		wait = max(wait, waitFrom(pair.last, lockout(a.n, AddrLimit), now))
+	case failing || pair != nil && pair.inflight > 0:
+		// The address is at its limit counting attempts in flight, or this
+		// account already has one being evaluated: one at a time.
+		wait = max(wait, time.Second)
 	}
 	return wait
 }
@@ -223,7 +275,8 @@ func (t *throttle) admitVerifiedLocal(pk pairKey, sc sharedCounts) (ok, cleared 
 		}
 		return &counter{n: c.n, last: c.last}
 	}
-	if t.lockWait(pk, now, settled) > 0 {
+	// known: the password was verified, so the account exists.
+	if t.lockWait(pk, now, settled, true) > 0 {
 		return false, false
 	}
 	if pair := live(t.pairs, pk, now); pair != nil && pair.n > 0 {

@@ -110,7 +110,8 @@ func TestThrottleParallelBurst(t *testing.T) {
 
 // TestThrottleAccountAndAddress: failures from many addresses lock the
 // account for the addresses that failed, not for a clean one; one address
-// spraying many accounts is locked as a whole.
+// spraying many accounts is locked for the accounts it failed on, not for
+// the others.
 func TestThrottleAccountAndAddress(t *testing.T) {
 	e := newThrottleEnv(t)
 	n := 0
@@ -128,8 +129,53 @@ func TestThrottleAccountAndAddress(t *testing.T) {
 	for i := 0; i < AddrLimit; i++ {
 		e.want(401, v, users[i%len(users)], "x")
 	}
-	e.want(429, v, "bob", "pw-bob")
+	e.want(429, v, "alice", "pw-alice") // failed from v: one attempt per lockout
+	e.want(200, v, "bob", "pw-bob")     // never failed from v
 	e.want(200, "10.3.0.2", "alice", "pw-alice")
+}
+
+// TestThrottleAddressSprayKeepsRealUsersIn: AddrLimit failures with made-up
+// names from one address (every client, behind a reverse proxy) do not keep
+// out any real user with a correct password, remembered or not, admin
+// included; the address's further unknown names are refused without being
+// evaluated, and its guesses at real accounts are answered 429 alike and
+// limited to one per lockout period per account.
+func TestThrottleAddressSprayKeepsRealUsersIn(t *testing.T) {
+	e := newThrottleEnv(t)
+	const proxy = "10.4.0.1"
+	e.want(200, proxy, "bob", "pw-bob") // bob's password is remembered (AuthenticateCached)
+	for i := range AddrLimit {
+		e.want(401, proxy, "nobody"+strconv.Itoa(i), "bad")
+	}
+	if ra := e.want(429, proxy, "nobody-else", "bad"); ra != "30" {
+		t.Fatalf("an unknown name from the locked address: Retry-After %q, want 30", ra)
+	}
+	e.want(200, proxy, "alice", "pw-alice") // checked by bcrypt
+	e.want(200, proxy, "bob", "pw-bob")     // remembered
+	e.want(200, proxy, "alice", "pw-alice")
+	// A guess at a real account from the locked address is evaluated once,
+	// answered as the refusals are; the account's next attempt waits the
+	// lockout, then is evaluated again.
+	// (It is the address's 21st failure: its lockout doubles.)
+	if ra := e.want(429, proxy, "carol", "guess"); ra != "60" {
+		t.Fatalf("a wrong password from the locked address: Retry-After %q, want 60", ra)
+	}
+	e.want(429, proxy, "carol", "pw-carol")
+	e.want(200, "10.4.0.2", "carol", "pw-carol") // carol elsewhere
+	e.want(200, proxy, "dave", "pw-dave")
+	e.clock.Advance(59 * time.Second)
+	e.want(429, proxy, "carol", "pw-carol")
+	e.want(429, proxy, "nobody-else", "bad")
+	e.clock.Advance(time.Second)
+	e.want(200, proxy, "carol", "pw-carol")
+	// The address's lockout over, one more made-up name is evaluated, and
+	// locks it again: for 60 s, since carol's success took her failure off
+	// the address's count.
+	e.want(401, proxy, "nobody-else", "bad")
+	if ra := e.want(429, proxy, "nobody-more", "bad"); ra != "60" {
+		t.Fatalf("after the address's 21st failure: Retry-After %q, want 60", ra)
+	}
+	e.want(200, proxy, "alice", "pw-alice")
 }
 
 // TestThrottleVerifiedParallel: once a password has been verified, parallel

@@ -22,9 +22,11 @@ import (
 // (downloads, previews): the page changes files through the API.
 
 func (s *Server) mountWeb() {
+	sessions := web.NewSessions(s.d.WebSessions(), s.now)
+	sessions.Log = s.log
 	s.web = web.New(web.Config{
 		Drive:    s.d,
-		Sessions: web.NewSessions(s.now),
+		Sessions: sessions,
 		Logger:   s.log,
 		Login: func(w http.ResponseWriter, r *http.Request, name, pass string) (meta.User, bool) {
 			return s.login(w, r, name, pass, func(w http.ResponseWriter, r *http.Request, err error) {

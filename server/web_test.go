@@ -3,6 +3,7 @@ package server
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -108,7 +109,7 @@ func TestWebAssets(t *testing.T) {
 }
 
 // TestWebSessionCookie: sign-in sets an HttpOnly, SameSite=Strict cookie,
-// Secure only over TLS (or behind a proxy saying https); the cookie
+// Secure only over TLS (or behind a trusted proxy saying https); the cookie
 // authenticates the API; a wrong password is 401 without WWW-Authenticate
 // (no browser dialog over the page); sign-out ends the session.
 func TestWebSessionCookie(t *testing.T) {
@@ -122,10 +123,12 @@ func TestWebSessionCookie(t *testing.T) {
 	if !c.cookie.HttpOnly || c.cookie.SameSite != http.SameSiteStrictMode || c.cookie.Secure || c.cookie.Path != "/" || c.cookie.MaxAge <= 0 {
 		t.Fatalf("cookie flags: %+v", c.cookie)
 	}
+	// X-Forwarded-Proto counts only from a trusted proxy (proxy_test.go):
+	// this client is none.
 	tls := &webClient{t: t, base: hs.URL}
 	tls.login("alice", "pw-alice", map[string]string{"X-Forwarded-Proto": "https"})
-	if tls.cookie == nil || !tls.cookie.Secure {
-		t.Fatalf("behind TLS the cookie must be Secure: %+v", tls.cookie)
+	if tls.cookie == nil || tls.cookie.Secure {
+		t.Fatalf("X-Forwarded-Proto from an untrusted peer made the cookie Secure: %+v", tls.cookie)
 	}
 	if resp, b := c.do("GET", "/web/session", nil, nil); resp.StatusCode != 200 || !strings.Contains(string(b), `"name":"alice"`) || !strings.Contains(string(b), c.csrf) {
 		t.Fatalf("session: %d %s", resp.StatusCode, b)
@@ -264,8 +267,76 @@ func TestWebSessionExpiry(t *testing.T) {
 	if resp, _ := busy.do("GET", "/api/v1/quota", nil, nil); resp.StatusCode != 401 {
 		t.Fatalf("busy session past the absolute limit: %d", resp.StatusCode)
 	}
-	if n := ss.Len(); n != 0 {
-		t.Fatalf("expired sessions kept: %d", n)
+	// The lookups ended both: nothing is left for the janitor.
+	if n, err := ss.Prune(context.Background()); err != nil || n != 0 {
+		t.Fatalf("expired sessions kept: %d (%v)", n, err)
+	}
+}
+
+// TestWebSessionsBoundedAndEnded: a user's sessions are bounded (a sign-in
+// beyond the bound ends the oldest); a new password ends every one of them
+// and the old password's remembered Basic credentials; deleting the user
+// ends them too, and an account created again under the same name is a new
+// account that no old cookie opens.
+func TestWebSessionsBoundedAndEnded(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	s, hs := newTestServer(t, clock)
+	ctx := context.Background()
+	s.Web().Sessions().MaxPerUser = 3
+	status := func(c *webClient) int {
+		t.Helper()
+		resp, _ := c.do("GET", "/api/v1/quota", nil, nil)
+		return resp.StatusCode
+	}
+	var cs []*webClient
+	for range 4 {
+		clock.Advance(time.Second)
+		cs = append(cs, signedIn(t, hs))
+	}
+	for i, c := range cs {
+		if want := map[bool]int{true: 401, false: 200}[i == 0]; status(c) != want {
+			t.Fatalf("session %d of 4 with a bound of 3: %d, want %d", i+1, status(c), want)
+		}
+	}
+	if code, _, _ := get(t, hs.URL+"/api/v1/quota", "alice", "pw-alice"); code != 200 {
+		t.Fatalf("Basic auth before the change: %d", code)
+	}
+
+	if err := s.d.SetPassword(ctx, "alice", "pw-alice-2"); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cs {
+		if code := status(c); code != 401 {
+			t.Fatalf("session %d after a new password: %d, want 401", i+1, code)
+		}
+	}
+	if code, _, _ := get(t, hs.URL+"/api/v1/quota", "alice", "pw-alice"); code != 401 {
+		t.Fatalf("the old password (remembered) after the change: %d, want 401", code)
+	}
+
+	c := &webClient{t: t, base: hs.URL}
+	if resp, b := c.login("alice", "pw-alice-2", nil); resp.StatusCode != 200 {
+		t.Fatalf("sign-in with the new password: %d %s", resp.StatusCode, b)
+	}
+	old, err := s.d.User(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.d.DeleteUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if code := status(c); code != 401 {
+		t.Fatalf("session of a deleted user: %d, want 401", code)
+	}
+	again, err := s.d.AddUser(ctx, "alice", "pw-alice-2", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID == old.ID {
+		t.Fatalf("the new alice got the deleted alice's id %d", old.ID)
+	}
+	if code := status(c); code != 401 {
+		t.Fatalf("the deleted alice's cookie on the new alice: %d, want 401", code)
 	}
 }
 

@@ -366,7 +366,7 @@ func TestBrowserOverQuota(t *testing.T) {
 	resp.Body.Close()
 
 	// The session ends (signed out behind the page's back, as an expiry or
-	// a daemon restart would): an upload started then says so, the page
+	// a new password would): an upload started then says so, the page
 	// returns to the sign-in form, and after signing in the upload resumes.
 	small := writeFile(t, t.TempDir(), "small.txt", []byte(strings.Repeat("fits in the quota\n", 500)))
 	var status int

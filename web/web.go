@@ -8,7 +8,8 @@
 //   - POST /web/login {"name", "password"} checks the password through the
 //     server's throttled login (the same limits as Basic auth) and sets the
 //     session cookie: HttpOnly, SameSite=Strict, Path=/, Secure when the
-//     request came over TLS (r.TLS or X-Forwarded-Proto: https).
+//     request came over TLS (r.TLS, or X-Forwarded-Proto: https, which
+//     server keeps only from trusted proxies).
 //   - Every state-changing request made with the cookie (any method but GET,
 //     HEAD, OPTIONS) must carry X-CSRF-Token equal to the session's token,
 //     which only a same-origin page can read (GET /web/session). SameSite=Strict
@@ -37,6 +38,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/drive"
+	"netdisk/errs"
 	"netdisk/meta"
 )
 
@@ -182,7 +184,8 @@ func (h *Handler) writeAsset(w http.ResponseWriter, r *http.Request, name string
 }
 
 // Secure reports whether the request reached us over TLS, directly or
-// through a proxy that says so.
+// through a proxy that says so (server drops X-Forwarded-Proto from peers
+// that are not trusted proxies, so only theirs is read here).
 func Secure(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
@@ -241,9 +244,16 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	// A cookie presented at sign-in is dropped: a session fixed by someone
 	// else never becomes the user's.
 	if c, err := r.Cookie(CookieName); err == nil {
-		h.sessions.Delete(c.Value)
+		if err := h.sessions.Delete(r.Context(), c.Value); err != nil {
+			h.storeError(w, "sign-in", err)
+			return
+		}
 	}
-	token, ss := h.sessions.Create(u.ID, u.Name)
+	token, ss, err := h.sessions.Create(r.Context(), u.ID)
+	if err != nil {
+		h.storeError(w, "sign-in", err)
+		return
+	}
 	h.setCookie(w, r, token, h.sessions.Absolute)
 	h.log.Info("web sign-in", "user", u.Name)
 	writeJSON(w, http.StatusOK, sessionBody{Name: u.Name, IsAdmin: u.IsAdmin, CSRF: ss.CSRF})
@@ -266,36 +276,58 @@ func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	ss, ok := h.sessions.Lookup(c.Value)
-	if ok && !ss.CSRFOK(r.Header.Get(CSRFHeader)) {
+	ss, err := h.sessions.Lookup(r.Context(), c.Value)
+	if err != nil && !errs.Is(err, errs.NotFound) {
+		h.storeError(w, "sign-out", err)
+		return
+	}
+	if err == nil && !ss.CSRFOK(r.Header.Get(CSRFHeader)) {
 		WriteError(w, http.StatusForbidden, "permission_denied", "missing or wrong CSRF token")
 		return
 	}
-	h.sessions.Delete(c.Value)
+	if err := h.sessions.Delete(r.Context(), c.Value); err != nil {
+		h.storeError(w, "sign-out", err)
+		return
+	}
 	h.setCookie(w, r, "", 0)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request) {
-	ss, ok := h.sessionOf(r)
-	if !ok {
+	ss, u, err := h.sessionUser(r)
+	if errs.Is(err, errs.NotFound) {
 		WriteError(w, http.StatusUnauthorized, "unauthenticated", "not signed in")
 		return
 	}
-	u, err := h.d.User(r.Context(), ss.Name)
-	if err != nil || u.ID != ss.UserID {
-		WriteError(w, http.StatusUnauthorized, "unauthenticated", "not signed in")
+	if err != nil {
+		h.storeError(w, "session", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, sessionBody{Name: u.Name, IsAdmin: u.IsAdmin, CSRF: ss.CSRF})
 }
 
-func (h *Handler) sessionOf(r *http.Request) (Session, bool) {
+// sessionUser resolves the request's cookie to its live session and user:
+// errs.NotFound when there is none (no cookie, unknown, expired, or the
+// user is gone: their sessions went with them), else the store's error.
+func (h *Handler) sessionUser(r *http.Request) (Session, meta.User, error) {
 	c, err := r.Cookie(CookieName)
 	if err != nil {
-		return Session{}, false
+		return Session{}, meta.User{}, errs.Errorf("web.session", errs.NotFound, "no session cookie")
 	}
-	return h.sessions.Lookup(c.Value)
+	ss, err := h.sessions.Lookup(r.Context(), c.Value)
+	if err != nil {
+		return Session{}, meta.User{}, err
+	}
+	u, err := h.d.UserByID(r.Context(), ss.UserID)
+	return ss, u, err
+}
+
+// storeError answers a request the session store could not serve in the
+// errs table's terms (503 while the database is busy or down; the cause
+// stays in the log), never as a sign-out the user did not ask for.
+func (h *Handler) storeError(w http.ResponseWriter, what string, err error) {
+	h.log.Error("web: "+what, "err", err)
+	WriteError(w, errs.HTTPStatus(errs.KindOf(err)), errs.Code(err), errs.Message(err))
 }
 
 // HasCookie says whether the request carries a session cookie at all.
@@ -310,9 +342,13 @@ func HasCookie(r *http.Request) bool {
 // Call it only when HasCookie is true and the request has no Basic
 // credentials.
 func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (meta.User, bool) {
-	ss, ok := h.sessionOf(r)
-	if !ok {
+	ss, u, err := h.sessionUser(r)
+	if errs.Is(err, errs.NotFound) {
 		WriteError(w, http.StatusUnauthorized, "unauthenticated", "your session has ended: sign in again")
+		return meta.User{}, false
+	}
+	if err != nil {
+		h.storeError(w, "session", err)
 		return meta.User{}, false
 	}
 	switch r.Method {
@@ -322,13 +358,6 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (meta.Use
 			WriteError(w, http.StatusForbidden, "permission_denied", "missing or wrong CSRF token")
 			return meta.User{}, false
 		}
-	}
-	u, err := h.d.User(r.Context(), ss.Name)
-	if err != nil || u.ID != ss.UserID {
-		// The account was deleted (or renamed and reused) since sign-in.
-		h.sessions.DeleteUser(ss.UserID)
-		WriteError(w, http.StatusUnauthorized, "unauthenticated", "your session has ended: sign in again")
-		return meta.User{}, false
 	}
 	return u, true
 }

@@ -22,6 +22,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("TargetsTasksResults", func(t *testing.T) { testTargets(t, open(t, async.DefaultTTL)) })
 	t.Run("Work", func(t *testing.T) { testWork(t, open(t, async.DefaultTTL)) })
 	t.Run("TTL", func(t *testing.T) { testTTL(t, open) })
+	t.Run("PurgeOwner", func(t *testing.T) { testPurgeOwner(t, open(t, async.DefaultTTL)) })
 }
 
 func must(t *testing.T, err error) {
@@ -173,5 +174,46 @@ func testTTL(t *testing.T, open Open) {
 	must(t, err)
 	if !created {
 		t.Fatal("an expired job's key is not free")
+	}
+}
+
+// testPurgeOwner: purging user 1 removes its jobs (with their targets and
+// outcomes, and from the live list), tasks and agents' work, and nothing of
+// user 12 (whose id starts with 1) or 2.
+func testPurgeOwner(t *testing.T, s async.Store) {
+	ctx, now := context.Background(), time.Now()
+	users := []int64{1, 12, 2}
+	for _, u := range users {
+		id := async.JobKey(u, "/f*[x]", 7)
+		j := job(id)
+		j.User = u
+		_, err := s.CreateJob(ctx, j, now)
+		must(t, err)
+		task := async.TaskKey(u, "/f*[x]", "uuid")
+		must(t, s.PushTarget(ctx, id, async.Target{TaskID: task, Agent: "a"}, now))
+		must(t, s.PutTask(ctx, async.Task{ID: task, JobID: id, User: u, Agent: "a"}, now))
+		_, err = s.SetResult(ctx, id, async.Result{TaskID: task, Status: async.Success}, now)
+		must(t, err)
+		must(t, s.AddWork(ctx, u, async.Work{TaskID: task, JobID: id, Agent: "a"}, now))
+	}
+	must(t, s.PurgeOwner(ctx, 1))
+	live, err := s.Jobs(ctx, now)
+	must(t, err)
+	for _, u := range users {
+		id, task := async.JobKey(u, "/f*[x]", 7), async.TaskKey(u, "/f*[x]", "uuid")
+		_, jerr := s.Job(ctx, id, now)
+		_, terr := s.Task(ctx, task, now)
+		targets, _ := s.Targets(ctx, id, now)
+		results, _ := s.Results(ctx, id, now)
+		work, _ := s.Work(ctx, async.AgentKey(u, "a", ""), now)
+		listed := false
+		for _, l := range live {
+			listed = listed || l == id
+		}
+		gone := errs.Is(jerr, errs.NotFound) && errs.Is(terr, errs.NotFound) && len(targets) == 0 && len(results) == 0 && len(work) == 0 && !listed
+		kept := jerr == nil && terr == nil && len(targets) == 1 && len(results) == 1 && len(work) == 1 && listed
+		if u == 1 && !gone || u != 1 && !kept {
+			t.Fatalf("user %d after purging user 1: job %v, task %v, %d targets, %d results, %d work items, listed %v", u, jerr, terr, len(targets), len(results), len(work), listed)
+		}
 	}
 }

@@ -37,6 +37,7 @@ func newServeCmd() *cobra.Command {
 		cacheSize string
 		instant   string
 		owners    string
+		trusted   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -117,6 +118,9 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 				}
 				o.AsyncTick = o.LockLease / 3
 			}
+			if o.TrustedProxies, err = server.ParseTrustedProxies(trusted); err != nil {
+				return fmt.Errorf("--trusted-proxies: %w", err)
+			}
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -156,6 +160,7 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.DurationVar(&o.AsyncTimeout, "async-timeout", async.DefaultTimeout, "async downloads: a running job ends Timeout after this long")
 	f.DurationVar(&o.AsyncRecheck, "async-recheck", 2*time.Second, "how often agents' work streams re-read their work")
 	_ = f.MarkHidden("async-recheck")
+	f.StringVar(&trusted, "trusted-proxies", "", "reverse proxies (CIDR or address, comma-separated) whose X-Forwarded-For and X-Forwarded-Proto are believed: the client's address for login throttling and logs, TLS for Secure cookies; from other peers those headers are ignored")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")

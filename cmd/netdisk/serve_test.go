@@ -68,3 +68,19 @@ func TestServeRefusesBadInstantUploadFlags(t *testing.T) {
 		}
 	}
 }
+
+// --trusted-proxies takes addresses and CIDRs; anything else is refused at
+// start with one line naming the flag, before anything is created.
+func TestServeTrustedProxiesFlag(t *testing.T) {
+	for _, arg := range []string{"--trusted-proxies=proxy.example", "--trusted-proxies=10.0.0.0/40"} {
+		data := filepath.Join(t.TempDir(), "data")
+		msg := serveRefused(t, data, arg)
+		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "netdisk: --trusted-proxies:") {
+			t.Fatalf("%s: output %q is not the one-line refusal", arg, msg)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("%s: the data directory was created before the refusal (%v)", arg, err)
+		}
+	}
+	testutil.StartDaemon(t, "--trusted-proxies", "127.0.0.1,10.0.0.0/8,::1")
+}

@@ -166,6 +166,33 @@ func RunAsync(t *testing.T, open OpenAsync) {
 			t.Fatalf("purged task still read: %v", err)
 		}
 	})
+	t.Run("PurgeOwner", func(t *testing.T) {
+		s := open(t)
+		// User 1's records, and user 12's, whose keys share the
+		// characters "1" but not the prefix "x:1:" (nor do wildcards).
+		for _, u := range []string{"1", "12", "%"} {
+			job, task, agent := "job:"+u+":/f:1", "task:"+u+":/f:u", u+":agent:"
+			_, _, err := s.AsyncAddTask(ctx, job, "Pending", "j", "t", task, "task", exp, now)
+			must(err)
+			_, err = s.AsyncSetResult(ctx, job, task, "Success", exp, now)
+			must(err)
+			must(s.AsyncAddWork(ctx, agent, task, "w", exp))
+		}
+		must(s.AsyncPurgeOwner(ctx, "job:1:", "task:1:", "1:"))
+		for _, u := range []string{"1", "12", "%"} {
+			job, task, agent := "job:"+u+":/f:1", "task:"+u+":/f:u", u+":agent:"
+			_, _, jerr := s.AsyncJob(ctx, job, now)
+			_, terr := s.AsyncTask(ctx, task, now)
+			targets, _ := s.AsyncTargets(ctx, job, now)
+			results, _ := s.AsyncResults(ctx, job, now)
+			work, _ := s.AsyncWork(ctx, agent, now)
+			gone := errs.Is(jerr, errs.NotFound) && errs.Is(terr, errs.NotFound) && len(targets) == 0 && len(results) == 0 && len(work) == 0
+			kept := jerr == nil && terr == nil && len(targets) == 1 && len(results) == 1 && len(work) == 1
+			if u == "1" && !gone || u != "1" && !kept {
+				t.Fatalf("user %s after purging user 1: job %v, task %v, %d targets, %d results, %d work items", u, jerr, terr, len(targets), len(results), len(work))
+			}
+		}
+	})
 }
 
 // firstWriteWins checks a set-if-absent: write(first) reports it took

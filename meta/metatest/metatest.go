@@ -133,6 +133,8 @@ func Run(t *testing.T, open Open) {
 		fn   func(t *testing.T, e *env)
 	}{
 		{"Users", testUsers},
+		{"UserIDsNeverReused", testUserIDsNeverReused},
+		{"WebSessions", testWebSessions},
 		{"TreeShape", testTreeShape},
 		{"CommitAndFinishedBytes", testCommit},
 		{"FolderTimes", testFolderTimes},
