@@ -92,13 +92,15 @@ func (s *EventStream) Next() (apitype.LockAnswer, error) {
 
 // WaitWhileQueued reads events until the node's standing changes from
 // queued (a grant, a release, a loss, or a "state" other than queued),
-// passing each to onEvent (may be nil). An error means the stream ended:
-// reconnect and ask again.
-func (s *EventStream) WaitWhileQueued(onEvent func(apitype.LockAnswer)) error {
+// passing each to onEvent (may be nil). granted reports that the lock passed
+// to the node: it must claim it (TryLock) before anything else, even when it
+// finds the work done, or the queue behind it stalls for a lease. An error
+// means the stream ended: reconnect and ask again.
+func (s *EventStream) WaitWhileQueued(onEvent func(apitype.LockAnswer)) (granted bool, err error) {
 	for {
 		ev, err := s.Next()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if onEvent != nil {
 			onEvent(ev)
@@ -106,7 +108,7 @@ func (s *EventStream) WaitWhileQueued(onEvent func(apitype.LockAnswer)) error {
 		if ev.Event == "state" && lock.Status(ev.Status) == lock.Queued {
 			continue
 		}
-		return nil
+		return ev.Event == string(lock.EventGranted) || lock.Status(ev.Status) == lock.Granted, nil
 	}
 }
 
