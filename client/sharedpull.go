@@ -169,7 +169,7 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 			}
 		}
 		// Subscribe before asking: a wake-up between the two is then in
-		// the stream (or in its first "state" event).
+		// the stream.
 		stream, err := c.LockEvents(ctx, o.Node, key)
 		if err != nil {
 			if lockUnavailable(err) && ctx.Err() == nil {
