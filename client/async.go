@@ -304,7 +304,7 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node,
 			return c.fetchContent(ctx, w.TaskID, w.FileHash, dst)
 		}}
 	var res SharedPullResult
-	cached, refused, err := c.intoSharedCache(ctx, src, SharedPullOptions{Cache: o.Cache, Node: node}, &res)
+	cached, refused, err := c.intoSharedCache(ctx, src, SharedPullOptions{Cache: o.Cache, Node: node, Log: o.Log}, &res)
 	if err != nil {
 		return err
 	}
@@ -312,8 +312,10 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node,
 		// No shared transfer (single-node mode): this agent fetches the
 		// pinned bytes itself.
 		cached = filepath.Join(o.Cache, w.FileHash)
-		if !cachedOK(cached, w.Size) {
-			if _, err := c.fetchVerified(ctx, src, cached, cached+"."+node+".dl"); err != nil {
+		if ok, err := c.trustCachedNow(ctx, cached, src, o.Log); err != nil {
+			return err
+		} else if !ok {
+			if _, err := c.fetchVerified(ctx, src, cached, privateDL(cached, node)); err != nil {
 				return err
 			}
 		}

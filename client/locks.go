@@ -60,7 +60,10 @@ func (c *Client) LockState(ctx context.Context, op, resource, node string) (apit
 }
 
 // EventStream is an open GET /api/v1/lock/events.
-type EventStream struct{ sseReader }
+type EventStream struct {
+	sseReader
+	waited bool // WaitWhileQueued has read the opening states
+}
 
 // LockEvents opens the node's event stream. Its first events are one
 // "state" per key (op:resource) given: the node's standing now, which is
@@ -70,7 +73,7 @@ func (c *Client) LockEvents(ctx context.Context, node string, keys ...string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &EventStream{sr}, nil
+	return &EventStream{sseReader: sr}, nil
 }
 
 // Next returns the next event; an error (io.EOF included) means the stream
@@ -92,21 +95,32 @@ func (s *EventStream) Next() (apitype.LockAnswer, error) {
 
 // WaitWhileQueued reads events until the node's standing changes from
 // queued (a grant, a release, a loss, or a "state" other than queued),
-// passing each to onEvent (may be nil). An error means the stream ended:
-// reconnect and ask again.
-func (s *EventStream) WaitWhileQueued(onEvent func(apitype.LockAnswer)) error {
+// passing each to onEvent (may be nil). granted reports that the lock passed
+// to the node: it must claim it (TryLock) before anything else, even when it
+// finds the work done, or the queue behind it stalls for a lease. An error
+// means the stream ended: reconnect and ask again.
+//
+// The caller opened the stream before its TryLock answered queued (so no
+// wake-up between the two is missed): the stream's opening "state" events
+// tell the standing before that try ("none" on a first try) and are
+// skipped; a grant or a release between the two arrives as its own event.
+func (s *EventStream) WaitWhileQueued(onEvent func(apitype.LockAnswer)) (granted bool, err error) {
+	opening := !s.waited
+	s.waited = true
 	for {
 		ev, err := s.Next()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if onEvent != nil {
 			onEvent(ev)
 		}
-		if ev.Event == "state" && lock.Status(ev.Status) == lock.Queued {
+		if ev.Event == "state" && (opening || lock.Status(ev.Status) == lock.Queued) {
+			opening = false // one opening state per key: the callers wait on one
 			continue
 		}
-		return nil
+		opening = false
+		return ev.Event == string(lock.EventGranted) || lock.Status(ev.Status) == lock.Granted, nil
 	}
 }
 

@@ -2,14 +2,19 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"net/http"
 	"netdisk/apitype"
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"netdisk/lock"
@@ -22,8 +27,8 @@ import (
 //
 // The holder of "pull:content:<file hash>" downloads into the cache as
 // <hash>.dl (resumable: <hash>.dl.part), verifies the file hash, renames it
-// to <hash> and unlocks with success: every waiter wakes, finds <hash> and
-// copies it. A holder that fails unlocks with failure (or, killed, stops
+// to <hash> and unlocks with success: every waiter wakes, finds <hash>,
+// checks its file hash and copies it. A holder that fails unlocks with failure (or, killed, stops
 // heart-beating): the next waiter in FIFO order gets the lock and resumes
 // from the part the holder left.
 
@@ -36,6 +41,17 @@ type SharedPullOptions struct {
 	// OnWait reports this node's standing while it waits (queued at a
 	// position, granted, released).
 	OnWait func(apitype.LockAnswer)
+	// Log receives what the pull does not return: an unavailable lock
+	// service (logged once, and its return), a discarded cache entry, an
+	// unlock that failed. nil discards it.
+	Log *slog.Logger
+}
+
+func (o SharedPullOptions) logger() *slog.Logger {
+	if o.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Log
 }
 
 // SharedPullResult sums up a SharedPull.
@@ -109,24 +125,56 @@ type sharedSource struct {
 // it under the pull lock of the content (res.Fetched), or waits for the node
 // that does. refused means the lock service did not coordinate (single-node
 // mode, or the content is not lockable by the caller): nothing was fetched.
+//
+// A cache entry is trusted only once its file hash is checked: the folder is
+// shared, and a file of the right size with other bytes (planted, or cut
+// short and padded by a crash) is discarded and fetched again. When the lock
+// service is unavailable (503: its Redis down, say) the node fetches alone,
+// as the daemon's own pulls and the mount do; the next try coordinates again.
 func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o SharedPullOptions, res *SharedPullResult) (cached string, refused bool, err error) {
 	if err := os.MkdirAll(o.Cache, 0o755); err != nil {
 		return "", false, err
 	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	log := o.logger()
 	cached = filepath.Join(o.Cache, src.hash)
 	resource := src.resource
 	if resource == "" {
 		resource = ContentResource(src.hash)
 	}
 	key := lock.Key(PullOp, resource)
+	alone := func(cause error) (string, bool, error) {
+		c.lockOutage(log, o.Node, key, cause)
+		pr, err := c.fetchVerified(ctx, src, cached, privateDL(cached, o.Node))
+		res.PullResult = pr
+		if err != nil {
+			return "", false, err
+		}
+		res.Fetched = true
+		return cached, false, nil
+	}
+	granted := false
 	for {
-		if cachedOK(cached, src.size) {
-			return cached, false, nil
+		// A granted node claims before anything else (lock package doc):
+		// returning without claiming would leave the queue behind it
+		// stalled for a lease.
+		if !granted {
+			if ok, err := trustCached(cached, src, info.ChunkSize, log); err != nil {
+				return "", false, err
+			} else if ok {
+				return cached, false, nil
+			}
 		}
 		// Subscribe before asking: a wake-up between the two is then in
-		// the stream (or in its first "state" event).
+		// the stream.
 		stream, err := c.LockEvents(ctx, o.Node, key)
 		if err != nil {
+			if lockUnavailable(err) && ctx.Err() == nil {
+				return alone(err)
+			}
 			return "", false, err
 		}
 		a, err := c.TryLock(ctx, PullOp, resource, o.Node, src.lockPath)
@@ -135,18 +183,28 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 			if src.notHeldRefuses && StatusOf(err) == http.StatusNotFound {
 				return "", true, nil
 			}
+			if lockUnavailable(err) && ctx.Err() == nil {
+				return alone(err)
+			}
 			return "", false, err
 		}
+		c.lockBack(log, o.Node, key)
+		granted = false
 		switch lock.Status(a.Status) {
 		case lock.Acquired:
 			stream.Close()
-			if cachedOK(cached, src.size) { // done by the holder before us
-				c.UnlockDetached(PullOp, resource, o.Node, true)
-				continue
+			ok, err := trustCached(cached, src, info.ChunkSize, log)
+			if err != nil {
+				c.unlockLogged(log, resource, o.Node, false)
+				return "", false, err
+			}
+			if ok { // done by the holder before us: release the waiters at once
+				c.unlockLogged(log, resource, o.Node, true)
+				return cached, false, nil
 			}
 			pr, err := c.fetchIntoCache(ctx, src, cached, resource, a, o)
 			res.PullResult = pr
-			c.UnlockDetached(PullOp, resource, o.Node, err == nil)
+			c.unlockLogged(log, resource, o.Node, err == nil)
 			if errors.Is(err, errLockLost) && ctx.Err() == nil {
 				continue // too slow to heart-beat: wait for whoever has it now
 			}
@@ -154,32 +212,77 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 				return "", false, err
 			}
 			res.Fetched = true
+			return cached, false, nil
 		case lock.Refused:
 			stream.Close()
 			return "", true, nil
-		default: // queued (or granted: asking again claims it)
+		default: // queued
 			if o.OnWait != nil {
 				o.OnWait(a)
 			}
-			err := stream.WaitWhileQueued(o.OnWait)
+			granted, err = stream.WaitWhileQueued(o.OnWait)
 			stream.Close()
 			if ctx.Err() != nil {
-				c.UnlockDetached(PullOp, resource, o.Node, false) // leave the queue
+				c.unlockLogged(log, resource, o.Node, false) // leave the queue
 				return "", false, ctx.Err()
 			}
-			_ = err // the stream ended: reconnecting tells the standing
+			if err != nil {
+				log.Debug("lock event stream ended; asking again", "key", key, "err", err)
+			}
 		}
 	}
 }
 
+// lockUnavailable tells a lock service that cannot coordinate now (503: the
+// daemon's lock state unreachable; 429: a queue bound) from an answer about
+// this pull (404, 403), which fails it.
+func lockUnavailable(err error) bool {
+	s := StatusOf(err)
+	return s == http.StatusServiceUnavailable || s == http.StatusTooManyRequests
+}
+
+// lockOutages holds "server node key" of the nodes fetching alone because
+// the lock service could not coordinate, so an outage is logged once and its
+// end once. It lives outside Client because Clients are copied by value.
+var lockOutages sync.Map
+
+func (c *Client) lockOutage(log *slog.Logger, node, key string, err error) {
+	if _, was := lockOutages.LoadOrStore(c.Server+" "+node, struct{}{}); !was {
+		log.Warn("shared cache: the lock service cannot coordinate pulls; fetching without it until it can",
+			"node", node, "key", key, "err", err)
+	}
+}
+
+func (c *Client) lockBack(log *slog.Logger, node, key string) {
+	if _, was := lockOutages.LoadAndDelete(c.Server + " " + node); was {
+		log.Info("shared cache: the lock service coordinates pulls again", "node", node, "key", key)
+	}
+}
+
+// privateDL is where a node fetching without the lock downloads: a name of
+// its own (the node's name may hold any character, hence the digest), so two
+// uncoordinated nodes never write one file; the verified result is renamed
+// into the shared name as usual.
+func privateDL(cached, node string) string {
+	sum := sha256.Sum256([]byte(node))
+	return cached + "." + hex.EncodeToString(sum[:8]) + ".dl"
+}
+
 // UnlockDetached unlocks even when the caller's context is cancelled (an
 // interrupted holder hands over at once instead of after its lease); a lock
-// already lost (409) is no news.
-func (c *Client) UnlockDetached(op, resource, node string, success bool) {
+// already lost (409) is no news and returns nil.
+func (c *Client) UnlockDetached(op, resource, node string, success bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Unlock(ctx, op, resource, node, success); err != nil && StatusOf(err) != http.StatusConflict {
-		fmt.Fprintf(os.Stderr, "netdisk: unlock %s: %v\n", resource, err)
+		return fmt.Errorf("unlock %s: %w", resource, err)
+	}
+	return nil
+}
+
+func (c *Client) unlockLogged(log *slog.Logger, resource, node string, success bool) {
+	if err := c.UnlockDetached(PullOp, resource, node, success); err != nil {
+		log.Warn("shared cache: unlock", "err", err)
 	}
 }
 
@@ -230,9 +333,40 @@ func (c *Client) fetchVerified(ctx context.Context, src sharedSource, cached, dl
 	return pr, syncDir(filepath.Dir(cached))
 }
 
-func cachedOK(p string, size int64) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Size() == size
+// trustCachedNow is trustCached with the server's chunk size.
+func (c *Client) trustCachedNow(ctx context.Context, cached string, src sharedSource, log *slog.Logger) (bool, error) {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	return trustCached(cached, src, info.ChunkSize, SharedPullOptions{Log: log}.logger())
+}
+
+// trustCached reports whether cached holds the content: the right size and
+// file hash. An entry that does not is removed (it would be served as the
+// content), so the caller fetches it again.
+func trustCached(cached string, src sharedSource, chunkSize int64, log *slog.Logger) (bool, error) {
+	st, err := os.Stat(cached)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if st.Mode().IsRegular() && st.Size() == src.size {
+		h, err := hashFile(cached, chunkSize)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+		if h == src.hash {
+			return true, nil
+		}
+	}
+	log.Warn("shared cache: discarding an entry that does not hold its content", "file", cached,
+		"size", st.Size(), "want", src.size)
+	if err := os.Remove(cached); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	return false, nil
 }
 
 func hashFile(p string, chunkSize int64) (string, error) {

@@ -219,8 +219,11 @@ func (p *propWriter) appendLive(b []byte, n meta.Node, l string) ([]byte, bool) 
 		}
 		return close(b), true
 	case "quota-used-bytes":
+		// What the user has: their files (seed 001). Bytes of uploads
+		// under way are not theirs yet; they count against the quota
+		// through quota-available-bytes, and `netdisk quota` shows them.
 		b = open(b)
-		b = strconv.AppendInt(b, p.quota.Finished+p.quota.Unfinished, 10)
+		b = strconv.AppendInt(b, p.quota.Finished, 10)
 		return close(b), true
 	case "quota-available-bytes":
 		b = open(b)

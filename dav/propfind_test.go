@@ -3,6 +3,8 @@ package dav_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"database/sql"
 	"encoding/xml"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/client"
 	"netdisk/internal/testutil"
 	"netdisk/meta"
 )
@@ -343,5 +346,41 @@ func TestHostileXMLOverHTTP(t *testing.T) {
 		strings.Repeat(`<x:n>`, 20) + `v` + strings.Repeat(`</x:n>`, 20) + `</x:p></D:prop></D:set></D:propertyupdate>`
 	if b := e.must(207, "PROPPATCH", "/dav/a", []byte(deep), nil); !strings.Contains(b, "200 OK") {
 		t.Fatalf("PROPPATCH within the limit: %.300s", b)
+	}
+}
+
+// quota-used-bytes is what the user has (their files), not the bytes of an
+// upload under way (seed 001 counts those apart); the open upload's declared
+// size still counts against quota-available-bytes.
+func TestQuotaPropsCountUploadsApart(t *testing.T) {
+	e := startPropEnv(t)
+	ctx := context.Background()
+	c := client.New(e.d.URL, "admin", e.d.AdminPass)
+	const total = 100 << 20
+	if _, err := c.AdminSetQuota(ctx, "admin", total); err != nil {
+		t.Fatal(err)
+	}
+	e.must(201, "PUT", "/dav/have.bin", bytes.Repeat([]byte("h"), 1000), nil)
+	// An upload of 9 MiB under way, its first chunk received.
+	const declared = 9 << 20
+	s, err := c.Init(ctx, "/coming.bin", declared, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("c"), int(s.ChunkSize))
+	sum := md5.Sum(chunk)
+	if err := c.UploadChunk(ctx, s.UploadID, 0, hex.EncodeToString(sum[:]), chunk); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := c.Quota(ctx); err != nil || q.Unfinished != s.ChunkSize {
+		t.Fatalf("quota: %+v %v; want the chunk's bytes unfinished", q, err)
+	}
+	body := e.must(207, "PROPFIND", "/dav/", []byte(`<D:propfind xmlns:D="DAV:"><D:prop><D:quota-used-bytes/><D:quota-available-bytes/></D:prop></D:propfind>`),
+		map[string]string{"Depth": "0"})
+	for _, want := range []string{"<D:quota-used-bytes>1000</D:quota-used-bytes>",
+		fmt.Sprintf("<D:quota-available-bytes>%d</D:quota-available-bytes>", total-1000-declared)} {
+		if !strings.Contains(body, want) {
+			t.Errorf("PROPFIND lacks %s:\n%s", want, body)
+		}
 	}
 }

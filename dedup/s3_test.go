@@ -170,3 +170,53 @@ func TestS3CacheReadAhead(t *testing.T) {
 		r.Close()
 	}
 }
+
+// A cache file replaced after the cache checked and served it is never
+// served: every read checks what it sends, drops the planted file and reads
+// the chunk from S3. The class: other bytes of the same size, a truncated
+// file, a file planted by another process before its first read.
+func TestS3CacheVerifiesEveryRead(t *testing.T) {
+	ctx := context.Background()
+	remote := openS3(t)
+	dir := t.TempDir()
+	c, err := dedup.NewCache(remote, dedup.CacheConfig{Dir: dir, Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.Repeat([]byte("verified chunk "), 1000)
+	k := sha(b)
+	if err := c.Put(ctx, k, b); err != nil {
+		t.Fatal(err)
+	}
+	read := func(what string) {
+		t.Helper()
+		r, err := c.Open(ctx, k)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got, _ := io.ReadAll(r)
+		r.Close()
+		if !bytes.Equal(got, b) {
+			t.Fatalf("%s: served %q…, not the chunk", what, got[:min(len(got), 16)])
+		}
+	}
+	read("first read")
+	for _, planted := range [][]byte{
+		bytes.Repeat([]byte("X"), len(b)),
+		b[:len(b)/2],
+		append(bytes.Clone(b[:len(b)-1]), 'Z'),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, string(k)), planted, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := c.Fetches()
+		read("after the file was replaced")
+		if c.Fetches() != before+1 {
+			t.Fatalf("%d fetches from S3, want 1: the planted file was not dropped", c.Fetches()-before)
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, string(k))); err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("cache file after the read: %v; want the chunk fetched again", err)
+		}
+	}
+	read("cached again")
+}

@@ -36,9 +36,9 @@ const maxCachedBlob = 64 << 20
 
 // Cache is a BlobStore in front of a remote one (S3): reads are served from
 // a local directory of chunks keyed by SHA-256, filled on a miss. A chunk
-// is verified against its name when fetched and the first time this
-// process reads a file it did not write, so a torn or corrupted cache
-// file is dropped and fetched again, never served. Writes, existence and
+// is verified against its name when fetched and on every read from the
+// directory (the bytes served are the bytes hashed), so a torn, corrupted
+// or replaced cache file is dropped and fetched again, never served. Writes, existence and
 // deletion go to the remote store, which is the truth: the cache is never
 // asked whether a chunk exists (another node's GC may have removed it).
 //
@@ -55,7 +55,7 @@ const maxCachedBlob = 64 << 20
 //
 // Sharing is safe because the directory is the only shared state: files
 // appear whole (temporary file, then rename), a file this process did not
-// write counts as a hit (and is verified on its first read), a file another
+// write counts as a hit (and is verified as every read is), a file another
 // process removed counts as a miss, and each process's eviction re-reads the
 // directory now and then, so --cache-size bounds the whole directory
 // whatever process wrote its files (each evicts the least recently used
@@ -99,9 +99,8 @@ const (
 )
 
 type cacheEntry struct {
-	size     int64
-	used     int64 // time of the last read (ns), for least-recently-used eviction
-	verified bool
+	size int64
+	used int64 // time of the last read (ns), for least-recently-used eviction
 }
 
 // Puller runs a chunk's fetch once among the processes sharing the cache
@@ -192,7 +191,7 @@ func (c *Cache) rescan(start bool) error {
 }
 
 // adopt indexes a chunk file another process put in the directory (it is
-// verified on its first read); false when there is none.
+// verified when read); false when there is none.
 func (c *Cache) adopt(key Key) bool {
 	fi, err := os.Stat(c.path(key))
 	if err != nil || !fi.Mode().IsRegular() {
@@ -235,15 +234,15 @@ func (c *Cache) Open(ctx context.Context, key Key) (io.ReadSeekCloser, error) {
 		return nil, fmt.Errorf("cache open: invalid key %q: %w", key, ErrNotFound)
 	}
 	c.readAhead(key)
-	if f := c.hit(key); f != nil {
-		return f, nil
+	if b := c.hit(key); b != nil {
+		return nopCloser{bytes.NewReader(b)}, nil
 	}
 	v, err := c.get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if f := c.hit(key); f != nil {
-		return f, nil
+	if v == nil {
+		v = c.hit(key) // fetched into the directory by another process
 	}
 	if v == nil {
 		// Another process fetched it, and it is gone again already
@@ -252,7 +251,7 @@ func (c *Cache) Open(ctx context.Context, key Key) (io.ReadSeekCloser, error) {
 			return nil, err
 		}
 	}
-	// Evicted already (a tiny cache): serve the fetched bytes.
+	// The bytes fetched were checked against the name: serve them.
 	return nopCloser{bytes.NewReader(v)}, nil
 }
 
@@ -385,43 +384,39 @@ type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
 
-// hit opens a cached chunk, verifying it on its first read by this process;
-// nil on a miss (or a file that failed verification, now removed).
-func (c *Cache) hit(key Key) *os.File {
+// hit reads a cached chunk and checks its SHA-256 against its name on
+// every read, serving the bytes it checked; nil on a miss (or a file that
+// failed the check, now removed, so the read goes to the remote store). A
+// file checked once is not trusted after: the directory is on a disk other
+// processes, containers or people write to, and a file replaced after a
+// check would otherwise be served as the chunk. Hashing what is sent costs
+// what the mount's chunk cache pays for the same guarantee.
+func (c *Cache) hit(key Key) []byte {
 	f, err := os.Open(c.path(key))
 	if err != nil {
 		c.unindex(key) // never there, or removed by another process
 		return nil
 	}
+	defer f.Close()
 	c.adopt(key) // a file another process wrote is a hit too
 	c.mu.Lock()
 	e := c.entries[key]
 	if e != nil {
 		e.used = c.now().UnixNano()
 	}
-	verified := e != nil && e.verified
 	c.mu.Unlock()
 	if e == nil { // evicted between the two
-		f.Close()
 		return nil
 	}
-	if verified {
-		return f
+	b, err := io.ReadAll(io.LimitReader(f, maxCachedBlob+1))
+	if err != nil {
+		return nil
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil || hex.EncodeToString(h.Sum(nil)) != string(key) {
-		f.Close()
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != string(key) {
 		c.forget(key)
 		return nil
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil
-	}
-	c.mu.Lock()
-	e.verified = true
-	c.mu.Unlock()
-	return f
+	return b
 }
 
 // store writes a verified chunk into the cache (temp file, then rename: a
@@ -440,7 +435,7 @@ func (c *Cache) store(key Key, b []byte) {
 	}
 	c.mu.Lock()
 	if _, ok := c.entries[key]; !ok {
-		c.entries[key] = &cacheEntry{size: int64(len(b)), used: c.now().UnixNano(), verified: true}
+		c.entries[key] = &cacheEntry{size: int64(len(b)), used: c.now().UnixNano()}
 		c.used += int64(len(b))
 	}
 	c.stored += int64(len(b))

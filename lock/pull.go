@@ -21,8 +21,13 @@ const PullOp = "pull"
 //
 // have reports whether the work's result is already there; it is asked
 // before every try, and again once the lock is acquired (the previous holder
-// may have finished between a waiter's wake-up and its try). work runs with
-// the lease heart-beaten; its error unlocks with failure and is returned.
+// may have finished between a waiter's wake-up and its try). The one try it
+// is not asked before is a granted waiter's claim: the lock is that node's
+// until it claims and unlocks, so a granted node that found the result and
+// returned would stall the queue behind it for a lease. It claims, finds the
+// result, and unlocks with success, which wakes every waiter at once. work
+// runs with the lease heart-beaten; its error unlocks with failure and is
+// returned.
 //
 // The wait is bounded by ctx (the caller leaves the queue when it ends). Pull
 // never fails because of the lock service: when it cannot coordinate

@@ -56,9 +56,12 @@ type ChunkList struct {
 	Chunks   []ChunkRef
 }
 
-// Quota is the user's space; Total 0 means unlimited.
+// Quota is the user's space; Total 0 means unlimited. Used is what the user
+// has (their files); Uploading is what open uploads hold against the quota
+// besides (seed 001 counts them apart): df shows Used as used and leaves
+// Uploading out of what is available.
 type Quota struct {
-	Total, Used int64
+	Total, Used, Uploading int64
 }
 
 // Backend is everything the mount needs from the server. Paths are absolute

@@ -3,6 +3,8 @@ package mount_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -224,6 +226,41 @@ func TestDfShowsQuota(t *testing.T) {
 			t.Fatalf("df: total %d free %d, want %d and %d", total, free, 100<<20, 97<<20)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// df's used is the user's files; an upload under way (another client's)
+// is not used space but is not available either: seed 001 counts it apart.
+func TestDfCountsUploadsApart(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
+	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "bob", Password: "bob-pass", Quota: 100 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	e.c = client.New(e.d.URL, "bob", "bob-pass")
+	e.mount()
+	if _, err := e.c.Upload(ctx, "/have.bin", bytes.NewReader(randBytes(3<<20)), 3<<20); err != nil {
+		t.Fatal(err)
+	}
+	const declared = 10 << 20
+	s, err := e.c.Init(ctx, "/coming.bin", declared, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := randBytes(int(s.ChunkSize))
+	sum := md5.Sum(chunk)
+	if err := e.c.UploadChunk(ctx, s.UploadID, 0, hex.EncodeToString(sum[:]), chunk); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(e.mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	total, used, avail := int64(st.Blocks)*st.Bsize, int64(st.Blocks-st.Bfree)*st.Bsize, int64(st.Bavail)*st.Bsize
+	if total != 100<<20 || used != 3<<20 || avail != (100-3-10)<<20 {
+		t.Fatalf("df: size %d used %d avail %d; want %d, %d (the files) and %d (less the open upload)",
+			total, used, avail, 100<<20, 3<<20, (100-3-10)<<20)
 	}
 }
 

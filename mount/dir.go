@@ -604,17 +604,21 @@ func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 		return Errno(err)
 	}
 	const bs = 4096
-	total, free := q.Total, q.Total-q.Used
+	total := q.Total
 	if total <= 0 {
 		// Unlimited: report a large, honest-looking figure rather than 0,
 		// which tools read as "full".
-		total, free = 1<<50, 1<<50-q.Used
+		total = 1 << 50
 	}
-	free = max(free, 0)
+	// df's "used" is blocks - bfree: the user's files. Open uploads hold
+	// their declared bytes against the quota, so they are left out of what
+	// is available (bavail), like a filesystem's reserved blocks.
+	free := max(total-q.Used, 0)
+	avail := max(free-q.Uploading, 0)
 	out.Bsize, out.Frsize = bs, bs
 	out.Blocks = uint64(total / bs)
 	out.Bfree = uint64(free / bs)
-	out.Bavail = out.Bfree
+	out.Bavail = uint64(avail / bs)
 	out.Files, out.Ffree = 1<<32, 1<<32
 	out.NameLen = 255
 	return 0

@@ -79,34 +79,64 @@ type HTTPChunkLocks struct {
 
 var _ ChunkLocker = (*HTTPChunkLocks)(nil)
 
-// Take implements ChunkLocker.
+// Take implements ChunkLocker. A mount woken with the lock granted claims
+// it before returning (done != nil), even though the chunk may well be in
+// the cache by then: the holder before it may have cached the chunk and died
+// before unlocking. fetchCoordinated then unlocks with success at once, so
+// every mount behind it in the queue is woken instead of each waiting a
+// lease for the one before it to claim.
 func (l *HTTPChunkLocks) Take(ctx context.Context, path, sha256 string) (func(bool), error) {
 	res := "chunk:" + sha256
+	for {
+		done, granted, err := l.take(ctx, path, res)
+		if err != nil || done != nil || !granted {
+			return done, err
+		}
+	}
+}
+
+// take asks for the lock once: done when acquired (or refused: fetch alone),
+// granted when woken as the queue's new head (ask again to claim).
+func (l *HTTPChunkLocks) take(ctx context.Context, path, res string) (done func(bool), granted bool, err error) {
 	stream, err := l.C.LockEvents(ctx, l.Node, lock.Key(client.PullOp, res))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer stream.Close()
 	a, err := l.C.TryLock(ctx, client.PullOp, res, l.Node, path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch lock.Status(a.Status) {
 	case lock.Acquired:
 		_, stop := l.C.KeepLock(client.PullOp, res, l.Node, time.Duration(a.LeaseMs)*time.Millisecond)
 		return func(success bool) {
 			stop()
-			l.C.UnlockDetached(client.PullOp, res, l.Node, success)
-		}, nil
+			l.unlock(res, success)
+		}, false, nil
 	case lock.Refused:
-		return func(bool) {}, nil // multi-node mode off: fetch alone
+		return func(bool) {}, false, nil // multi-node mode off: fetch alone
 	}
 	// Reading the stream ends with ctx (the stream's request context).
-	if err := stream.WaitWhileQueued(nil); ctx.Err() != nil {
-		l.C.UnlockDetached(client.PullOp, res, l.Node, false) // leave the queue
-		return nil, ctx.Err()
-	} else if err != nil && l.Log != nil {
-		l.Log.Debug("chunk lock stream ended; asking again", "chunk", sha256, "err", err)
+	granted, err = stream.WaitWhileQueued(nil)
+	if ctx.Err() != nil {
+		l.unlock(res, false) // leave the queue
+		return nil, false, ctx.Err()
+	} else if err != nil {
+		l.logger().Debug("chunk lock stream ended; asking again", "resource", res, "err", err)
 	}
-	return nil, nil
+	return nil, granted, nil
+}
+
+func (l *HTTPChunkLocks) unlock(res string, success bool) {
+	if err := l.C.UnlockDetached(client.PullOp, res, l.Node, success); err != nil {
+		l.logger().Warn("chunk lock", "err", err)
+	}
+}
+
+func (l *HTTPChunkLocks) logger() *slog.Logger {
+	if l.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Log
 }

@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,11 @@ import (
 // README's docs/screenshots/ are made this way).
 
 const chunk = 64 << 10 // the daemon's --chunk-size in these tests: files of a few chunks stay small
+
+// chunkedMin is the server's smallFileLimit (seed 004: 8 MiB): the page
+// sends smaller files in one request, so tests of the chunked path (resume,
+// pause, held or failing chunks) use files of at least this size.
+const chunkedMin = 8 << 20
 
 func randomBytes(seed uint64, n int) []byte {
 	r := rand.New(rand.NewPCG(seed, seed+1))
@@ -275,7 +281,8 @@ func TestBrowserResume(t *testing.T) {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	p := browsertest.NewProxy(t, d.URL)
 	shots := shooter{t: t, b: b, dir: os.Getenv("NETDISK_SCREENSHOTS")}
-	data := randomBytes(2, 12*chunk)
+	const n = chunkedMin/chunk + 12
+	data := randomBytes(2, n*chunk)
 	f := writeFile(t, t.TempDir(), "holiday.mov", data)
 
 	b.SignIn(t, p.URL, "admin", d.AdminPass)
@@ -294,14 +301,14 @@ func TestBrowserResume(t *testing.T) {
 	// more that were held: a request the reload aborted can still be
 	// forwarded when the proxy lets go, before it has seen the browser
 	// leave. Whatever it holds is resumed, the rest sent, nothing twice.
-	if row.State != "done" || row.Resumed < 4 || row.Resumed > 4+3 || row.Sent != int64(12-row.Resumed)*chunk {
+	if row.State != "done" || row.Resumed < 4 || row.Resumed > 4+3 || row.Sent != int64(n-row.Resumed)*chunk {
 		t.Fatalf("resumed upload: %+v, want the chunks the server held (4 to 7) resumed and only the others sent", row)
 	}
 	// After the reload the daemon answered the page's sends and, at most,
-	// the held requests that slipped through: never more than the 8
+	// the held requests that slipped through: never more than the n-4
 	// chunks it was missing.
-	if after := p.Bytes() - before; after < row.Sent || after > int64(8*chunk) {
-		t.Fatalf("the daemon received %d bytes after the reload, want the page's %d and at most the 8 missing chunks (%d)", after, row.Sent, 8*chunk)
+	if after := p.Bytes() - before; after < row.Sent || after > int64((n-4)*chunk) {
+		t.Fatalf("the daemon received %d bytes after the reload, want the page's %d and at most the %d missing chunks (%d)", after, row.Sent, n-4, (n-4)*chunk)
 	}
 	if code, got := davGet(t, d, "/holiday.mov"); code != 200 || !bytes.Equal(got, data) {
 		t.Fatalf("resumed file on the server: %d, equal %v", code, bytes.Equal(got, data))
@@ -315,7 +322,7 @@ func TestBrowserFailingServer(t *testing.T) {
 	b := browsertest.Start(t, browsertest.Chromium(t))
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	p := browsertest.NewProxy(t, d.URL)
-	data := randomBytes(3, 3*chunk)
+	data := randomBytes(3, chunkedMin+3*chunk)
 	f := writeFile(t, t.TempDir(), "report.pdf", data)
 
 	b.SignIn(t, p.URL, "admin", d.AdminPass)
@@ -401,9 +408,10 @@ func TestBrowserPauseCancel(t *testing.T) {
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
 	p := browsertest.NewProxy(t, d.URL)
 	tmp := t.TempDir()
-	data := randomBytes(5, 10*chunk)
+	const size = chunkedMin + 10*chunk
+	data := randomBytes(5, size)
 	f := writeFile(t, tmp, "video.mkv", data)
-	g := writeFile(t, tmp, "backup.tar", randomBytes(6, 10*chunk))
+	g := writeFile(t, tmp, "backup.tar", randomBytes(6, size))
 	b.SignIn(t, p.URL, "admin", d.AdminPass)
 
 	p.Hold(2)
@@ -428,14 +436,14 @@ func TestBrowserPauseCancel(t *testing.T) {
 	p.Hold(0)
 	b.Run(t, "pick another", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{g}, chromedp.ByQuery))
 	b.Run(t, "reserved", 20*time.Second, chromedp.WaitVisible(`li.up[data-path="/backup.tar"][data-state="running"]`, chromedp.ByQuery))
-	if q := quota(t, d); q.Uploading != int64(10*chunk) {
+	if q := quota(t, d); q.Uploading != int64(size) {
 		t.Fatalf("uploading while held: %+v", q)
 	}
 	// Every chunk hashed, the worker waits for the held ones: Cancel must
 	// end it there too, not only while it still hashes (where a click
 	// right after the start lands).
 	b.Run(t, "hashed", 20*time.Second, chromedp.WaitVisible(
-		fmt.Sprintf(`li.up[data-path="/backup.tar"][data-hashed="%d"]`, 10*chunk), chromedp.ByQuery))
+		fmt.Sprintf(`li.up[data-path="/backup.tar"][data-hashed="%d"]`, size), chromedp.ByQuery))
 	b.Run(t, "cancel", 20*time.Second,
 		chromedp.Click(`li.up[data-path="/backup.tar"] .up-cancel`, chromedp.ByQuery),
 		chromedp.WaitVisible(`li.up[data-path="/backup.tar"][data-state="cancelled"]`, chromedp.ByQuery),
@@ -456,11 +464,11 @@ func TestBrowserPauseCancel(t *testing.T) {
 	// a time, so with two cancelled ones still holding theirs the next
 	// file would wait for good.
 	p.Hold(0)
-	x1, x2 := writeFile(t, tmp, "x1.bin", randomBytes(8, 3*chunk)), writeFile(t, tmp, "x2.bin", randomBytes(9, 3*chunk))
+	x1, x2 := writeFile(t, tmp, "x1.bin", randomBytes(8, chunkedMin+3*chunk)), writeFile(t, tmp, "x2.bin", randomBytes(9, chunkedMin+3*chunk))
 	b.Run(t, "pick two", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{x1, x2}, chromedp.ByQuery))
 	for _, name := range []string{"x1.bin", "x2.bin"} {
 		b.Run(t, "hashed "+name, 20*time.Second, chromedp.WaitVisible(
-			fmt.Sprintf(`li.up[data-path="/%s"][data-hashed="%d"]`, name, 3*chunk), chromedp.ByQuery))
+			fmt.Sprintf(`li.up[data-path="/%s"][data-hashed="%d"]`, name, chunkedMin+3*chunk), chromedp.ByQuery))
 		b.Run(t, "cancel "+name, 20*time.Second,
 			chromedp.Click(fmt.Sprintf(`li.up[data-path="/%s"] .up-cancel`, name), chromedp.ByQuery),
 			chromedp.WaitVisible(fmt.Sprintf(`li.up[data-path="/%s"][data-state="cancelled"]`, name), chromedp.ByQuery))
@@ -590,5 +598,59 @@ func answerDialog(value string) chromedp.Action {
 		chromedp.WaitVisible("#dlg-input", chromedp.ByQuery),
 		chromedp.SetValue("#dlg-input", value, chromedp.ByQuery),
 		chromedp.Click("#dlg-ok", chromedp.ByQuery),
+	}
+}
+
+// TestBrowserSmallFileOneRequest: a file under smallFileLimit (seed 004: 8
+// MiB) goes in one request (PUT file/upload), not chunk by chunk, retried
+// like a chunk when the server fails; the same bytes again complete by the
+// file check with nothing sent; a file of exactly the limit is chunked.
+func TestBrowserSmallFileOneRequest(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Chromium(t))
+	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
+	p := browsertest.NewProxy(t, d.URL)
+	tmp := t.TempDir()
+	data := randomBytes(7, 5*chunk+77) // 6 chunks of this server
+	small := writeFile(t, tmp, "small.bin", data)
+	again := writeFile(t, tmp, "again.bin", data)
+	limit := randomBytes(8, chunkedMin) // the limit itself: chunked
+	big := writeFile(t, tmp, "limit.bin", limit)
+
+	b.SignIn(t, p.URL, "admin", d.AdminPass)
+	p.SetWholeFault(func(n int) int {
+		if n <= 2 {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	b.Run(t, "pick a small file", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{small}, chromedp.ByQuery))
+	row := b.WaitUpload(t, "/small.bin", 60*time.Second, "done", "error")
+	chunks, whole, wholeOK := p.Counts()
+	if row.State != "done" || row.Instant || row.Sent != int64(len(data)) || row.Retries != 2 {
+		t.Fatalf("small file: %+v, want done with %d bytes sent after 2 retries", row, len(data))
+	}
+	if chunks != 0 || whole != 3 || wholeOK != 1 {
+		t.Fatalf("small file: %d chunk requests, %d one-request uploads (%d accepted); want 0, 3 (two failed) and 1", chunks, whole, wholeOK)
+	}
+	if code, got := davGet(t, d, "/small.bin"); code != 200 || !bytes.Equal(got, data) {
+		t.Fatalf("small.bin on the server: %d, equal %v", code, bytes.Equal(got, data))
+	}
+
+	b.Run(t, "pick the same bytes again", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{again}, chromedp.ByQuery))
+	row = b.WaitUpload(t, "/again.bin", 60*time.Second, "done", "error")
+	if c2, w2, _ := p.Counts(); row.State != "done" || !row.Instant || row.Sent != 0 || c2 != 0 || w2 != whole {
+		t.Fatalf("same bytes again: %+v, %d chunk requests, %d more one-request uploads; want instant with nothing sent", row, c2, w2-whole)
+	}
+	if code, got := davGet(t, d, "/again.bin"); code != 200 || !bytes.Equal(got, data) {
+		t.Fatalf("again.bin on the server: %d", code)
+	}
+
+	b.Run(t, "pick a file of the limit", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{big}, chromedp.ByQuery))
+	row = b.WaitUpload(t, "/limit.bin", 120*time.Second, "done", "error")
+	if c3, w3, _ := p.Counts(); row.State != "done" || c3 != len(limit)/chunk || w3 != whole {
+		t.Fatalf("file of the limit: %+v, %d chunk requests, %d more one-request uploads; want %d chunks and none", row, c3, w3-whole, len(limit)/chunk)
+	}
+	if code, got := davGet(t, d, "/limit.bin"); code != 200 || !bytes.Equal(got, limit) {
+		t.Fatalf("limit.bin on the server: %d", code)
 	}
 }

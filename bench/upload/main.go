@@ -3,6 +3,7 @@
 //
 //	go run ./bench/upload                 # 1 GiB, 3 parallel chunk uploads
 //	go run ./bench/upload -size 64MiB     # a quick run
+//	go run ./bench/upload -table 4.1MB,53MB,102MB,511MB   # seed 004's table
 //
 // It reports: a new file through init/uploadChunk/merge with -parallel chunk
 // uploads; WebDAV PUT of a new file of the same size; a second user
@@ -74,7 +75,12 @@ func run() error {
 	sizeFlag := benchflag.Bytes("size", 1<<30, "file size")
 	parallel := flag.Int("parallel", 3, "parallel chunk uploads (seed 004: 3)")
 	csFlag := benchflag.Bytes("chunk-size", 4<<20, "server chunk size")
+	table := flag.String("table", "", "seed 004's table instead: these file sizes (e.g. 4.1MB,53MB,102MB,511MB), whole vs chunked")
+	reps := flag.Int("reps", 3, "runs per cell of -table (the paper: 3)")
 	flag.Parse()
+	if *table != "" {
+		return runTable(*table, *reps)
+	}
 	size, cs := *sizeFlag, *csFlag
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -6,6 +6,7 @@ package browsertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -269,6 +270,12 @@ type Proxy struct {
 	ChunkBytes int64 // body bytes of uploadChunk requests the daemon answered 200
 	chunkOK    int
 	okSignal   chan int
+
+	// WholeFault is Fault for the one-request upload (PUT file/upload);
+	// WholeReqs and WholeOK count its requests and its 200s.
+	WholeFault func(n int) int
+	WholeReqs  int
+	WholeOK    int
 }
 
 // NewProxy starts a proxy to target, closed at test cleanup.
@@ -288,9 +295,30 @@ func NewProxy(t testing.TB, target string) *Proxy {
 			p.mu.Unlock()
 			p.okSignal <- n
 		}
+		if strings.HasSuffix(resp.Request.URL.Path, "/file/upload") && resp.StatusCode == 200 {
+			p.mu.Lock()
+			p.WholeOK++
+			p.mu.Unlock()
+		}
 		return nil
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/file/upload") {
+			p.mu.Lock()
+			p.WholeReqs++
+			status := 0
+			if p.WholeFault != nil {
+				status = p.WholeFault(p.WholeReqs)
+			}
+			p.mu.Unlock()
+			if status != 0 {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				fmt.Fprintf(w, `{"error":"injected fault","code":"internal"}`)
+				return
+			}
+		}
 		if strings.HasSuffix(r.URL.Path, "/file/uploadChunk") {
 			p.mu.Lock()
 			p.chunkReqs++
@@ -372,6 +400,21 @@ func (p *Proxy) WaitChunksOK(t testing.TB, n int, timeout time.Duration) {
 			t.Fatalf("the daemon did not accept %d chunks within %v", n, timeout)
 		}
 	}
+}
+
+// Counts returns the uploadChunk requests since the last Hold or SetFault,
+// and the one-request uploads sent and accepted.
+func (p *Proxy) Counts() (chunkReqs, wholeReqs, wholeOK int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.chunkReqs, p.WholeReqs, p.WholeOK
+}
+
+// SetWholeFault sets the one-request upload's fault function.
+func (p *Proxy) SetWholeFault(f func(n int) int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.WholeFault = f
 }
 
 // Bytes is the chunk bytes the daemon accepted so far.

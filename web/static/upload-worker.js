@@ -5,7 +5,9 @@
 // with backoff and jitter, aborts everything on a failure for good
 // (QueueAborted), finishes at once when the file check finds the content
 // (instant upload, cancelling in-flight work), and merges only after
-// QueueDrained. Several files run in parallel within a global limit.
+// QueueDrained. A file under the server's smallFileLimit (seed 004: 8 MiB)
+// is checked the same way and otherwise sent in one request (whole()).
+// Several files run in parallel within a global limit.
 //
 // Content is named by MD5 (the protocol's name) and, where WebCrypto is
 // available, by SHA-256 beside it: two different chunks can share an MD5, so
@@ -163,6 +165,13 @@ class Upload {
       this.allChunksHashed = false;
       this.uploaded = new Set(init.uploaded || []);
       this.post({ type: 'session', uploadId: this.uploadId, totalChunks: init.totalChunks, resumable: this.uploaded.size });
+      if (size < (info.smallFileLimit || 0)) {
+        const res = await this.whole();
+        this.stopped = true;
+        this.progress();
+        this.post({ type: 'done', instant: res.instant, result: res });
+        return;
+      }
       this.drained = new Promise(r => { this.onDrained = r; });
       this.abortedP = new Promise((_, rej) => { this.onAborted = rej; });
       this.abortedP.catch(() => {});
@@ -358,6 +367,55 @@ class Upload {
     const m = await this.retry(() => call('POST', '/api/v1/file/merge', this.named({ uploadId: this.uploadId, fileHash }, 'fileSha256', this.fileSha256), this.ctl.signal));
     this.emit('Merged', { hash: fileHash });
     return { instant: false, path: m.path, fileHash, size: m.size };
+  }
+
+  // whole: seed 004's path for a file under smallFileLimit. It is hashed
+  // like any file, and the file check (with its proof) may complete it at
+  // once; otherwise its bytes go in one request, PUT file/upload with the
+  // file hash (the server refuses a body that does not hash to it), retried
+  // like a chunk. The check comes first because a browser cannot send
+  // Expect: 100-continue, so the one request's own instant path would send
+  // the bytes anyway. The session init opened serves the check only: it is
+  // ended before the bytes go, so its reservation is not held twice.
+  async whole() {
+    const hashes = [];
+    for (let i = 0; i < this.c.totalChunks; i++) {
+      await this.gate();
+      if (this.stopped) throw new DOMException('stopped', 'AbortError');
+      const buf = await this.readChunk(i);
+      hashes[i] = SparkMD5.ArrayBuffer.hash(buf);
+      this.hashedBytes += buf.byteLength;
+      this.c.hashed++;
+      this.emit('ChunkHashed', { index: i, hash: hashes[i] });
+      this.progress();
+    }
+    this.emit('AllChunksHashed');
+    const fileHash = SparkMD5.hash(hashes.join(''));
+    this.emit('FileHashed', { hash: fileHash });
+    let instant = null;
+    try {
+      instant = await this.checkFile(fileHash);
+    } catch (e) {
+      if (e instanceof HTTPError && (e.code === 'unauthenticated' || e.code === 'quota_exceeded')) throw e;
+      // Otherwise a failing file check is not fatal: the upload decides.
+    }
+    if (instant) {
+      this.c.completed = this.c.totalChunks;
+      this.emit('InstantUpload', { hash: fileHash });
+      return { instant: true, path: instant.path || this.path, fileHash, size: this.file.size };
+    }
+    const id = this.uploadId;
+    await this.retry(() => call('DELETE', '/api/v1/file/session?uploadId=' + encodeURIComponent(id), undefined, this.ctl.signal)
+      .catch(e => { if (!(e instanceof HTTPError && e.status === 404)) throw e; }));
+    this.uploadId = null;
+    await this.gate();
+    if (this.stopped) throw new DOMException('stopped', 'AbortError');
+    const url = '/api/v1/file/upload?path=' + encodeURIComponent(this.path) + '&fileHash=' + fileHash;
+    const r = await this.retry(() => call('PUT', url, this.file, this.ctl.signal), 0);
+    this.sentBytes = this.file.size;
+    this.c.completed = this.c.totalChunks;
+    this.emit('Uploaded', { hash: fileHash });
+    return { instant: false, path: r.path || this.path, fileHash, size: this.file.size };
   }
 
   async checkFile(fileHash) {
