@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -46,8 +47,19 @@ func (c *Client) AsyncReport(ctx context.Context, r apitype.AsyncReport) error {
 	return c.JSON(ctx, http.MethodPost, "/api/v1/async/agent/report", nil, r, nil)
 }
 
+// AsyncProgress tells how far the agent is with one of its targets.
+func (c *Client) AsyncProgress(ctx context.Context, p apitype.AsyncProgress) error {
+	return c.JSON(ctx, http.MethodPost, "/api/v1/async/agent/progress", nil, p, nil)
+}
+
 // WorkStream is an open GET /api/v1/async/agent/events.
 type WorkStream struct{ sseReader }
+
+// workStreamIdle ends a work stream that has received nothing, not even
+// the daemon's keep-alive (every few seconds), for this long: a connection
+// lost without a reset (a dead peer, a NAT forgetting it) would otherwise
+// block the agent forever instead of reconnecting.
+const workStreamIdle = time.Minute
 
 // AsyncWork opens the agent's work stream.
 func (c *Client) AsyncWork(ctx context.Context, agent, container string) (*WorkStream, error) {
@@ -59,7 +71,29 @@ func (c *Client) AsyncWork(ctx context.Context, agent, container string) (*WorkS
 	if err != nil {
 		return nil, err
 	}
-	return &WorkStream{sr}, nil
+	ib := &idleBody{rc: sr.body}
+	ib.timer = time.AfterFunc(workStreamIdle, func() { sr.body.Close() })
+	return &WorkStream{sseReader{body: ib, r: bufio.NewReader(ib)}}, nil
+}
+
+// idleBody closes its body when no read returned anything for
+// workStreamIdle.
+type idleBody struct {
+	rc    io.ReadCloser
+	timer *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.timer.Reset(workStreamIdle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.rc.Close()
 }
 
 // Next returns the next work item; an error means the stream ended.
@@ -76,8 +110,9 @@ func (s *WorkStream) Next() (async.Work, error) {
 }
 
 // fetchContent downloads a task's pinned content to dst, resuming from what
-// dst holds (the ETag is the file hash: the bytes never change).
-func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst string) (PullResult, error) {
+// dst holds (the ETag is the file hash: the bytes never change). progress,
+// if not nil, is told the bytes dst holds as they arrive.
+func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst string, progress func(int64)) (PullResult, error) {
 	var res PullResult
 	var offset int64
 	if st, err := os.Stat(dst); err == nil {
@@ -105,7 +140,7 @@ func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst stri
 		flags |= os.O_TRUNC
 	case http.StatusRequestedRangeNotSatisfiable:
 		os.Remove(dst) // longer than the content: start over
-		return c.fetchContent(ctx, taskID, hash, dst)
+		return c.fetchContent(ctx, taskID, hash, dst, progress)
 	default:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		e := &Error{Status: resp.StatusCode, Body: b, Message: strings.TrimSpace(string(b))}
@@ -120,7 +155,12 @@ func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst stri
 		return res, err
 	}
 	defer f.Close()
-	n, err := io.Copy(f, resp.Body)
+	var w io.Writer = f
+	if progress != nil {
+		base := res.Resumed
+		w = &countingWriter{w: f, add: func(n int64) { progress(base + n) }}
+	}
+	n, err := io.Copy(w, resp.Body)
 	res.Bytes = n
 	if err != nil {
 		return res, fmt.Errorf("fetch %s: %w", taskID, err)
@@ -140,17 +180,54 @@ type AgentOptions struct {
 	// Cache is the folder agents on one host share: a file is transferred
 	// once into it (under the pull lock of its content) and copied out to
 	// each target. "" means <Dir>/.netdisk-cache (no sharing).
-	Cache    string
+	Cache string
+	// State is the agent's own folder: the outcomes not yet taken by the
+	// daemon are kept there, so a restarted agent sends them again. ""
+	// means <Dir>/.netdisk-agent; two agents never share one.
+	State    string
 	Parallel int // deliveries at once; 0 means 4
 	Log      *slog.Logger
-	// OnResult is told every outcome reported (tests, progress output).
+	// OnResult is told every outcome once it is delivered (tests, progress
+	// output), before it is reported.
 	OnResult func(w async.Work, err error)
+	// OnReported is told every outcome the daemon took (tests).
+	OnReported func(taskID string)
+}
+
+// Retries of an outcome's report: from reportBackoff doubling to
+// reportMaxBackoff, until the job's deadline (plus reportGrace for the
+// clocks' difference), or reportNoDeadline when the work named none.
+const (
+	reportBackoff    = 500 * time.Millisecond
+	reportMaxBackoff = 15 * time.Second
+	reportGrace      = time.Minute
+	reportNoDeadline = 10 * time.Minute
+)
+
+// agent is one RunAgent: its deliveries and its outcomes' reports.
+type agent struct {
+	c       *Client
+	o       AgentOptions
+	root    *os.Root
+	node    string
+	cacheID string
+	journal *outcomeJournal
+
+	mu       sync.Mutex
+	inFlight map[string]chan struct{} // task ID → a kick for its pending report (nil while delivering)
+	hashMu   map[string]*sync.Mutex   // one fetch of a content at a time in this process
+	wg       sync.WaitGroup
+	slots    chan struct{}
 }
 
 // RunAgent serves as an async download agent until ctx ends: it streams its
 // work, delivers each item (fetch into the shared cache, verified by hash,
 // then an atomic copy into <Dir>/<target dir>/<file name>, never outside
-// Dir) and reports each outcome. A dropped stream is reopened.
+// Dir) and reports each outcome. An outcome is written to the state folder
+// before it is reported and kept until the daemon has it: its report is
+// retried (with backoff, until the job's deadline) while the daemon or its
+// store is away, and sent again by a restarted agent. A dropped or silent
+// stream is reopened, and the daemon offers the unanswered items again.
 func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 	if o.ID == "" || o.Dir == "" {
 		return errors.New("agent: an ID and a directory are needed")
@@ -164,6 +241,9 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 	if o.Cache == "" {
 		o.Cache = filepath.Join(o.Dir, ".netdisk-cache")
 	}
+	if o.State == "" {
+		o.State = filepath.Join(o.Dir, ".netdisk-agent")
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return err
 	}
@@ -172,22 +252,28 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 		return err
 	}
 	defer root.Close()
-	node := o.ID
+	a := &agent{c: c, o: o, root: root, node: o.ID, inFlight: map[string]chan struct{}{},
+		hashMu: map[string]*sync.Mutex{}, slots: make(chan struct{}, o.Parallel)}
 	if o.Container != "" {
-		node += "." + o.Container
+		a.node += "." + o.Container
 	}
-	cacheID, err := cacheIdentity(o.Cache)
+	if a.cacheID, err = cacheIdentity(o.Cache); err != nil {
+		return err
+	}
+	if a.journal, err = openOutcomeJournal(filepath.Join(o.State, "outcomes")); err != nil {
+		return err
+	}
+	defer a.wg.Wait()
+	// The outcomes a previous run could not hand over.
+	pending, err := a.journal.load()
 	if err != nil {
 		return err
 	}
-	var (
-		mu       sync.Mutex
-		inFlight = map[string]bool{}
-		hashMu   = map[string]*sync.Mutex{} // one fetch of a content at a time in this process
-		wg       sync.WaitGroup
-		slots    = make(chan struct{}, o.Parallel)
-	)
-	defer wg.Wait()
+	for _, out := range pending {
+		if a.claim(out.Report.TaskID) {
+			a.startReport(ctx, out)
+		}
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		stream, err := c.AsyncWork(ctx, o.ID, o.Container)
@@ -211,56 +297,175 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 		for {
 			w, err := stream.Next()
 			if err != nil {
+				if ctx.Err() == nil {
+					o.Log.Warn("agent: work stream ended, reconnecting", "err", err)
+				}
 				break
 			}
-			mu.Lock()
-			busy := inFlight[w.TaskID]
-			inFlight[w.TaskID] = true
-			mu.Unlock()
-			if busy {
-				continue
+			if !a.claim(w.TaskID) {
+				continue // being delivered, or its outcome is being reported (kicked)
 			}
-			wg.Add(1)
+			a.wg.Add(1)
 			go func() {
-				defer wg.Done()
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-				mu.Lock()
-				hm := hashMu[w.FileHash]
-				if hm == nil {
-					hm = &sync.Mutex{}
-					hashMu[w.FileHash] = hm
-				}
-				mu.Unlock()
-				hm.Lock()
-				err := retryBusy(ctx, func() error { return c.deliver(ctx, root, w, node, cacheID, o) })
-				hm.Unlock()
-				<-slots
-				if ctx.Err() != nil {
-					return // stopped mid-way: the server times the target out or hands it again
-				}
-				rep := apitype.AsyncReport{Agent: o.ID, Container: o.Container, TaskID: w.TaskID, OK: err == nil}
-				if err != nil {
-					rep.Message = err.Error()
-					o.Log.Warn("agent: delivery failed", "task", w.TaskID, "err", err)
-				}
-				if rerr := retryBusy(context.WithoutCancel(ctx), func() error { return c.AsyncReport(context.WithoutCancel(ctx), rep) }); rerr != nil {
-					o.Log.Warn("agent: report", "task", w.TaskID, "err", rerr)
-				}
-				if o.OnResult != nil {
-					o.OnResult(w, err)
-				}
-				mu.Lock()
-				delete(inFlight, w.TaskID)
-				mu.Unlock()
+				defer a.wg.Done()
+				a.deliverAndReport(ctx, w)
 			}()
 		}
 		stream.Close()
 	}
 	return nil
+}
+
+// claim marks a task as this agent's to deliver or report; false when it
+// is already, in which case a waiting report is retried at once (the
+// daemon offering the item again is a sign it is back).
+func (a *agent) claim(taskID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if kick, busy := a.inFlight[taskID]; busy {
+		if kick != nil {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
+		return false
+	}
+	a.inFlight[taskID] = nil
+	return true
+}
+
+func (a *agent) release(taskID string) {
+	a.mu.Lock()
+	delete(a.inFlight, taskID)
+	a.mu.Unlock()
+}
+
+func (a *agent) deliverAndReport(ctx context.Context, w async.Work) {
+	select {
+	case a.slots <- struct{}{}:
+	case <-ctx.Done():
+		a.release(w.TaskID)
+		return
+	}
+	a.mu.Lock()
+	hm := a.hashMu[w.FileHash]
+	if hm == nil {
+		hm = &sync.Mutex{}
+		a.hashMu[w.FileHash] = hm
+	}
+	a.mu.Unlock()
+	hm.Lock()
+	a.progress(ctx, w.TaskID, 0)
+	err := retryBusy(ctx, func() error {
+		return a.c.deliver(ctx, a.root, w, a.node, a.cacheID, a.o, a.progressFunc(ctx, w.TaskID))
+	})
+	hm.Unlock()
+	<-a.slots
+	if ctx.Err() != nil {
+		a.release(w.TaskID)
+		return // stopped mid-way: the daemon hands the target again or times it out
+	}
+	rep := apitype.AsyncReport{Agent: a.o.ID, Container: a.o.Container, TaskID: w.TaskID, OK: err == nil}
+	if err != nil {
+		rep.Message = err.Error()
+		a.o.Log.Warn("agent: delivery failed", "task", w.TaskID, "err", err)
+	}
+	if a.o.OnResult != nil {
+		a.o.OnResult(w, err)
+	}
+	until := w.Deadline
+	if until.IsZero() {
+		until = time.Now().Add(reportNoDeadline)
+	}
+	out := outcome{Report: rep, Until: until.Add(reportGrace)}
+	if jerr := a.journal.put(out); jerr != nil {
+		// Reported all the same, only not kept across a restart.
+		a.o.Log.Warn("agent: keep outcome", "task", w.TaskID, "err", jerr)
+	}
+	a.report(ctx, out)
+}
+
+// startReport reports a kept outcome in the background.
+func (a *agent) startReport(ctx context.Context, out outcome) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.report(ctx, out)
+	}()
+}
+
+// report sends an outcome until the daemon takes it, refuses it for good
+// (the task is gone or not this agent's), or its time is up; then it is
+// dropped from the journal. Stopping the agent leaves it there.
+func (a *agent) report(ctx context.Context, out outcome) {
+	id := out.Report.TaskID
+	kick := make(chan struct{}, 1)
+	a.mu.Lock()
+	a.inFlight[id] = kick
+	a.mu.Unlock()
+	defer a.release(id)
+	wait := reportBackoff
+	for {
+		err := a.c.AsyncReport(ctx, out.Report)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil || !retryableReport(err) {
+			if err != nil {
+				a.o.Log.Warn("agent: report refused", "task", id, "err", err)
+			} else if a.o.OnReported != nil {
+				a.o.OnReported(id)
+			}
+			break
+		}
+		if !time.Now().Before(out.Until) {
+			a.o.Log.Warn("agent: report not taken before the job's deadline", "task", id, "err", err)
+			break
+		}
+		a.o.Log.Warn("agent: report failed, will retry", "task", id, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, reportMaxBackoff)
+	}
+	if err := a.journal.drop(id); err != nil {
+		a.o.Log.Warn("agent: drop outcome", "task", id, "err", err)
+	}
+}
+
+// retryableReport tells whether a report may succeed later: the daemon or
+// its store unreachable or busy (no answer, 5xx, 408, 429); any other
+// answer is final.
+func retryableReport(err error) bool {
+	s := StatusOf(err)
+	return s == 0 || s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout
+}
+
+// progress tells the daemon how far a delivery is; it is best effort (a
+// lost progress report only leaves the status behind).
+func (a *agent) progress(ctx context.Context, taskID string, bytes int64) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.c.AsyncProgress(pctx, apitype.AsyncProgress{Agent: a.o.ID, Container: a.o.Container, TaskID: taskID, Bytes: bytes}); err != nil && ctx.Err() == nil {
+		a.o.Log.Debug("agent: progress", "task", taskID, "err", err)
+	}
+}
+
+// progressEvery is how often a delivery's progress is told at most.
+const progressEvery = time.Second
+
+func (a *agent) progressFunc(ctx context.Context, taskID string) func(int64) {
+	var last time.Time
+	return func(n int64) {
+		if now := time.Now(); now.Sub(last) >= progressEvery {
+			last = now
+			a.progress(ctx, taskID, n)
+		}
+	}
 }
 
 // retryBusy runs f again (up to 5 times, 1 s apart) while the daemon
@@ -283,7 +488,7 @@ func retryBusy(ctx context.Context, f func() error) error {
 }
 
 // deliver brings one item into the cache and copies it into place.
-func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node, cacheID string, o AgentOptions) error {
+func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node, cacheID string, o AgentOptions, progress func(int64)) error {
 	name := w.FileName
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return fmt.Errorf("bad file name %q", name)
@@ -301,7 +506,7 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node,
 	src := sharedSource{hash: w.FileHash, size: w.Size, lockPath: w.Path,
 		resource: PathResource("/.agent-cache/" + cacheID + "/" + w.FileHash),
 		fetch: func(ctx context.Context, dst string) (PullResult, error) {
-			return c.fetchContent(ctx, w.TaskID, w.FileHash, dst)
+			return c.fetchContent(ctx, w.TaskID, w.FileHash, dst, progress)
 		}}
 	var res SharedPullResult
 	cached, refused, err := c.intoSharedCache(ctx, src, SharedPullOptions{Cache: o.Cache, Node: node}, &res)

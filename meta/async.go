@@ -59,6 +59,11 @@ type AsyncJobs interface {
 	// returns whether the job was created and the live job's status; when
 	// that is not jobStatus nothing is pushed or stored.
 	AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, targetData, taskID, taskData string, expires, now time.Time) (created bool, status string, err error)
+	// AsyncTouch sets the expiry of a live job, its targets and results,
+	// and of the given live tasks and work items (agent, item), to
+	// expires, in one transaction; records expired at now stay expired.
+	// errs.NotFound when the job is missing or expired.
+	AsyncTouch(ctx context.Context, jobID string, tasks []string, work [][2]string, expires, now time.Time) error
 }
 
 var _ AsyncJobs = (*SQLite)(nil)
@@ -292,4 +297,37 @@ func (s *SQLite) asyncStrings(ctx context.Context, op, q string, args ...any) ([
 		out = append(out, v)
 	}
 	return out, wrap(op, "", rows.Err())
+}
+
+func (s *SQLite) AsyncTouch(ctx context.Context, jobID string, tasks []string, work [][2]string, expires, now time.Time) error {
+	const op = "meta.AsyncTouch"
+	exp, at := expires.UnixNano(), now.UnixNano()
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE async_jobs SET expires_ns = ? WHERE id = ? AND expires_ns > ?`, exp, jobID, at)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errs.E(op, errs.NotFound, "", errors.New("no such job"))
+		}
+		for _, q := range []string{`UPDATE async_targets SET expires_ns = ? WHERE job_id = ? AND expires_ns > ?`,
+			`UPDATE async_results SET expires_ns = ? WHERE job_id = ? AND expires_ns > ?`} {
+			if _, err := tx.ExecContext(ctx, q, exp, jobID, at); err != nil {
+				return err
+			}
+		}
+		for _, id := range tasks {
+			if _, err := tx.ExecContext(ctx, `UPDATE async_tasks SET expires_ns = ? WHERE id = ? AND expires_ns > ?`, exp, id, at); err != nil {
+				return err
+			}
+		}
+		for _, w := range work {
+			if _, err := tx.ExecContext(ctx, `UPDATE async_work SET expires_ns = ? WHERE agent = ? AND item = ? AND expires_ns > ?`,
+				exp, w[0], w[1], at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap(op, "", err)
 }
