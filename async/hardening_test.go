@@ -94,7 +94,7 @@ func TestLateTargetJoinsTheNextJob(t *testing.T) {
 			f.deliver("a", true)
 			f.tick(f.svc) // and ends it
 		}
-		behind := testutil.NewClock(f.clock.Now().Add(-time.Second))
+		behind := testutil.NewClock(f.clock.Now().Add(-f.svc.Window())) // still in the first window
 		lagging, err := async.New(f.ctx, async.Config{Store: hs, Files: f.env.Drive, Locks: f.locks, Node: "lagging", Now: behind.Now, Log: quiet})
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +106,9 @@ func TestLateTargetJoinsTheNextJob(t *testing.T) {
 		}
 		if j, _ := f.svc.Job(f.ctx, first.JobID); j.Status != async.Success {
 			t.Fatalf("first job %s: the hook did not end it", j.Status)
+		}
+		if b1, b2 := bucketOf(first.JobID), bucketOf(late.JobID); b2 != b1+1 {
+			t.Fatalf("late task in bucket %d, want the next one %d", b2, b1+1)
 		}
 		if s := f.status(late.ID); s != async.Pending {
 			t.Fatalf("late task: %s in job %s, want Pending in the next job (first job %s)", s, late.JobID, first.JobID)
@@ -343,4 +346,9 @@ func TestRedisReadOnlyReplicaIsUnavailable(t *testing.T) {
 			t.Errorf("%s on a read-only replica: %v (kind %v), want Unavailable", name, err, k)
 		}
 	}
+}
+
+func bucketOf(id string) int64 {
+	b, _ := async.BucketOf(id)
+	return b
 }
