@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"netdisk/async"
@@ -357,9 +358,9 @@ func (a *agent) deliverAndReport(ctx context.Context, w async.Work) {
 	a.mu.Unlock()
 	hm.Lock()
 	a.progress(ctx, w.TaskID, 0)
-	err := retryBusy(ctx, func() error {
-		return a.c.deliver(ctx, a.root, w, a.node, a.cacheID, a.o, a.progressFunc(ctx, w.TaskID))
-	})
+	setProgress, stopProgress := a.watchProgress(ctx, w.TaskID)
+	err := retryBusy(ctx, func() error { return a.c.deliver(ctx, a.root, w, a.node, a.cacheID, a.o, setProgress) })
+	stopProgress()
 	hm.Unlock()
 	<-a.slots
 	if ctx.Err() != nil {
@@ -455,17 +456,35 @@ func (a *agent) progress(ctx context.Context, taskID string, bytes int64) {
 	}
 }
 
-// progressEvery is how often a delivery's progress is told at most.
+// progressEvery is how often a delivery's progress is told, when it moved.
 const progressEvery = time.Second
 
-func (a *agent) progressFunc(ctx context.Context, taskID string) func(int64) {
-	var last time.Time
-	return func(n int64) {
-		if now := time.Now(); now.Sub(last) >= progressEvery {
-			last = now
-			a.progress(ctx, taskID, n)
+// watchProgress tells the daemon every progressEvery how many bytes of the
+// task have arrived (set through the returned function) until stop.
+func (a *agent) watchProgress(ctx context.Context, taskID string) (set func(int64), stop func()) {
+	var latest atomic.Int64
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		var told int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if n := latest.Load(); n != told {
+					told = n
+					a.progress(ctx, taskID, n)
+				}
+			}
 		}
-	}
+	}()
+	return latest.Store, func() { close(done); <-exited }
 }
 
 // retryBusy runs f again (up to 5 times, 1 s apart) while the daemon
