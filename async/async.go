@@ -9,9 +9,9 @@
 //     agent's root). Its ID is TaskKey(user, path, uuid).
 //   - A Job is (user, path, time bucket), bucket = unix seconds / window
 //     (DefaultWindow 15 s). Tasks of one window share the job; a later one
-//     starts a new job. The job is created once (Store.CreateJob, SetNX)
-//     and each task's target is appended to its list (Store.PushTarget,
-//     LPUSH). Every key lives TTL (DefaultTTL 30 min) from its last write.
+//     starts a new job. The job is created once (SetNX) and each task's
+//     target appended to its list (LPUSH), both in one Store.AddTask.
+//     Every key lives TTL (DefaultTTL 30 min) from its last write.
 //   - The scheduler (Service.Run, every DefaultTick 5 s; Service.Tick is one
 //     pass) starts each Pending job whose window has ended: it takes the
 //     job's lock (package lock, op LockOp) so that of several daemons
@@ -21,9 +21,9 @@
 //     later ticks collects the per-target outcomes (Store.SetResult; the
 //     first outcome of a target stands). The job ends Success when every
 //     target succeeded, Failed when all answered and some failed, Timeout
-//     when DefaultTimeout (10 min) passed since it started (the targets
-//     that had not answered are marked Timeout). One target's outcome never
-//     changes another's.
+//     when some had not answered by its deadline, DefaultTimeout (10 min)
+//     after it started (those targets are marked Timeout). One target's
+//     outcome never changes another's.
 //   - A job's deadline (Job.Deadline) is its start plus the timeout; an
 //     answer recorded before it counts even when the scheduler looks only
 //     after it, an answer after it is not recorded.
@@ -45,14 +45,19 @@
 //     at once.
 //
 // The order of calls: Service.Add per request (errs.NotFound at once for a
-// path that is no file of the user's); Service.Run in the background; agents
-// read Service.Work (woken by Service.Wait) and answer with Service.Report;
-// Service.Status per task.
+// path that is no file of the user's, or an agent never seen); Service.Run
+// in the background; agents register with Service.Seen, read Service.Work
+// (woken by Service.Wait), tell Service.Progress and answer with
+// Service.Report; Service.Status per task.
 //
 // State lives behind Store: Embedded (SQLite via meta.AsyncJobs, surviving a
-// restart) or Redis (the seed's keys, KeyLayout in redis.go). Both run
-// async/storetest. Time is the Service's clock (and the stores' now), so
-// windows, ticks, TTLs and timeouts are tested with a fake clock.
+// restart) or Redis (the seed's keys, listed on Redis in redis.go). Both
+// run async/storetest. Time is the Service's clock: windows, ticks,
+// deadlines and the embedded store's expiry follow it and are tested with
+// a fake clock. The Redis store sets each key's expiry instant from the
+// Service's now, but Redis expires keys on its own clock: with Redis the
+// Service's clock is the real one (tests start their fake clock at the
+// real time and check Redis's expiry instants, never wait for them).
 package async
 
 import (
