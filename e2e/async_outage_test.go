@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ import (
 type reportProxy struct {
 	*httptest.Server
 	held     chan struct{} // closed once the first report is held
-	release  chan struct{}
+	release  chan struct{} // closed by Release
+	once     sync.Once
 	reports  atomic.Int32
 	contents atomic.Int32
 }
@@ -50,9 +52,12 @@ func newReportProxy(t *testing.T, target string) *reportProxy {
 		}
 		rp.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { p.Server.CloseClientConnections(); p.Server.Close() })
+	t.Cleanup(func() { p.Release(); p.Server.CloseClientConnections(); p.Server.Close() })
 	return p
 }
+
+// Release lets the held report through.
+func (p *reportProxy) Release() { p.once.Do(func() { close(p.release) }) }
 
 func outcomeFiles(t *testing.T, state string) []string {
 	t.Helper()
@@ -97,7 +102,7 @@ func TestAsyncOutcomeSurvivesRedisOutageAndAgentRestart(t *testing.T) {
 		t.Fatalf("%d outcomes kept before the report, want 1", n)
 	}
 	r.Stop()
-	close(proxy.release)
+	proxy.Release()
 	// More attempts than a bounded retry (5) makes: the outcome is kept.
 	waitFor(t, 60*time.Second, "six report attempts during the outage", func() bool { return proxy.reports.Load() >= 6 })
 	first.kill()
