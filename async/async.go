@@ -122,8 +122,8 @@ type Job struct {
 	Size     int64            `json:"size"`
 	Chunks   []meta.FileChunk `json:"chunks,omitempty"`
 	// Dispatched is how many targets (in push order) were handed to their
-	// agents; a target pushed late (its task raced the start) is handed
-	// on the next tick.
+	// agents. Targets are only pushed while the job is Pending, so all are
+	// handed at the start; a later tick hands any it finds beyond.
 	Dispatched int    `json:"dispatched"`
 	Message    string `json:"message,omitempty"`
 }

@@ -352,3 +352,32 @@ func bucketOf(id string) int64 {
 	b, _ := async.BucketOf(id)
 	return b
 }
+
+// A target found in an ended job without an outcome (pushed there by the
+// two-call add of older daemons) was never delivered: its task does not
+// take the job's Success.
+func TestTargetPushedAfterTheEndIsNotTheJobs(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture) {
+		f.put("/f", []byte("x"))
+		a := f.add("/f", "a")
+		f.clock.Advance(f.svc.Window())
+		f.tick(f.svc)
+		f.deliver("a", true)
+		f.tick(f.svc)
+		now := f.clock.Now()
+		late := async.Task{ID: async.TaskKey(f.uid, "/f", "late"), JobID: a.JobID, User: f.uid, Path: "/f", Agent: "b"}
+		if err := f.store.PushTarget(f.ctx, a.JobID, async.Target{TaskID: late.ID, Agent: "b"}, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.PutTask(f.ctx, late, now); err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.svc.Status(f.ctx, f.uid, late.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == async.Success || !st.Status.Final() {
+			t.Fatalf("a target pushed after its job's Success: %s %q, want a failure of its own", st.Status, st.Message)
+		}
+	})
+}

@@ -267,7 +267,11 @@ func (s *Service) Status(ctx context.Context, uid int64, id string) (TaskStatus,
 			ts.Status, ts.Bytes, ts.Size = Downloading, min(p.Bytes, j.Size), j.Size
 		}
 	default:
-		ts.Status, ts.Message = j.Status, j.Message
+		// An ended job has an outcome for every target it handed out; a
+		// target without one was pushed after the job ended (records
+		// written before the add became one step) and never delivered: the
+		// job's status is not its own.
+		ts.Status, ts.Message = Failed, "not delivered: added after its job ended"
 	}
 	return ts, nil
 }
