@@ -23,6 +23,12 @@ import (
 // (work handed by another daemon sharing the store wakes no stream here).
 const DefaultAsyncRecheck = 2 * time.Second
 
+// asyncReofferEvery is how many rechecks an open work stream waits before it
+// sends an unanswered item again: an agent that lost an item (or its
+// answer) gets it back without reconnecting, and one still delivering it
+// ignores the repeat.
+const asyncReofferEvery = 10
+
 func (a *API) asyncRoutes() []Route {
 	return []Route{
 		{Pattern: "POST /api/v1/async/tasks", Handler: a.withAsync(a.asyncAdd)},
@@ -31,6 +37,7 @@ func (a *API) asyncRoutes() []Route {
 		{Pattern: "GET /api/v1/async/agent/events", Handler: a.withAsync(a.asyncEvents)},
 		{Pattern: "GET /api/v1/async/agent/content", Handler: a.withAsync(a.asyncContent)},
 		{Pattern: "POST /api/v1/async/agent/report", Handler: a.withAsync(a.asyncReport)},
+		{Pattern: "POST /api/v1/async/agent/progress", Handler: a.withAsync(a.asyncProgress)},
 	}
 }
 
@@ -45,7 +52,8 @@ func (a *API) asyncAdd(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
-	t, err := a.Async.Add(r.Context(), async.Request{User: u.ID, Path: req.Path, Agent: req.Agent, Container: req.Container, TargetDir: req.TargetDir})
+	t, err := a.Async.Add(r.Context(), async.Request{User: u.ID, Path: req.Path, Agent: req.Agent, Container: req.Container,
+		TargetDir: req.TargetDir, WaitForAgent: req.WaitForAgent})
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -71,12 +79,20 @@ func agentOf(q interface{ Get(string) string }) (agent, container string) {
 }
 
 // asyncEvents streams the agent's work as Server-Sent Events ("work", data
-// async.Work), each item once per stream: first what is handed to it now,
-// then what comes. An agent reconnecting gets the unanswered items again.
+// async.Work): first what is handed to it now, then what comes; an item
+// still unanswered is sent again every asyncReofferEvery rechecks, and a
+// reconnecting agent gets every unanswered item at once. Opening the stream
+// registers the agent (async.Service.Seen).
 func (a *API) asyncEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 	agent, container := agentOf(r.URL.Query())
 	if !validAgent(agent, container) {
 		a.WriteError(w, r, errs.Errorf("api.async", errs.Invalid, "agent and container: 1–128 of A-Z a-z 0-9 . _ -"))
+		return
+	}
+	if err := a.Async.Seen(r.Context(), u.ID, agent, container); err != nil {
+		// Refused rather than streamed: an agent that cannot be registered
+		// would be refused as a target; it retries the stream.
+		a.WriteError(w, r, err)
 		return
 	}
 	s, ok := a.newSSE(w, r, "api.async")
@@ -88,20 +104,27 @@ func (a *API) asyncEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 	defer stop()
 	s.begin()
 	s.flush()
-	sent := map[string]bool{}
-	// send tells the items not told yet, and whether there were any.
+	every := a.AsyncRecheck
+	if every <= 0 {
+		every = DefaultAsyncRecheck
+	}
+	reoffer := asyncReofferEvery * every
+	sent := map[string]time.Time{} // task ID → when last sent
+	// send tells the items not told yet, or not for reoffer, and whether
+	// there were any.
 	send := func() (told bool) {
 		ws, err := a.Async.Work(r.Context(), u.ID, agent, container)
 		if err != nil {
 			return false // the store is away: the next wake or recheck retries
 		}
+		now := time.Now()
 		live := map[string]bool{}
 		for _, it := range ws {
 			live[it.TaskID] = true
-			if sent[it.TaskID] {
+			if at, ok := sent[it.TaskID]; ok && now.Sub(at) < reoffer {
 				continue
 			}
-			sent[it.TaskID] = true
+			sent[it.TaskID] = now
 			s.event("work", it)
 			told = true
 		}
@@ -147,6 +170,19 @@ func (a *API) asyncReport(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	if err := a.Async.Report(r.Context(), u.ID, req.Agent, req.Container, req.TaskID, req.OK, req.Message); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) asyncProgress(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req apitype.AsyncProgress
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if err := a.Async.Progress(r.Context(), u.ID, req.Agent, req.Container, req.TaskID, req.Bytes); err != nil {
 		a.WriteError(w, r, err)
 		return
 	}

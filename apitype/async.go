@@ -11,15 +11,21 @@ type AsyncAdd struct {
 	Agent     string `json:"agent"`
 	Container string `json:"container,omitempty"`
 	TargetDir string `json:"targetDir"`
+	// WaitForAgent accepts an agent that has never connected (it will be
+	// started later); without it such a request is refused with 404.
+	WaitForAgent bool `json:"waitForAgent,omitempty"`
 }
 
 // AsyncTask is the answer of POST /api/v1/async/tasks and GET
 // /api/v1/async/task.
 type AsyncTask struct {
-	TaskID    string    `json:"taskId"`
-	JobID     string    `json:"jobId"`
-	Status    string    `json:"status"` // Pending, Running, Success, Failed, Timeout (async.Status)
-	Message   string    `json:"message,omitempty"`
+	TaskID  string `json:"taskId"`
+	JobID   string `json:"jobId"`
+	Status  string `json:"status"` // Pending, Running, Downloading, Success, Failed, Timeout (async.Status)
+	Message string `json:"message,omitempty"`
+	// Bytes of Size the agent has delivered, while Downloading.
+	Bytes     int64     `json:"bytes,omitempty"`
+	Size      int64     `json:"size,omitempty"`
 	Path      string    `json:"path"`
 	Agent     string    `json:"agent"`
 	Container string    `json:"container,omitempty"`
@@ -34,4 +40,13 @@ type AsyncReport struct {
 	TaskID    string `json:"taskId"`
 	OK        bool   `json:"ok"`
 	Message   string `json:"message,omitempty"`
+}
+
+// AsyncProgress is the body of POST /api/v1/async/agent/progress: how many
+// bytes of the task's file the agent has so far (0 when it starts).
+type AsyncProgress struct {
+	Agent     string `json:"agent"`
+	Container string `json:"container,omitempty"`
+	TaskID    string `json:"taskId"`
+	Bytes     int64  `json:"bytes"`
 }

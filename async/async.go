@@ -9,9 +9,9 @@
 //     agent's root). Its ID is TaskKey(user, path, uuid).
 //   - A Job is (user, path, time bucket), bucket = unix seconds / window
 //     (DefaultWindow 15 s). Tasks of one window share the job; a later one
-//     starts a new job. The job is created once (Store.CreateJob, SetNX)
-//     and each task's target is appended to its list (Store.PushTarget,
-//     LPUSH). Every key lives TTL (DefaultTTL 30 min) from its last write.
+//     starts a new job. The job is created once (SetNX) and each task's
+//     target appended to its list (LPUSH), both in one Store.AddTask.
+//     Every key lives TTL (DefaultTTL 30 min) from its last write.
 //   - The scheduler (Service.Run, every DefaultTick 5 s; Service.Tick is one
 //     pass) starts each Pending job whose window has ended: it takes the
 //     job's lock (package lock, op LockOp) so that of several daemons
@@ -21,25 +21,43 @@
 //     later ticks collects the per-target outcomes (Store.SetResult; the
 //     first outcome of a target stands). The job ends Success when every
 //     target succeeded, Failed when all answered and some failed, Timeout
-//     when DefaultTimeout (10 min) passed since it started (the targets
-//     that had not answered are marked Timeout). One target's outcome never
-//     changes another's.
+//     when some had not answered by its deadline, DefaultTimeout (10 min)
+//     after it started (those targets are marked Timeout). One target's
+//     outcome never changes another's.
+//   - A job's deadline (Job.Deadline) is its start plus the timeout; an
+//     answer recorded before it counts even when the scheduler looks only
+//     after it, an answer after it is not recorded.
+//   - A target is only ever added to a Pending job (Store.AddTask checks
+//     the status and pushes in one atomic step): a request racing the start
+//     or the end of its window's job goes to the next window's job.
+//   - While a job runs its records, its tasks' and its agents' work are
+//     refreshed (Store.Touch, every TouchEvery), so a timeout longer than
+//     the TTL never lets a running job expire.
+//   - A target is only handed to an agent the user has registered (one
+//     that opened its work stream within KnownAgentTTL), unless the request
+//     says to wait for it: a misspelt agent is refused at once.
 //   - A Task's status follows its target: Pending while its job collects,
-//     Running once the job runs, then its target's outcome.
+//     Running once the job runs, Downloading once its agent reports
+//     progress (bytes of the size), then its target's outcome.
 //   - A daemon restarted mid-job finds the job Running in the store and
 //     resumes it (re-pinning its recorded version) once the job's lock is
 //     free: the dead daemon's lease ends, or with the in-process lock state
 //     at once.
 //
 // The order of calls: Service.Add per request (errs.NotFound at once for a
-// path that is no file of the user's); Service.Run in the background; agents
-// read Service.Work (woken by Service.Wait) and answer with Service.Report;
-// Service.Status per task.
+// path that is no file of the user's, or an agent never seen); Service.Run
+// in the background; agents register with Service.Seen, read Service.Work
+// (woken by Service.Wait), tell Service.Progress and answer with
+// Service.Report; Service.Status per task.
 //
 // State lives behind Store: Embedded (SQLite via meta.AsyncJobs, surviving a
-// restart) or Redis (the seed's keys, KeyLayout in redis.go). Both run
-// async/storetest. Time is the Service's clock (and the stores' now), so
-// windows, ticks, TTLs and timeouts are tested with a fake clock.
+// restart) or Redis (the seed's keys, listed on Redis in redis.go). Both
+// run async/storetest. Time is the Service's clock: windows, ticks,
+// deadlines and the embedded store's expiry follow it and are tested with
+// a fake clock. The Redis store sets each key's expiry instant from the
+// Service's now, but Redis expires keys on its own clock: with Redis the
+// Service's clock is the real one (tests start their fake clock at the
+// real time and check Redis's expiry instants, never wait for them).
 package async
 
 import (
@@ -58,6 +76,12 @@ const (
 	DefaultTick    = 5 * time.Second
 	DefaultTimeout = 10 * time.Minute
 	DefaultTTL     = 30 * time.Minute
+	// TouchEvery is how often a running job's records are refreshed: well
+	// within any TTL a daemon runs with.
+	TouchEvery = time.Minute
+	// KnownAgentTTL is how long an agent stays known after it last opened
+	// its work stream.
+	KnownAgentTTL = 90 * 24 * time.Hour
 	// LockOp is the lock op a daemon takes a job under (resource: job ID).
 	LockOp = "asyncjob"
 )
@@ -71,6 +95,9 @@ const (
 	Success Status = "Success"
 	Failed  Status = "Failed"
 	Timeout Status = "Timeout"
+	// Downloading is a task's status while its agent reports progress: the
+	// seed's per-target "downloading" (its transfer code 115).
+	Downloading Status = "Downloading"
 )
 
 // Final reports whether s is an end state.
@@ -87,14 +114,16 @@ type Job struct {
 	Status    Status    `json:"status"`
 	Created   time.Time `json:"createTime"`
 	Started   time.Time `json:"executeTime,omitzero"`
-	Ended     time.Time `json:"endTime,omitzero"`
+	// Deadline is when a running job times out: Started + the timeout.
+	Deadline time.Time `json:"deadline,omitzero"`
+	Ended    time.Time `json:"endTime,omitzero"`
 	// The pinned version, set when the job starts.
 	FileHash string           `json:"fileSignature,omitempty"`
 	Size     int64            `json:"size"`
 	Chunks   []meta.FileChunk `json:"chunks,omitempty"`
 	// Dispatched is how many targets (in push order) were handed to their
-	// agents; a target pushed late (its task raced the start) is handed
-	// on the next tick.
+	// agents. Targets are only pushed while the job is Pending, so all are
+	// handed at the start; a later tick hands any it finds beyond.
 	Dispatched int    `json:"dispatched"`
 	Message    string `json:"message,omitempty"`
 }
@@ -139,6 +168,16 @@ type Work struct {
 	Agent     string `json:"agentId"`
 	Container string `json:"containerId,omitempty"`
 	TargetDir string `json:"targetDir"`
+	// Deadline is the job's: an answer after it is not recorded, so an
+	// agent keeps retrying its report until then.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// Progress is what an agent reported of a target it is delivering.
+type Progress struct {
+	TaskID string    `json:"taskId"`
+	Bytes  int64     `json:"bytes"`
+	Time   time.Time `json:"time"`
 }
 
 // AgentKey names an agent (of a container) of a user: a user's agents are
@@ -173,6 +212,14 @@ func ResultsKey(jobKey string) string {
 	return strings.Replace(jobKey, "AsyncDownloadJob:", "AsyncDownloadJob:Results:", 1)
 }
 
+// ProgressKey is the job's progress hash key: task ID → Progress.
+func ProgressKey(jobKey string) string {
+	return strings.Replace(jobKey, "AsyncDownloadJob:", "AsyncDownloadJob:Progress:", 1)
+}
+
+// KnownAgentKey records that the agent (AgentKey) opened its work stream.
+func KnownAgentKey(agentKey string) string { return "AsyncDownloadAgent:Known:" + agentKey }
+
 // TaskKey is the seed's task key: AsyncDownloadTask:{user}:{path}:{uuid}.
 func TaskKey(user int64, path, uuid string) string {
 	return fmt.Sprintf("AsyncDownloadTask:%d:%s:%s", user, path, uuid)
@@ -191,12 +238,15 @@ func BucketOf(jobKey string) (int64, bool) {
 // Store keeps jobs, targets, tasks, outcomes and agents' work. Each record
 // lives until now+TTL of its last write (the store's TTL); reads at or
 // after that instant find nothing. Every method is atomic on its own; the
-// Service orders them (the seed's SetNX then LPUSH is not one atomic step).
+// Service orders them. Where the seed's SetNX then LPUSH left a window
+// between two calls (a job created but not indexed, a target pushed to a
+// job that had started meanwhile), AddTask is one step.
 //
 // Errors: errs.NotFound for a missing or expired job or task,
 // errs.Unavailable when the backing service is unreachable.
 type Store interface {
-	// CreateJob stores j unless a live job has its ID (SetNX).
+	// CreateJob stores j unless a live job has its ID (SetNX), listed by
+	// Jobs in the same atomic step.
 	CreateJob(ctx context.Context, j Job, now time.Time) (created bool, err error)
 	Job(ctx context.Context, id string, now time.Time) (Job, error)
 	// UpdateJob replaces a live job (its targets and outcomes live on as
@@ -220,6 +270,24 @@ type Store interface {
 	AddWork(ctx context.Context, user int64, w Work, now time.Time) error
 	DoneWork(ctx context.Context, agentKey, taskID string) error
 	Work(ctx context.Context, agentKey string, now time.Time) ([]Work, error)
+
+	// AddTask, in one atomic step: creates j unless a live job has its ID
+	// (as CreateJob); then, when the live job is Pending, pushes t and
+	// stores task. It returns whether the job was created and the live
+	// job's status; when that is not Pending nothing is written.
+	AddTask(ctx context.Context, j Job, t Target, task Task, now time.Time) (created bool, status Status, err error)
+	// Touch extends a live job, its targets, outcomes and progress, the
+	// tasks of its targets and their agents' work items to now+TTL; a
+	// missing job is errs.NotFound, and nothing expired comes back.
+	Touch(ctx context.Context, jobID string, now time.Time) error
+	// SetProgress records a target's progress (the latest stands);
+	// Progress returns the job's by task ID.
+	SetProgress(ctx context.Context, jobID string, p Progress, now time.Time) error
+	Progress(ctx context.Context, jobID string, now time.Time) (map[string]Progress, error)
+	// SeenAgent records that an agent (AgentKey) opened its work stream,
+	// for KnownAgentTTL; KnownAgent tells whether one did.
+	SeenAgent(ctx context.Context, agentKey string, now time.Time) error
+	KnownAgent(ctx context.Context, agentKey string, now time.Time) (bool, error)
 	// PurgeOwner removes every job, target, outcome, task and work item of
 	// user (a deleted account), whatever their expiry.
 	PurgeOwner(ctx context.Context, user int64) error

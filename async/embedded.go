@@ -125,8 +125,55 @@ func (e *Embedded) Work(ctx context.Context, agentKey string, now time.Time) ([]
 // task in one SQLite transaction; when the live job is no longer Pending
 // nothing is added and its status is returned (see Service.Add).
 func (e *Embedded) AddTask(ctx context.Context, j Job, t Target, task Task, now time.Time) (bool, Status, error) {
-	created, st, err := e.db.AsyncAddTask(ctx, j.ID, string(j.Status), enc(j), enc(t), task.ID, enc(task), now.Add(e.ttl), now)
+	created, st, err := e.db.AsyncAddTask(ctx, j.ID, string(Pending), enc(j), enc(t), task.ID, enc(task), now.Add(e.ttl), now)
 	return created, Status(st), err
+}
+
+// The progress of a job's targets and the known agents are kept as work
+// items of reserved agent keys (ProgressKey, KnownAgentKey): the same
+// records with an expiry, so no table of their own.
+
+func (e *Embedded) Touch(ctx context.Context, jobID string, now time.Time) error {
+	j, err := e.Job(ctx, jobID, now)
+	if err != nil {
+		return err
+	}
+	ts, err := e.Targets(ctx, jobID, now)
+	if err != nil {
+		return err
+	}
+	tasks := make([]string, 0, len(ts))
+	work := make([][2]string, 0, 2*len(ts))
+	for _, t := range ts {
+		tasks = append(tasks, t.TaskID)
+		work = append(work, [2]string{AgentKey(j.User, t.Agent, t.Container), t.TaskID}, [2]string{ProgressKey(jobID), t.TaskID})
+	}
+	return e.db.AsyncTouch(ctx, jobID, tasks, work, now.Add(e.ttl), now)
+}
+
+func (e *Embedded) SetProgress(ctx context.Context, jobID string, p Progress, now time.Time) error {
+	return e.db.AsyncAddWork(ctx, ProgressKey(jobID), p.TaskID, enc(p), now.Add(e.ttl))
+}
+
+func (e *Embedded) Progress(ctx context.Context, jobID string, now time.Time) (map[string]Progress, error) {
+	ps, err := decAll[Progress](e.db.AsyncWork(ctx, ProgressKey(jobID), now))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Progress, len(ps))
+	for _, p := range ps {
+		out[p.TaskID] = p
+	}
+	return out, nil
+}
+
+func (e *Embedded) SeenAgent(ctx context.Context, agentKey string, now time.Time) error {
+	return e.db.AsyncAddWork(ctx, KnownAgentKey(agentKey), "", enc(now), now.Add(KnownAgentTTL))
+}
+
+func (e *Embedded) KnownAgent(ctx context.Context, agentKey string, now time.Time) (bool, error) {
+	rows, err := e.db.AsyncWork(ctx, KnownAgentKey(agentKey), now)
+	return len(rows) > 0, err
 }
 
 // Purge deletes expired records (Service.Run calls it; reads ignore them
@@ -153,5 +200,6 @@ func sortWork(ws []Work) { sort.Slice(ws, func(i, j int) bool { return ws[i].Tas
 // PurgeOwner removes a user's records (Store).
 func (e *Embedded) PurgeOwner(ctx context.Context, user int64) error {
 	job, task, agent := ownerPrefixes(user)
-	return e.db.AsyncPurgeOwner(ctx, job, task, agent)
+	// Progress and known agents are work rows under keys of their own.
+	return e.db.AsyncPurgeOwner(ctx, job, task, agent, ProgressKey(job), KnownAgentKey(agent))
 }

@@ -89,6 +89,9 @@ func (s *Service) step(ctx context.Context, id string, now time.Time) error {
 		if err := s.dispatch(ctx, &j, now); err != nil {
 			return err
 		}
+		if err := s.touch(ctx, j.ID, now); err != nil {
+			return err
+		}
 		return s.check(ctx, j, now)
 	}
 	s.unlockJob(id)
@@ -126,7 +129,7 @@ func (s *Service) start(ctx context.Context, j Job, now time.Time) error {
 		}
 		return err
 	}
-	j.Status, j.Started = Running, now
+	j.Status, j.Started, j.Deadline = Running, now, now.Add(s.timeout)
 	j.FileHash, j.Size, j.Chunks = n.FileHash, n.Size, chunks
 	if err := s.st.UpdateJob(ctx, j, now); err != nil {
 		unpin()
@@ -137,6 +140,7 @@ func (s *Service) start(ctx context.Context, j Job, now time.Time) error {
 		old()
 	}
 	s.pins[j.ID] = unpin
+	s.touched[j.ID] = now
 	s.mu.Unlock()
 	s.log.Info("async: job started", "job", j.ID, "hash", j.FileHash, "size", j.Size)
 	return s.dispatch(ctx, &j, now)
@@ -153,7 +157,7 @@ func (s *Service) dispatch(ctx context.Context, j *Job, now time.Time) error {
 	}
 	for _, t := range ts[j.Dispatched:] {
 		w := Work{TaskID: t.TaskID, JobID: j.ID, Path: j.Path, FileName: baseName(j.Path), FileHash: j.FileHash, Size: j.Size,
-			Agent: t.Agent, Container: t.Container, TargetDir: t.TargetDir}
+			Agent: t.Agent, Container: t.Container, TargetDir: t.TargetDir, Deadline: j.Deadline}
 		if err := s.st.AddWork(ctx, j.User, w, now); err != nil {
 			return err
 		}
@@ -163,11 +167,37 @@ func (s *Service) dispatch(ctx context.Context, j *Job, now time.Time) error {
 	return s.st.UpdateJob(ctx, *j, now)
 }
 
-// check ends the job when every target answered or its time is up.
-func (s *Service) check(ctx context.Context, j Job, now time.Time) error {
-	if !now.Before(j.Started.Add(s.timeout)) {
-		return s.finishAll(ctx, j, now, Timeout, "no answer within "+s.timeout.String())
+// touch refreshes a running job's records once per TouchEvery, so that a
+// timeout longer than the store's TTL never lets them expire under it.
+func (s *Service) touch(ctx context.Context, id string, now time.Time) error {
+	s.mu.Lock()
+	last, ok := s.touched[id]
+	s.mu.Unlock()
+	if ok && now.Sub(last) < TouchEvery {
+		return nil
 	}
+	if err := s.st.Touch(ctx, id, now); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.touched[id] = now
+	s.mu.Unlock()
+	return nil
+}
+
+// deadline is when a running job times out (jobs started before the
+// deadline was recorded: their start plus this daemon's timeout).
+func (s *Service) deadline(j Job) time.Time {
+	if !j.Deadline.IsZero() {
+		return j.Deadline
+	}
+	return j.Started.Add(s.timeout)
+}
+
+// check ends the job when every target answered or its time is up. The
+// answers are read first: those recorded before the deadline (Report
+// records none after it) count, however late this pass runs.
+func (s *Service) check(ctx context.Context, j Job, now time.Time) error {
 	ts, err := s.st.Targets(ctx, j.ID, now)
 	if err != nil {
 		return err
@@ -176,13 +206,20 @@ func (s *Service) check(ctx context.Context, j Job, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	failed := false
+	failed, all := false, true
 	for _, t := range ts {
 		r, ok := rs[t.TaskID]
 		if !ok {
-			return nil // still waiting
+			all = false
+			break
 		}
 		failed = failed || r.Status != Success
+	}
+	if !all {
+		if now.Before(s.deadline(j)) {
+			return nil // still waiting
+		}
+		return s.finishAll(ctx, j, now, Timeout, "no answer within "+s.deadline(j).Sub(j.Started).String())
 	}
 	j.Status, j.Ended = Success, now
 	if failed {
@@ -235,6 +272,7 @@ func (s *Service) ensurePinned(j Job) error {
 func (s *Service) unpin(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.touched, id)
 	if unpin := s.pins[id]; unpin != nil {
 		unpin()
 		delete(s.pins, id)
@@ -253,6 +291,11 @@ func (s *Service) dropStalePins(live []string) {
 		if !keep[id] {
 			unpin()
 			delete(s.pins, id)
+		}
+	}
+	for id := range s.touched {
+		if !keep[id] {
+			delete(s.touched, id)
 		}
 	}
 }

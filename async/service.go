@@ -61,6 +61,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	pins    map[string]func()                     // job ID → unpin, for the jobs this daemon runs
+	touched map[string]time.Time                  // job ID → when this daemon last refreshed its records
 	waiters map[string]map[chan struct{}]struct{} // agent key → wake channels
 }
 
@@ -78,7 +79,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	s := &Service{st: c.Store, files: c.Files, locks: c.Locks, window: c.Window, tick: c.Tick, timeout: c.Timeout,
 		now: c.Now, log: c.Log, node: lock.Node{User: "async", ID: c.Node},
-		pins: map[string]func(){}, waiters: map[string]map[chan struct{}]struct{}{}}
+		pins: map[string]func(){}, touched: map[string]time.Time{}, waiters: map[string]map[chan struct{}]struct{}{}}
 	if s.locks == nil {
 		m, err := lock.NewManager(ctx, lock.Config{Now: c.Now, Log: c.Log})
 		if err != nil {
@@ -119,6 +120,9 @@ type Request struct {
 	Agent     string
 	Container string
 	TargetDir string // relative to the agent's root
+	// WaitForAgent accepts an agent that never opened its work stream (it
+	// will be started later); otherwise such a target is refused.
+	WaitForAgent bool
 }
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -143,8 +147,9 @@ func CleanTargetDir(d string) (string, error) {
 }
 
 // Add creates the task of r in the job of its file and the current window
-// and returns it. A path that is no file of the user's is errs.NotFound at
-// once; bad names are errs.Invalid.
+// and returns it. A path that is no file of the user's, or an agent the
+// user never ran (unless r.WaitForAgent), is errs.NotFound at once; bad
+// names are errs.Invalid.
 func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 	const op = "async.Add"
 	if !nameRe.MatchString(r.Agent) {
@@ -169,6 +174,19 @@ func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 		return Task{}, errs.E(op, errs.IsDir, p, errors.New("async downloads deliver files"))
 	}
 	now := s.now()
+	if !r.WaitForAgent {
+		known, err := s.st.KnownAgent(ctx, AgentKey(r.User, r.Agent, r.Container), now)
+		if err != nil {
+			return Task{}, err
+		}
+		if !known {
+			name := r.Agent
+			if r.Container != "" {
+				name += " (container " + r.Container + ")"
+			}
+			return Task{}, errs.Errorf(op, errs.NotFound, "no agent %s of yours has connected; start it first or ask to wait for it", name)
+		}
+	}
 	task := Task{ID: TaskKey(r.User, p, randomID()), User: r.User, Path: p, FileName: path.Base(p),
 		Agent: r.Agent, Container: r.Container, TargetDir: dir, Created: now}
 	// The current window's job, or the next one's if this one started
@@ -194,44 +212,12 @@ func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 	}
 }
 
-// taskAdder is a store that adds a task in one step (Embedded: one SQLite
-// transaction), with the outcome of addTo's calls in order.
-type taskAdder interface {
-	AddTask(ctx context.Context, j Job, t Target, task Task, now time.Time) (created bool, status Status, err error)
-}
-
-// addTo adds the task to job j, creating it (SetNX) if needed; false when
-// the live job is past collecting.
+// addTo adds the task to job j, creating it if needed, in one step of the
+// store; false when the live job is past collecting (the task belongs to a
+// later window's job).
 func (s *Service) addTo(ctx context.Context, j Job, t Target, task Task, now time.Time) (bool, error) {
-	if a, ok := s.st.(taskAdder); ok {
-		_, st, err := a.AddTask(ctx, j, t, task, now)
-		return st == Pending, err
-	}
-	created, err := s.st.CreateJob(ctx, j, now)
-	if err != nil {
-		return false, err
-	}
-	if !created {
-		live, err := s.st.Job(ctx, j.ID, now)
-		if errs.Is(err, errs.NotFound) {
-			return s.addTo(ctx, j, t, task, now) // expired between the two calls
-		}
-		if err != nil {
-			return false, err
-		}
-		if live.Status != Pending {
-			return false, nil
-		}
-	}
-	if err := s.st.PushTarget(ctx, j.ID, t, now); err != nil {
-		if created {
-			// Roll the create back (the seed's rule): no job without its
-			// first target.
-			s.st.DeleteJob(context.WithoutCancel(ctx), j.ID)
-		}
-		return false, err
-	}
-	return true, s.st.PutTask(ctx, task, now)
+	_, st, err := s.st.AddTask(ctx, j, t, task, now)
+	return err == nil && st == Pending, err
 }
 
 // TaskStatus is a task with its current status.
@@ -239,6 +225,8 @@ type TaskStatus struct {
 	Task
 	Status  Status
 	Message string
+	// Bytes of Size delivered, while Downloading.
+	Bytes, Size int64
 }
 
 // Status returns the user's task id and its status; errs.NotFound for a
@@ -271,8 +259,19 @@ func (s *Service) Status(ctx context.Context, uid int64, id string) (TaskStatus,
 		ts.Status = Pending
 	case j.Status == Running:
 		ts.Status = Running
+		ps, err := s.st.Progress(ctx, j.ID, now)
+		if err != nil {
+			return TaskStatus{}, err
+		}
+		if p, ok := ps[t.ID]; ok {
+			ts.Status, ts.Bytes, ts.Size = Downloading, min(p.Bytes, j.Size), j.Size
+		}
 	default:
-		ts.Status, ts.Message = j.Status, j.Message
+		// An ended job has an outcome for every target it handed out; a
+		// target without one was pushed after the job ended (records
+		// written before the add became one step) and never delivered: the
+		// job's status is not its own.
+		ts.Status, ts.Message = Failed, "not delivered: added after its job ended"
 	}
 	return ts, nil
 }
@@ -334,19 +333,67 @@ func (s *Service) Agents(uid int64) []string {
 	return out
 }
 
-// Report records an agent's outcome for one of its targets: ok or failed
-// with a message. Only the agent the target names may answer
-// (errs.NotFound otherwise); an outcome after the target's first one (or
-// after the job timed out) changes nothing.
-func (s *Service) Report(ctx context.Context, uid int64, agent, container, taskID string, ok bool, msg string) error {
-	const op = "async.Report"
-	now := s.now()
+// agentTask returns the task taskID when it is the agent's.
+func (s *Service) agentTask(ctx context.Context, op string, uid int64, agent, container, taskID string, now time.Time) (Task, error) {
 	t, err := s.st.Task(ctx, taskID, now)
+	if err != nil {
+		return Task{}, err
+	}
+	if t.User != uid || t.Agent != agent || t.Container != container {
+		return Task{}, errs.Errorf(op, errs.NotFound, "no such task for this agent")
+	}
+	return t, nil
+}
+
+// Seen records that the agent opened its work stream: targets naming it
+// are accepted from now on (Add).
+func (s *Service) Seen(ctx context.Context, uid int64, agent, container string) error {
+	return s.st.SeenAgent(ctx, AgentKey(uid, agent, container), s.now())
+}
+
+// Progress records that the agent has delivered bytes of one of its
+// targets so far (0: it started). Only the agent the target names may
+// report (errs.NotFound otherwise); progress of a job that is not running
+// is ignored.
+func (s *Service) Progress(ctx context.Context, uid int64, agent, container, taskID string, bytes int64) error {
+	const op = "async.Progress"
+	now := s.now()
+	t, err := s.agentTask(ctx, op, uid, agent, container, taskID, now)
 	if err != nil {
 		return err
 	}
-	if t.User != uid || t.Agent != agent || t.Container != container {
-		return errs.Errorf(op, errs.NotFound, "no such task for this agent")
+	if bytes < 0 {
+		return errs.Errorf(op, errs.Invalid, "bytes: want 0 or more")
+	}
+	j, err := s.st.Job(ctx, t.JobID, now)
+	if err != nil {
+		return err
+	}
+	if j.Status != Running {
+		return nil
+	}
+	return s.st.SetProgress(ctx, j.ID, Progress{TaskID: taskID, Bytes: bytes, Time: now}, now)
+}
+
+// Report records an agent's outcome for one of its targets: ok or failed
+// with a message. Only the agent the target names may answer
+// (errs.NotFound otherwise); an outcome after the target's first one, or
+// at or after the job's deadline, changes nothing.
+func (s *Service) Report(ctx context.Context, uid int64, agent, container, taskID string, ok bool, msg string) error {
+	const op = "async.Report"
+	now := s.now()
+	t, err := s.agentTask(ctx, op, uid, agent, container, taskID, now)
+	if err != nil {
+		return err
+	}
+	j, err := s.st.Job(ctx, t.JobID, now)
+	if err != nil {
+		return err
+	}
+	if j.Status != Running || !now.Before(s.deadline(j)) {
+		// Ended (or never started: no work was handed out): the target's
+		// status is settled without this answer.
+		return s.st.DoneWork(ctx, AgentKey(uid, agent, container), taskID)
 	}
 	st := Success
 	if !ok {

@@ -84,11 +84,20 @@ func (f *fixture) put(p string, data []byte) {
 
 func (f *fixture) add(p, agent string) async.Task {
 	f.t.Helper()
+	f.seen(agent)
 	task, err := f.svc.Add(f.ctx, async.Request{User: f.uid, Path: p, Agent: agent, TargetDir: "in"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return task
+}
+
+// seen registers the agent as its work stream does.
+func (f *fixture) seen(agent string) {
+	f.t.Helper()
+	if err := f.svc.Seen(f.ctx, f.uid, agent, ""); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 func (f *fixture) tick(s *async.Service) {
@@ -292,6 +301,7 @@ func TestRestartAndTwoDaemons(t *testing.T) {
 func TestUnknownPathAndIsolation(t *testing.T) {
 	f := newFixture(t, openEmbedded)
 	f.put("/f", []byte("x"))
+	f.seen("a")
 	if _, err := f.svc.Add(f.ctx, async.Request{User: f.uid, Path: "/missing", Agent: "a"}); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("unknown path: %v, want NotFound", err)
 	}
@@ -352,7 +362,7 @@ func TestRealTime(t *testing.T) {
 	}
 	var tasks []async.Task
 	for i := range 5 {
-		task, err := svc.Add(ctx, async.Request{User: u.ID, Path: "/f", Agent: fmt.Sprint("a", i)})
+		task, err := svc.Add(ctx, async.Request{User: u.ID, Path: "/f", Agent: fmt.Sprint("a", i), WaitForAgent: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +474,7 @@ func TestTwoDaemonsOneRedis(t *testing.T) {
 	var tasks []async.Task
 	for i := range jobs {
 		for a := range 3 {
-			task, err := svcs[i%2].Add(ctx, async.Request{User: u.ID, Path: "/f", Agent: fmt.Sprint("a", a)})
+			task, err := svcs[i%2].Add(ctx, async.Request{User: u.ID, Path: "/f", Agent: fmt.Sprint("a", a), WaitForAgent: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -528,7 +538,7 @@ func TestLateAddGoesToNextWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer lagging.Close()
-		late, err := lagging.Add(f.ctx, async.Request{User: f.uid, Path: "/f", Agent: "b"})
+		late, err := lagging.Add(f.ctx, async.Request{User: f.uid, Path: "/f", Agent: "b", WaitForAgent: true})
 		if err != nil {
 			t.Fatal(err)
 		}

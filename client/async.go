@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"netdisk/apitype"
@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"netdisk/async"
@@ -46,8 +45,19 @@ func (c *Client) AsyncReport(ctx context.Context, r apitype.AsyncReport) error {
 	return c.JSON(ctx, http.MethodPost, "/api/v1/async/agent/report", nil, r, nil)
 }
 
+// AsyncProgress tells how far the agent is with one of its targets.
+func (c *Client) AsyncProgress(ctx context.Context, p apitype.AsyncProgress) error {
+	return c.JSON(ctx, http.MethodPost, "/api/v1/async/agent/progress", nil, p, nil)
+}
+
 // WorkStream is an open GET /api/v1/async/agent/events.
 type WorkStream struct{ sseReader }
+
+// workStreamIdle ends a work stream that has received nothing, not even
+// the daemon's keep-alive (every few seconds), for this long: a connection
+// lost without a reset (a dead peer, a NAT forgetting it) would otherwise
+// block the agent forever instead of reconnecting.
+const workStreamIdle = time.Minute
 
 // AsyncWork opens the agent's work stream.
 func (c *Client) AsyncWork(ctx context.Context, agent, container string) (*WorkStream, error) {
@@ -59,7 +69,29 @@ func (c *Client) AsyncWork(ctx context.Context, agent, container string) (*WorkS
 	if err != nil {
 		return nil, err
 	}
-	return &WorkStream{sr}, nil
+	ib := &idleBody{rc: sr.body}
+	ib.timer = time.AfterFunc(workStreamIdle, func() { sr.body.Close() })
+	return &WorkStream{sseReader{body: ib, r: bufio.NewReader(ib)}}, nil
+}
+
+// idleBody closes its body when no read returned anything for
+// workStreamIdle.
+type idleBody struct {
+	rc    io.ReadCloser
+	timer *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.timer.Reset(workStreamIdle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.rc.Close()
 }
 
 // Next returns the next work item; an error means the stream ended.
@@ -76,8 +108,9 @@ func (s *WorkStream) Next() (async.Work, error) {
 }
 
 // fetchContent downloads a task's pinned content to dst, resuming from what
-// dst holds (the ETag is the file hash: the bytes never change).
-func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst string) (PullResult, error) {
+// dst holds (the ETag is the file hash: the bytes never change). progress,
+// if not nil, is told the bytes dst holds as they arrive.
+func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst string, progress func(int64)) (PullResult, error) {
 	var res PullResult
 	var offset int64
 	if st, err := os.Stat(dst); err == nil {
@@ -105,7 +138,7 @@ func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst stri
 		flags |= os.O_TRUNC
 	case http.StatusRequestedRangeNotSatisfiable:
 		os.Remove(dst) // longer than the content: start over
-		return c.fetchContent(ctx, taskID, hash, dst)
+		return c.fetchContent(ctx, taskID, hash, dst, progress)
 	default:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		e := &Error{Status: resp.StatusCode, Body: b, Message: strings.TrimSpace(string(b))}
@@ -120,7 +153,12 @@ func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst stri
 		return res, err
 	}
 	defer f.Close()
-	n, err := io.Copy(f, resp.Body)
+	var w io.Writer = f
+	if progress != nil {
+		base := res.Resumed
+		w = &countingWriter{w: f, add: func(n int64) { progress(base + n) }}
+	}
+	n, err := io.Copy(w, resp.Body)
 	res.Bytes = n
 	if err != nil {
 		return res, fmt.Errorf("fetch %s: %w", taskID, err)
@@ -132,158 +170,8 @@ func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst stri
 	return res, f.Close()
 }
 
-// AgentOptions configure RunAgent.
-type AgentOptions struct {
-	ID        string // the agent's name among the user's agents
-	Container string // optional: the container this agent serves
-	Dir       string // the root every target directory is under
-	// Cache is the folder agents on one host share: a file is transferred
-	// once into it (under the pull lock of its content) and copied out to
-	// each target. "" means <Dir>/.netdisk-cache (no sharing).
-	Cache    string
-	Parallel int // deliveries at once; 0 means 4
-	Log      *slog.Logger
-	// OnResult is told every outcome reported (tests, progress output).
-	OnResult func(w async.Work, err error)
-}
-
-// RunAgent serves as an async download agent until ctx ends: it streams its
-// work, delivers each item (fetch into the shared cache, verified by hash,
-// then an atomic copy into <Dir>/<target dir>/<file name>, never outside
-// Dir) and reports each outcome. A dropped stream is reopened.
-func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
-	if o.ID == "" || o.Dir == "" {
-		return errors.New("agent: an ID and a directory are needed")
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = 4
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Cache == "" {
-		o.Cache = filepath.Join(o.Dir, ".netdisk-cache")
-	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(o.Dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	node := o.ID
-	if o.Container != "" {
-		node += "." + o.Container
-	}
-	cacheID, err := cacheIdentity(o.Cache)
-	if err != nil {
-		return err
-	}
-	var (
-		mu       sync.Mutex
-		inFlight = map[string]bool{}
-		hashMu   = map[string]*sync.Mutex{} // one fetch of a content at a time in this process
-		wg       sync.WaitGroup
-		slots    = make(chan struct{}, o.Parallel)
-	)
-	defer wg.Wait()
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		stream, err := c.AsyncWork(ctx, o.ID, o.Container)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if s := StatusOf(err); s == http.StatusUnauthorized || s == http.StatusBadRequest || s == http.StatusForbidden {
-				return err
-			}
-			o.Log.Warn("agent: work stream", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(backoff*2, 5*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		o.Log.Info("agent: registered", "agent", o.ID, "container", o.Container)
-		for {
-			w, err := stream.Next()
-			if err != nil {
-				break
-			}
-			mu.Lock()
-			busy := inFlight[w.TaskID]
-			inFlight[w.TaskID] = true
-			mu.Unlock()
-			if busy {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-				mu.Lock()
-				hm := hashMu[w.FileHash]
-				if hm == nil {
-					hm = &sync.Mutex{}
-					hashMu[w.FileHash] = hm
-				}
-				mu.Unlock()
-				hm.Lock()
-				err := retryBusy(ctx, func() error { return c.deliver(ctx, root, w, node, cacheID, o) })
-				hm.Unlock()
-				<-slots
-				if ctx.Err() != nil {
-					return // stopped mid-way: the server times the target out or hands it again
-				}
-				rep := apitype.AsyncReport{Agent: o.ID, Container: o.Container, TaskID: w.TaskID, OK: err == nil}
-				if err != nil {
-					rep.Message = err.Error()
-					o.Log.Warn("agent: delivery failed", "task", w.TaskID, "err", err)
-				}
-				if rerr := retryBusy(context.WithoutCancel(ctx), func() error { return c.AsyncReport(context.WithoutCancel(ctx), rep) }); rerr != nil {
-					o.Log.Warn("agent: report", "task", w.TaskID, "err", rerr)
-				}
-				if o.OnResult != nil {
-					o.OnResult(w, err)
-				}
-				mu.Lock()
-				delete(inFlight, w.TaskID)
-				mu.Unlock()
-			}()
-		}
-		stream.Close()
-	}
-	return nil
-}
-
-// retryBusy runs f again (up to 5 times, 1 s apart) while the daemon
-// answers 429 or 503: the sign-in throttle counts attempts in flight, so
-// many agents of one user on one address starting at once can be told to
-// wait a second, and a daemon restarting answers 503 for a moment.
-func retryBusy(ctx context.Context, f func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := f()
-		s := StatusOf(err)
-		if err == nil || attempt == 4 || (s != http.StatusTooManyRequests && s != http.StatusServiceUnavailable) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Second):
-		}
-	}
-}
-
 // deliver brings one item into the cache and copies it into place.
-func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node, cacheID string, o AgentOptions) error {
+func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node, cacheID string, o AgentOptions, progress func(int64)) error {
 	name := w.FileName
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return fmt.Errorf("bad file name %q", name)
@@ -301,7 +189,7 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node,
 	src := sharedSource{hash: w.FileHash, size: w.Size, lockPath: w.Path,
 		resource: PathResource("/.agent-cache/" + cacheID + "/" + w.FileHash),
 		fetch: func(ctx context.Context, dst string) (PullResult, error) {
-			return c.fetchContent(ctx, w.TaskID, w.FileHash, dst)
+			return c.fetchContent(ctx, w.TaskID, w.FileHash, dst, progress)
 		}}
 	var res SharedPullResult
 	cached, refused, err := c.intoSharedCache(ctx, src, SharedPullOptions{Cache: o.Cache, Node: node, Log: o.Log}, &res)

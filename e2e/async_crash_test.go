@@ -87,7 +87,7 @@ func TestAsyncAgentCrashMidDownload(t *testing.T) {
 	}
 	crashy.kill() // kill -9 mid-download
 	waitFor(t, 60*time.Second, "both tasks to end", func() bool {
-		return e.asyncStatus(a.TaskID).Status != "Running" && e.asyncStatus(b.TaskID).Status != "Running"
+		return final(e.asyncStatus(a.TaskID).Status) && final(e.asyncStatus(b.TaskID).Status)
 	})
 	if st := e.asyncStatus(b.TaskID); st.Status != "Success" {
 		t.Fatalf("steady: %s %s", st.Status, st.Message)
@@ -110,7 +110,7 @@ func TestAsyncDaemonRestartMidJob(t *testing.T) {
 	e.addUser("alice", "alice-pw")
 	data := randBytes(t, 100000)
 	e.put("alice", "alice-pw", "/dav/f.bin", data)
-	task := e.asyncAdd("/f.bin", "late", "x")
+	task := e.asyncAddWaiting("/f.bin", "late", "x") // the agent is started only after the restart
 	waitFor(t, 30*time.Second, "the job to run", func() bool { return e.asyncStatus(task.TaskID).Status == "Running" })
 	e.d.Kill()
 	e.d.Restart()

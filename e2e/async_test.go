@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,26 +41,54 @@ func (e *env) startAgent(id, dir, cache string) { e.startAgentVia(id, dir, cache
 // lingers), and its output logged if the test failed.
 func (e *env) startAgentVia(id, dir, cache, server string) *agent {
 	e.t.Helper()
+	return e.runAgent(id, server, "--dir", dir, "--cache", cache)
+}
+
+// runAgent runs `netdisk agent --id id` as alice on server with more flags.
+func (e *env) runAgent(id, server string, flags ...string) *agent {
+	e.t.Helper()
 	a := &agent{logs: &testutil.SyncBuffer{}, done: make(chan struct{})}
-	a.cmd = exec.Command(testutil.Binary(e.t), "agent", "--id", id, "--dir", dir, "--cache", cache,
-		"--server", server, "--user", "alice", "--password", "alice-pw")
+	args := append([]string{"agent", "--id", id, "--server", server, "--user", "alice", "--password", "alice-pw"}, flags...)
+	a.cmd = exec.Command(testutil.Binary(e.t), args...)
 	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
 	if err := a.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
 	go func() { a.cmd.Wait(); close(a.done) }()
-	e.t.Cleanup(func() {
-		a.cmd.Process.Signal(os.Interrupt)
+	e.t.Cleanup(func() { a.stop(e.t, id) })
+	e.waitAgent(id, a)
+	return a
+}
+
+// stop interrupts the agent (kills it if it lingers) and logs its output
+// if the test failed.
+func (a *agent) stop(t *testing.T, id string) {
+	a.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		a.kill()
+	}
+	if t.Failed() {
+		t.Logf("agent %s:\n%s", id, a.logs.String())
+	}
+}
+
+// waitAgent waits until the agent has opened its work stream (so that
+// requests naming it are accepted).
+func (e *env) waitAgent(id string, a *agent) {
+	e.t.Helper()
+	waitFor(e.t, 60*time.Second, "agent "+id+" to connect", func() bool {
 		select {
 		case <-a.done:
-		case <-time.After(10 * time.Second):
-			a.kill()
+			e.t.Fatalf("agent %s exited:\n%s", id, a.logs.String())
+		default:
 		}
-		if e.t.Failed() {
-			e.t.Logf("agent %s:\n%s", id, a.logs.String())
-		}
+		st, b, _ := e.call("GET", "/api/v1/async/agents", "alice", "alice-pw", nil, nil)
+		var l struct{ Agents []string }
+		json.Unmarshal(b, &l)
+		return st == http.StatusOK && slices.Contains(l.Agents, id+":")
 	})
-	return a
 }
 
 // kill kills the agent (SIGKILL: no chance to clean up) and waits for it.
@@ -72,9 +101,25 @@ type wireTask struct {
 	TaskID, JobID, Status, Message string
 }
 
+// final tells whether a task status is an end state.
+func final(status string) bool {
+	return status == "Success" || status == "Failed" || status == "Timeout"
+}
+
 func (e *env) asyncAdd(path, agent, dir string) wireTask {
 	e.t.Helper()
-	body, _ := json.Marshal(map[string]string{"path": path, "agent": agent, "targetDir": dir})
+	return e.asyncAddBody(map[string]any{"path": path, "agent": agent, "targetDir": dir})
+}
+
+// asyncAddWaiting adds a task for an agent that has not connected yet.
+func (e *env) asyncAddWaiting(path, agent, dir string) wireTask {
+	e.t.Helper()
+	return e.asyncAddBody(map[string]any{"path": path, "agent": agent, "targetDir": dir, "waitForAgent": true})
+}
+
+func (e *env) asyncAddBody(req map[string]any) wireTask {
+	e.t.Helper()
+	body, _ := json.Marshal(req)
 	st, b, _ := e.call("POST", "/api/v1/async/tasks", "alice", "alice-pw", body, map[string]string{"Content-Type": "application/json"})
 	if st != http.StatusCreated {
 		e.t.Fatalf("add: %d %s", st, b)
@@ -144,7 +189,7 @@ func TestAsyncFiftyTasksTenAgents(t *testing.T) {
 	waitFor(t, 90*time.Second, "50 tasks to end", func() bool {
 		for _, tk := range tasks {
 			switch e.asyncStatus(tk.TaskID).Status {
-			case "Pending", "Running":
+			case "Pending", "Running", "Downloading":
 				return false
 			}
 		}

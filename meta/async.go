@@ -59,11 +59,16 @@ type AsyncJobs interface {
 	// returns whether the job was created and the live job's status; when
 	// that is not jobStatus nothing is pushed or stored.
 	AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, targetData, taskID, taskData string, expires, now time.Time) (created bool, status string, err error)
+	// AsyncTouch sets the expiry of a live job, its targets and results,
+	// and of the given live tasks and work items (agent, item), to
+	// expires, in one transaction; records expired at now stay expired.
+	// errs.NotFound when the job is missing or expired.
+	AsyncTouch(ctx context.Context, jobID string, tasks []string, work [][2]string, expires, now time.Time) error
 	// AsyncPurgeOwner deletes, in one transaction, the jobs (with their
 	// targets and outcomes) whose id starts with jobPrefix, the tasks whose
-	// id starts with taskPrefix and the work of agents whose key starts
-	// with agentPrefix: the records of a user being deleted.
-	AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix, agentPrefix string) error
+	// id starts with taskPrefix and the work rows whose agent key starts
+	// with one of workPrefixes: the records of a user being deleted.
+	AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix string, workPrefixes ...string) error
 }
 
 var _ AsyncJobs = (*SQLite)(nil)
@@ -299,20 +304,57 @@ func (s *SQLite) asyncStrings(ctx context.Context, op, q string, args ...any) ([
 	return out, wrap(op, "", rows.Err())
 }
 
-func (s *SQLite) AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix, agentPrefix string) error {
+func (s *SQLite) AsyncTouch(ctx context.Context, jobID string, tasks []string, work [][2]string, expires, now time.Time) error {
+	const op = "meta.AsyncTouch"
+	exp, at := expires.UnixNano(), now.UnixNano()
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE async_jobs SET expires_ns = ? WHERE id = ? AND expires_ns > ?`, exp, jobID, at)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errs.E(op, errs.NotFound, "", errors.New("no such job"))
+		}
+		for _, q := range []string{`UPDATE async_targets SET expires_ns = ? WHERE job_id = ? AND expires_ns > ?`,
+			`UPDATE async_results SET expires_ns = ? WHERE job_id = ? AND expires_ns > ?`} {
+			if _, err := tx.ExecContext(ctx, q, exp, jobID, at); err != nil {
+				return err
+			}
+		}
+		for _, id := range tasks {
+			if _, err := tx.ExecContext(ctx, `UPDATE async_tasks SET expires_ns = ? WHERE id = ? AND expires_ns > ?`, exp, id, at); err != nil {
+				return err
+			}
+		}
+		for _, w := range work {
+			if _, err := tx.ExecContext(ctx, `UPDATE async_work SET expires_ns = ? WHERE agent = ? AND item = ? AND expires_ns > ?`,
+				exp, w[0], w[1], at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap(op, "", err)
+}
+
+func (s *SQLite) AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix string, workPrefixes ...string) error {
 	// substr, not LIKE: the prefixes are compared as they are, with no
 	// character taken for a wildcard.
+	type del struct {
+		sql    string
+		prefix string
+	}
+	dels := []del{
+		{`DELETE FROM async_targets WHERE substr(job_id, 1, ?) = ?`, jobPrefix},
+		{`DELETE FROM async_results WHERE substr(job_id, 1, ?) = ?`, jobPrefix},
+		{`DELETE FROM async_jobs WHERE substr(id, 1, ?) = ?`, jobPrefix},
+		{`DELETE FROM async_tasks WHERE substr(id, 1, ?) = ?`, taskPrefix},
+	}
+	for _, w := range workPrefixes {
+		dels = append(dels, del{`DELETE FROM async_work WHERE substr(agent, 1, ?) = ?`, w})
+	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		for _, q := range []struct {
-			sql    string
-			prefix string
-		}{
-			{`DELETE FROM async_targets WHERE substr(job_id, 1, ?) = ?`, jobPrefix},
-			{`DELETE FROM async_results WHERE substr(job_id, 1, ?) = ?`, jobPrefix},
-			{`DELETE FROM async_jobs WHERE substr(id, 1, ?) = ?`, jobPrefix},
-			{`DELETE FROM async_tasks WHERE substr(id, 1, ?) = ?`, taskPrefix},
-			{`DELETE FROM async_work WHERE substr(agent, 1, ?) = ?`, agentPrefix},
-		} {
+		for _, q := range dels {
 			if _, err := tx.ExecContext(ctx, q.sql, len(q.prefix), q.prefix); err != nil {
 				return err
 			}

@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite every async.Store runs: the
 // embedded (SQLite) store and the Redis store. It checks the contract of
 // async.Store (SetNX creation, push order, first outcome stands, work sets,
-// TTL expiry), never an implementation's keys or tables.
+// TTL expiry, the one-step AddTask, Touch, progress, known agents), never
+// an implementation's keys or tables.
 package storetest
 
 import (
@@ -22,7 +23,91 @@ func Run(t *testing.T, open Open) {
 	t.Run("TargetsTasksResults", func(t *testing.T) { testTargets(t, open(t, async.DefaultTTL)) })
 	t.Run("Work", func(t *testing.T) { testWork(t, open(t, async.DefaultTTL)) })
 	t.Run("TTL", func(t *testing.T) { testTTL(t, open) })
+	t.Run("AddTask", func(t *testing.T) { testAddTask(t, open(t, async.DefaultTTL)) })
+	t.Run("TouchProgressAgents", func(t *testing.T) { testTouch(t, open(t, async.DefaultTTL)) })
 	t.Run("PurgeOwner", func(t *testing.T) { testPurgeOwner(t, open(t, async.DefaultTTL)) })
+}
+
+func testAddTask(t *testing.T, s async.Store) {
+	ctx, now := context.Background(), time.Now()
+	id := async.JobKey(1, "/f", 7)
+	task := func(n string) async.Task {
+		return async.Task{ID: async.TaskKey(1, "/f", n), JobID: id, User: 1, Path: "/f", Agent: n}
+	}
+	target := func(n string) async.Target { return async.Target{TaskID: task(n).ID, Agent: n} }
+	created, st, err := s.AddTask(ctx, job(id), target("a"), task("a"), now)
+	must(t, err)
+	again, st2, err := s.AddTask(ctx, job(id), target("b"), task("b"), now)
+	must(t, err)
+	if !created || again || st != async.Pending || st2 != async.Pending {
+		t.Fatalf("AddTask: %v %s then %v %s, want created Pending then joined Pending", created, st, again, st2)
+	}
+	if ids, _ := s.Jobs(ctx, now); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("Jobs = %v: a created job is listed at once", ids)
+	}
+	j, err := s.Job(ctx, id, now)
+	must(t, err)
+	j.Status = async.Running
+	must(t, s.UpdateJob(ctx, j, now))
+	late, st3, err := s.AddTask(ctx, job(id), target("c"), task("c"), now)
+	must(t, err)
+	if late || st3 != async.Running {
+		t.Fatalf("AddTask to a running job: %v %s, want nothing added and Running", late, st3)
+	}
+	ts, err := s.Targets(ctx, id, now)
+	must(t, err)
+	if len(ts) != 2 || ts[0].Agent != "a" || ts[1].Agent != "b" {
+		t.Fatalf("targets %+v, want a b (c refused)", ts)
+	}
+	if _, err := s.Task(ctx, task("c").ID, now); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("the refused task was stored: %v", err)
+	}
+	if got, err := s.Task(ctx, task("b").ID, now); err != nil || got.Agent != "b" {
+		t.Fatalf("task b: %+v %v", got, err)
+	}
+}
+
+func testTouch(t *testing.T, s async.Store) {
+	ctx, now := context.Background(), time.Now()
+	ttl := async.DefaultTTL
+	id := async.JobKey(1, "/f", 7)
+	tk := async.Task{ID: async.TaskKey(1, "/f", "a"), JobID: id, User: 1, Path: "/f", Agent: "a"}
+	_, _, err := s.AddTask(ctx, job(id), async.Target{TaskID: tk.ID, Agent: "a"}, tk, now)
+	must(t, err)
+	must(t, s.AddWork(ctx, 1, async.Work{TaskID: tk.ID, JobID: id, Agent: "a"}, now))
+	must(t, s.SetProgress(ctx, id, async.Progress{TaskID: tk.ID, Bytes: 5}, now))
+	must(t, s.SetProgress(ctx, id, async.Progress{TaskID: tk.ID, Bytes: 9}, now))
+	ps, err := s.Progress(ctx, id, now)
+	must(t, err)
+	if len(ps) != 1 || ps[tk.ID].Bytes != 9 {
+		t.Fatalf("progress %+v, want the latest (9)", ps)
+	}
+	// Touched later, everything lives TTL from the touch (read with the
+	// embedded store's now; Redis expires on its own clock, checked by the
+	// async tests).
+	later := now.Add(ttl / 2)
+	must(t, s.Touch(ctx, id, later))
+	at := now.Add(ttl + time.Second)
+	if _, err := s.Job(ctx, id, at); err != nil {
+		t.Fatalf("job after Touch: %v", err)
+	}
+	if _, err := s.Task(ctx, tk.ID, at); err != nil {
+		t.Fatalf("task after Touch: %v", err)
+	}
+	if ws, _ := s.Work(ctx, async.AgentKey(1, "a", ""), at); len(ws) != 1 {
+		t.Fatalf("work after Touch: %v", ws)
+	}
+	if err := s.Touch(ctx, async.JobKey(1, "/none", 1), now); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("Touch of a missing job: %v, want NotFound", err)
+	}
+	// Known agents: per user, agent and container.
+	must(t, s.SeenAgent(ctx, async.AgentKey(1, "a", ""), now))
+	for k, want := range map[string]bool{async.AgentKey(1, "a", ""): true, async.AgentKey(1, "a", "c"): false,
+		async.AgentKey(2, "a", ""): false, async.AgentKey(1, "b", ""): false} {
+		if got, err := s.KnownAgent(ctx, k, now); err != nil || got != want {
+			t.Errorf("KnownAgent(%s) = %v %v, want %v", k, got, err, want)
+		}
+	}
 }
 
 func must(t *testing.T, err error) {
@@ -195,6 +280,8 @@ func testPurgeOwner(t *testing.T, s async.Store) {
 		_, err = s.SetResult(ctx, id, async.Result{TaskID: task, Status: async.Success}, now)
 		must(t, err)
 		must(t, s.AddWork(ctx, u, async.Work{TaskID: task, JobID: id, Agent: "a"}, now))
+		must(t, s.SetProgress(ctx, id, async.Progress{TaskID: task, Bytes: 5}, now))
+		must(t, s.SeenAgent(ctx, async.AgentKey(u, "a", ""), now))
 	}
 	must(t, s.PurgeOwner(ctx, 1))
 	live, err := s.Jobs(ctx, now)
@@ -206,14 +293,19 @@ func testPurgeOwner(t *testing.T, s async.Store) {
 		targets, _ := s.Targets(ctx, id, now)
 		results, _ := s.Results(ctx, id, now)
 		work, _ := s.Work(ctx, async.AgentKey(u, "a", ""), now)
+		progress, _ := s.Progress(ctx, id, now)
+		known, _ := s.KnownAgent(ctx, async.AgentKey(u, "a", ""), now)
 		listed := false
 		for _, l := range live {
 			listed = listed || l == id
 		}
-		gone := errs.Is(jerr, errs.NotFound) && errs.Is(terr, errs.NotFound) && len(targets) == 0 && len(results) == 0 && len(work) == 0 && !listed
-		kept := jerr == nil && terr == nil && len(targets) == 1 && len(results) == 1 && len(work) == 1 && listed
+		gone := errs.Is(jerr, errs.NotFound) && errs.Is(terr, errs.NotFound) && len(targets) == 0 && len(results) == 0 &&
+			len(work) == 0 && len(progress) == 0 && !known && !listed
+		kept := jerr == nil && terr == nil && len(targets) == 1 && len(results) == 1 && len(work) == 1 &&
+			len(progress) == 1 && known && listed
 		if u == 1 && !gone || u != 1 && !kept {
-			t.Fatalf("user %d after purging user 1: job %v, task %v, %d targets, %d results, %d work items, listed %v", u, jerr, terr, len(targets), len(results), len(work), listed)
+			t.Fatalf("user %d after purging user 1: job %v, task %v, %d targets, %d results, %d work items, %d progress, known %v, listed %v",
+				u, jerr, terr, len(targets), len(results), len(work), len(progress), known, listed)
 		}
 	}
 }

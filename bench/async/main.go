@@ -139,7 +139,7 @@ func createInProcess(ctx context.Context, d *inproc.Daemon, n, workers int) floa
 	putFile(ctx, d, "/c.bin", 1024)
 	admin, _ := d.Drive.User(ctx, "admin")
 	return parallel(workers, n, func(i int) error {
-		_, err := d.Async.Add(ctx, async.Request{User: admin.ID, Path: "/c.bin", Agent: fmt.Sprint("a", i%50), TargetDir: fmt.Sprint("t", i)})
+		_, err := d.Async.Add(ctx, async.Request{User: admin.ID, Path: "/c.bin", Agent: fmt.Sprint("a", i%50), TargetDir: fmt.Sprint("t", i), WaitForAgent: true})
 		return err
 	})
 }
@@ -154,7 +154,7 @@ func createOverHTTP(ctx context.Context, d *inproc.Daemon, n, workers int) float
 		log.Fatal(err)
 	}
 	return parallel(httpWorkers(workers), n, func(i int) error {
-		_, err := c.AsyncAdd(ctx, apitype.AsyncAdd{Path: "/c.bin", Agent: fmt.Sprint("h", i%50), TargetDir: fmt.Sprint("t", i)})
+		_, err := c.AsyncAdd(ctx, apitype.AsyncAdd{Path: "/c.bin", Agent: fmt.Sprint("h", i%50), TargetDir: fmt.Sprint("t", i), WaitForAgent: true})
 		return err
 	})
 }
@@ -213,7 +213,7 @@ func deliver(ctx context.Context, dir string, size int64, targets, agents int) {
 				done++
 			case async.Pending:
 				ok = false
-			case async.Running:
+			case async.Running, async.Downloading:
 				if running == 0 {
 					running = time.Since(start)
 				}

@@ -27,7 +27,11 @@ func newAgentCmd() *cobra.Command {
 waits for work over a Server-Sent Events stream, fetches each file (content-addressed,
 resumable, hash-verified; agents sharing --cache on one host transfer a file once),
 writes it atomically into the requested target directory under DIR (never outside
-it) and reports each outcome. Stops on SIGINT/SIGTERM.`,
+it) and reports each outcome, telling its progress while it downloads. An outcome is
+kept in --state until the daemon has it: retried while the daemon or its store is
+away (until the job's deadline) and sent again after a restart of the agent. Running
+the agent once registers it: until then, async add refuses targets naming it (unless
+--wait-for-agent). Stops on SIGINT/SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Cache == "" {
@@ -47,6 +51,7 @@ it) and reports each outcome. Stops on SIGINT/SIGTERM.`,
 	f.StringVar(&o.Container, "container", "", "the container this agent serves (targets name it)")
 	f.StringVar(&o.Dir, "dir", "", "root directory: every target directory is under it (required)")
 	f.StringVar(&o.Cache, "cache", "", "cache folder shared by the agents of this host (default: the user cache dir's netdisk/agent-cache)")
+	f.StringVar(&o.State, "state", "", "this agent's state folder, one per agent: outcomes not yet taken by the daemon (default: DIR/.netdisk-agent)")
 	f.IntVar(&o.Parallel, "parallel", 4, "deliveries at once")
 	_ = cmd.MarkFlagRequired("id")
 	_ = cmd.MarkFlagRequired("dir")

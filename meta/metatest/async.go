@@ -14,7 +14,8 @@ import (
 type OpenAsync func(t *testing.T) meta.AsyncJobs
 
 // RunAsync checks the meta.AsyncJobs contract: SetNX creation, push order,
-// first outcome stands, work sets, and expiry at the given instants.
+// first outcome stands, work sets, expiry at the given instants and its
+// extension (AsyncTouch).
 func RunAsync(t *testing.T, open OpenAsync) {
 	ctx := context.Background()
 	now := t0
@@ -164,6 +165,35 @@ func RunAsync(t *testing.T, open OpenAsync) {
 		must(s.AsyncPurge(ctx, exp))
 		if _, err := s.AsyncTask(ctx, "task", now); !errs.Is(err, errs.NotFound) {
 			t.Fatalf("purged task still read: %v", err)
+		}
+	})
+	t.Run("Touch", func(t *testing.T) {
+		s := open(t)
+		_, err := s.AsyncCreateJob(ctx, "j", "Running", "job", exp, now)
+		must(err)
+		must(s.AsyncPushTarget(ctx, "j", "t", exp))
+		must(s.AsyncPutTask(ctx, "task", "x", exp))
+		must(s.AsyncPutTask(ctx, "gone", "x", now.Add(time.Minute)))
+		must(s.AsyncAddWork(ctx, "a", "task", "w", exp))
+		later, laterExp := now.Add(2*time.Minute), exp.Add(2*time.Minute)
+		must(s.AsyncTouch(ctx, "j", []string{"task", "gone"}, [][2]string{{"a", "task"}}, laterExp, later))
+		if _, _, err := s.AsyncJob(ctx, "j", exp); err != nil {
+			t.Fatalf("touched job at its old expiry: %v", err)
+		}
+		if _, err := s.AsyncTask(ctx, "task", exp); err != nil {
+			t.Fatalf("touched task at its old expiry: %v", err)
+		}
+		if ts, _ := s.AsyncTargets(ctx, "j", exp); len(ts) != 1 {
+			t.Fatalf("touched targets at the old expiry: %v", ts)
+		}
+		if w, _ := s.AsyncWork(ctx, "a", exp); len(w) != 1 {
+			t.Fatalf("touched work at the old expiry: %v", w)
+		}
+		if _, err := s.AsyncTask(ctx, "gone", later); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("an expired task came back: %v", err)
+		}
+		if err := s.AsyncTouch(ctx, "none", nil, nil, laterExp, later); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("touch of a missing job: %v, want NotFound", err)
 		}
 	})
 	t.Run("PurgeOwner", func(t *testing.T) {
