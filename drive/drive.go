@@ -90,6 +90,8 @@ type Drive struct {
 	locks davlock.Table
 
 	maxFile int64 // see Config.MaxFileSize
+
+	reserve *diskReserve // nil: no reserve (OpenLocal sets one beside meta.db)
 }
 
 type authEntry struct {
@@ -382,7 +384,11 @@ func (d *Drive) Mkdir(ctx context.Context, uid int64, p string) (meta.Node, erro
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return meta.Node{}, err
 	}
-	return d.meta.Mkdir(ctx, uid, p, d.now())
+	if err := d.room("drive.Mkdir"); err != nil {
+		return meta.Node{}, err
+	}
+	n, err := d.meta.Mkdir(ctx, uid, p, d.now())
+	return n, d.noteFull(err)
 }
 
 // MkdirAll creates p and any missing parents.
@@ -410,11 +416,14 @@ func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return err
 	}
+	if err := d.room("drive.MkdirAll"); err != nil {
+		return err
+	}
 	_, err = d.meta.Mkdir(ctx, uid, p, d.now())
 	if errs.Is(err, errs.Exists) {
 		return nil
 	}
-	return err
+	return d.noteFull(err)
 }
 
 // Remove deletes p and everything below it. Chunks are freed by GC.
@@ -426,7 +435,11 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) })
+	remove := func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) }
+	err = d.measuredChange(ctx, uid, remove)
+	if d.retryable(err) {
+		err = d.measuredChange(ctx, uid, remove)
+	}
 	if err == nil {
 		// The locks of what is gone go with it (RFC 4918 §9.6.1).
 		d.locks.Release(uid, p)
@@ -447,7 +460,11 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 		davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) })
+	move := func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) }
+	err = d.measuredChange(ctx, uid, move)
+	if d.retryable(err) {
+		err = d.measuredChange(ctx, uid, move)
+	}
 	if err == nil {
 		// The source's locks do not move with it; a lock on the destination
 		// itself takes the moved resource into its scope, while locks on
@@ -471,7 +488,10 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	err = d.copyWithHold(ctx, uid, src, dst, overwrite, recursive)
+	if err := d.room("drive.Copy"); err != nil {
+		return err
+	}
+	err = d.noteFull(d.copyWithHold(ctx, uid, src, dst, overwrite, recursive))
 	if err == nil {
 		// Locks are never copied; members of an overwritten destination are gone.
 		d.locks.ReleaseBelow(uid, dst)
@@ -509,7 +529,12 @@ func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: n.Path}); err != nil {
 		return err
 	}
-	return d.meta.PatchProps(ctx, n.ID, set, remove)
+	if len(set) > 0 {
+		if err := d.room("drive.PatchProps"); err != nil {
+			return err
+		}
+	}
+	return d.noteFull(d.meta.PatchProps(ctx, n.ID, set, remove))
 }
 
 // Quota is a user's view of their space.

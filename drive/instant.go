@@ -76,6 +76,9 @@ func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash st
 	if err := d.checkLocks(ctx, uid, writeTarget(p, existed)); err != nil {
 		return n, false, err
 	}
+	if err := d.room(op); err != nil {
+		return n, false, err
+	}
 	hold := d.quota.NewHold(uid)
 	if err := hold.Grow(ctx, size); err != nil {
 		return n, false, err

@@ -32,5 +32,9 @@ func (d *Drive) MkdirMode(ctx context.Context, uid int64, p string, perm uint32)
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return meta.Node{}, err
 	}
-	return d.meta.MkdirMode(ctx, uid, p, d.now(), perm)
+	if err := d.room("drive.Mkdir"); err != nil {
+		return meta.Node{}, err
+	}
+	n, err := d.meta.MkdirMode(ctx, uid, p, d.now(), perm)
+	return n, d.noteFull(err)
 }

@@ -150,6 +150,9 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if err := d.CheckFileSize(op, p, o.ExpectedSize); err != nil {
 		return nil, err
 	}
+	if err := d.room(op); err != nil {
+		return nil, err // before any byte is read
+	}
 	// The declared size is reserved whole before any byte is read (the new
 	// chunks sit beside the old version until the commit); a body of unknown
 	// length reserves as it arrives (reserveMore).
@@ -398,12 +401,15 @@ func (w *Writer) Commit() (meta.Node, error) {
 	if err := w.d.checkLocks(ctx, w.uid, writeTarget(w.path, w.existed)); err != nil {
 		return meta.Node{}, err // locked while the body arrived
 	}
+	if err := w.d.room("drive.Commit"); err != nil {
+		return meta.Node{}, err // the disk filled while the body arrived
+	}
 	var n meta.Node
 	err := w.d.holdCommit(ctx, w.hold, func(tx *sql.Tx) (delta int64, err error) {
 		n, delta, err = w.d.tree().CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
 		return delta, err
 	})
-	return n, err
+	return n, w.d.noteFull(err)
 }
 
 // Abort discards what was written; the old version stays.
