@@ -553,9 +553,16 @@ func (s *SQLite) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
 	return out, wrap("meta.Props", "", rows.Err())
 }
 
-// PatchProps applies a PROPPATCH in one transaction.
+// PatchProps applies a PROPPATCH in one transaction, within the bounds on a
+// node's properties (props.go).
 func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Prop) error {
-	return wrap("meta.PatchProps", "", s.tx(ctx, func(tx *sql.Tx) error {
+	const op = "meta.PatchProps"
+	for _, p := range set {
+		if n := p.Bytes(); n > MaxPropBytes {
+			return errs.E(op, errs.TooLarge, "", fmt.Errorf("property %s is %d bytes, at most %d are kept", p.Local, n, MaxPropBytes))
+		}
+	}
+	return wrap(op, "", s.tx(ctx, func(tx *sql.Tx) error {
 		for _, p := range remove {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM props WHERE node_id = ? AND ns = ? AND name = ?`, nodeID, p.Space, p.Local); err != nil {
 				return err
@@ -567,7 +574,10 @@ func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Pro
 				return err
 			}
 		}
-		return nil
+		if len(set) == 0 {
+			return nil
+		}
+		return checkPropBounds(ctx, tx, op, nodeID)
 	}))
 }
 

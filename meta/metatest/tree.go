@@ -3,6 +3,8 @@ package metatest
 import (
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -365,6 +367,61 @@ func testProps(t *testing.T, e *env) {
 	if ps, _ := e.s.Props(e.ctx, e.stat(a, "/g").ID); len(ps) != 1 || ps[0] != p2 {
 		t.Fatalf("props of a copy %+v", ps)
 	}
+	testPropBounds(t, e, e.stat(a, "/g").ID)
+}
+
+// testPropBounds fills node id's properties to each bound: one byte or one
+// property more is TooLarge, and a refused patch changes nothing (the set
+// before it in the same patch included). Bytes count multi-byte characters
+// as bytes.
+func testPropBounds(t *testing.T, e *env, id int64) {
+	e.must(e.s.PatchProps(e.ctx, id, nil, []meta.Prop{{Space: "urn:x", Local: "author"}}))
+	before := func() []meta.Prop { ps, err := e.s.Props(e.ctx, id); e.must(err); return ps }
+	unchanged := func(what string, want []meta.Prop) {
+		t.Helper()
+		if got := before(); len(got) != len(want) {
+			t.Fatalf("%s: %d properties after a refused patch, want %d", what, len(got), len(want))
+		}
+	}
+	// One property: namespace + name + language + value bytes.
+	val := func(n int) string { return strings.Repeat("é", n/2) + strings.Repeat("v", n%2) }
+	head := len("urn:x") + len("big")
+	big := meta.Prop{Space: "urn:x", Local: "big", InnerXML: val(meta.MaxPropBytes - head)}
+	e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{big}, nil))
+	big.InnerXML += "x"
+	wantKind(t, "a property one byte over MaxPropBytes", e.s.PatchProps(e.ctx, id, []meta.Prop{big}, nil), errs.TooLarge)
+	e.must(e.s.PatchProps(e.ctx, id, nil, []meta.Prop{big}))
+
+	// All of a node's properties, in bytes: several patches that each fit.
+	var all []meta.Prop
+	for total := 0; total+meta.MaxPropBytes <= meta.MaxPropBytesPerNode; total += meta.MaxPropBytes {
+		p := meta.Prop{Space: "urn:x", Local: fmt.Sprintf("p%d", len(all)), InnerXML: val(meta.MaxPropBytes - len("urn:x") - len(fmt.Sprintf("p%d", len(all))))}
+		e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{p}, nil))
+		all = append(all, p)
+	}
+	held := before()
+	extra := meta.Prop{Space: "urn:x", Local: "one-more", InnerXML: "x"}
+	fine := meta.Prop{Space: "urn:x", Local: "fine", InnerXML: "y"}
+	wantKind(t, "a byte past MaxPropBytesPerNode", e.s.PatchProps(e.ctx, id, []meta.Prop{fine, extra}, nil), errs.TooLarge)
+	unchanged("bytes per node", held)
+	// Replacing a property by a smaller one makes room.
+	small := all[0]
+	small.InnerXML = "s"
+	e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{small, extra}, nil))
+	e.must(e.s.PatchProps(e.ctx, id, nil, append(all, extra)))
+
+	// How many properties a node has.
+	var many []meta.Prop
+	for i := 0; i < meta.MaxPropsPerNode; i++ {
+		many = append(many, meta.Prop{Space: "urn:n", Local: fmt.Sprintf("n%d", i), InnerXML: "1"})
+	}
+	e.must(e.s.PatchProps(e.ctx, id, many, nil))
+	wantKind(t, "one property past MaxPropsPerNode", e.s.PatchProps(e.ctx, id, []meta.Prop{extra}, nil), errs.TooLarge)
+	unchanged("properties per node", many)
+	// Replacing one is no new property.
+	many[0].InnerXML = "2"
+	e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{many[0]}, nil))
+	e.must(e.s.PatchProps(e.ctx, id, nil, many))
 }
 
 func testChecksums(t *testing.T, e *env) {
