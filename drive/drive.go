@@ -384,11 +384,7 @@ func (d *Drive) Mkdir(ctx context.Context, uid int64, p string) (meta.Node, erro
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return meta.Node{}, err
 	}
-	if err := d.room("drive.Mkdir"); err != nil {
-		return meta.Node{}, err
-	}
-	n, err := d.meta.Mkdir(ctx, uid, p, d.now())
-	return n, d.noteFull(err)
+	return d.mkdirCharged(ctx, "drive.Mkdir", uid, p, 0)
 }
 
 // MkdirAll creates p and any missing parents.
@@ -416,14 +412,11 @@ func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return err
 	}
-	if err := d.room("drive.MkdirAll"); err != nil {
-		return err
-	}
-	_, err = d.meta.Mkdir(ctx, uid, p, d.now())
+	_, err = d.mkdirCharged(ctx, "drive.MkdirAll", uid, p, 0)
 	if errs.Is(err, errs.Exists) {
 		return nil
 	}
-	return d.noteFull(err)
+	return err
 }
 
 // Remove deletes p and everything below it. Chunks are freed by GC.
@@ -534,13 +527,14 @@ func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove
 			return err
 		}
 	}
-	return d.noteFull(d.meta.PatchProps(ctx, n.ID, set, remove))
+	return d.patchPropsCharged(ctx, uid, n.ID, set, remove)
 }
 
 // Quota is a user's view of their space.
 type Quota struct {
 	Total      int64 // 0 = unlimited
-	Finished   int64
+	Finished   int64 // the sizes of the user's files
+	Metadata   int64 // what their entries and dead properties cost (meta/charge.go)
 	Unfinished int64
 	Uploading  int64 // sizes declared by open sessions and writes (ledger only)
 }
@@ -552,14 +546,21 @@ func (q Quota) Free() int64 {
 	if q.Total <= 0 {
 		return -1
 	}
-	return max(q.Total-q.Finished-max(q.Uploading, q.Unfinished), 0)
+	return max(q.Total-q.Finished-q.Metadata-max(q.Uploading, q.Unfinished), 0)
 }
 
-// QuotaOf returns the user's quota figures as the ledger counts them.
+// QuotaOf returns the user's quota figures as the ledger counts them. The
+// ledger counts files and metadata as one figure; the metadata store says
+// how much of it is metadata.
 func (d *Drive) QuotaOf(ctx context.Context, uid int64) (Quota, error) {
 	u, err := d.quota.Usage(ctx, uid)
 	if err != nil {
 		return Quota{}, err
 	}
-	return Quota{Total: u.Total, Finished: u.Finished, Unfinished: u.Unfinished, Uploading: u.Uploading}, nil
+	mu, err := d.meta.UserByID(ctx, uid)
+	if err != nil {
+		return Quota{}, err
+	}
+	m := min(max(mu.Meta, 0), max(u.Finished, 0))
+	return Quota{Total: u.Total, Finished: u.Finished - m, Metadata: m, Unfinished: u.Unfinished, Uploading: u.Uploading}, nil
 }

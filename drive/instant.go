@@ -8,6 +8,7 @@ import (
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/vpath"
 )
 
 // CommitHeldContent makes p a new version whose content is that of a file uid
@@ -80,7 +81,11 @@ func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash st
 		return n, false, err
 	}
 	hold := d.quota.NewHold(uid)
-	if err := hold.Grow(ctx, size); err != nil {
+	need := size
+	if !existed {
+		need += meta.EntryCharge(vpath.Base(p))
+	}
+	if err := hold.Grow(ctx, need); err != nil {
 		return n, false, err
 	}
 	defer hold.Release(context.WithoutCancel(ctx))

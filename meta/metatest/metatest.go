@@ -142,6 +142,7 @@ func Run(t *testing.T, open Open) {
 		{"ListingsAndLimits", testListings},
 		{"ModesAndTimes", testModes},
 		{"Props", testProps},
+		{"MetadataCharge", testCharge},
 		{"Checksums", testChecksums},
 		{"ChunksAndGC", testChunks},
 		{"InlineChunks", testInlineChunks},
