@@ -240,8 +240,9 @@ type QuotaRecords interface {
 }
 
 // TreeTx are tree changes inside a write transaction of the store, for the
-// drive's quota wiring (txops.go): each reports how it moved the user's
-// finished bytes so the ledger can be told exactly that, and refuses growth
+// drive's quota wiring (txops.go): each reports how it moved what the user
+// is charged (finished bytes and metadata charge, charge.go) so the ledger
+// can be told exactly that, and refuses growth
 // beyond maxGrowth (NoGrowthLimit: none) with errs.Quota inside the
 // transaction. Errors are those of the plain Tree methods; Tx classifies a
 // failed commit like every method.

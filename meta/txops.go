@@ -10,11 +10,12 @@ import (
 )
 
 // Tree changes inside a caller's transaction, for the quota wiring (package
-// quota, issue 5): the caller combines the change with its own writes (an
+// quota): the caller combines the change with its own writes (an
 // upload session closing, the ledger's Settle) in one commit, and learns by
-// how much the change moved the user's finished bytes, so the ledger can be
-// told exactly that. maxGrowth bounds that move: a change that would grow the
-// user's finished bytes by more is refused with errs.Quota inside the
+// how much the change moved what the user is charged (finished bytes and the
+// metadata charge of entries and properties, charge.go: FinishedTx), so the
+// ledger can be told exactly that. maxGrowth bounds that move: a change that
+// would grow it by more is refused with errs.Quota inside the
 // transaction (the caller reserved maxGrowth in the ledger; the tree may have
 // changed since it looked). maxGrowth < 0 means no bound beyond the quota
 // check every commit makes.
