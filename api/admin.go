@@ -32,7 +32,7 @@ func (a *API) adminRoutes() []Route {
 
 func adminUser(u meta.User) apitype.AdminUser {
 	return apitype.AdminUser{Name: u.Name, Admin: u.IsAdmin, Quota: u.QuotaTotal, Finished: u.Finished,
-		Unfinished: u.Unfinished, Created: u.Created.UTC()}
+		Unfinished: u.Unfinished, Metadata: u.Meta, Created: u.Created.UTC()}
 }
 
 // DedupRatio is logical/physical, rounded to two decimals; 0 for an empty store.
@@ -100,7 +100,7 @@ func (a *API) withUsage(r *http.Request, au apitype.AdminUser, uid int64) apityp
 		a.Log.Warn("admin: quota ledger", "user", au.Name, "err", err)
 		return au
 	}
-	au.Quota, au.Finished, au.Unfinished, au.Uploading = q.Total, q.Finished, q.Unfinished, q.Uploading
+	au.Quota, au.Finished, au.Unfinished, au.Uploading, au.Metadata = q.Total, q.Finished, q.Unfinished, q.Uploading, q.Metadata
 	return au
 }
 

@@ -18,5 +18,5 @@ func (a *API) quota(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, apitype.Quota{Total: q.Total, Finished: q.Finished, Unfinished: q.Unfinished,
-		Uploading: q.Uploading, Free: q.Free()})
+		Uploading: q.Uploading, Free: q.Free(), Metadata: q.Metadata})
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,11 +11,15 @@ import (
 	"time"
 
 	"netdisk/internal/testutil"
+	"netdisk/meta"
 )
 
 type quotaBody struct {
-	Total, Finished, Unfinished, Uploading, Free int64
+	Total, Finished, Metadata, Unfinished, Uploading, Free int64
 }
+
+// ec is what a new entry named name costs against the quota.
+func ec(name string) int64 { return meta.EntryCharge(name) }
 
 // withLedgers runs fn against a real daemon on the embedded ledger and on a
 // real redis-server (--redis).
@@ -77,7 +82,7 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		if st, msg := x.raw("quinn", "PUT", "/dav/a.bin", randBytes(3*cs), 3*cs, nil); st != 201 {
 			t.Fatalf("PUT of 3 chunks: %d %s", st, msg)
 		}
-		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Free: cs})
+		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Metadata: ec("a.bin"), Free: cs - ec("a.bin")})
 		// Chunked PUT (no length) beyond what is left: refused as it grows.
 		if st, msg := x.raw("quinn", "PUT", "/dav/c.bin", randBytes(2*cs), -1, nil); st != 507 {
 			t.Fatalf("chunked PUT of 2 chunks with 1 free: %d %s", st, msg)
@@ -85,7 +90,7 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		if st, _ := x.raw("quinn", "GET", "/dav/c.bin", nil, 0, nil); st != 404 {
 			t.Fatalf("refused chunked PUT left a file: %d", st)
 		}
-		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Free: cs})
+		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Metadata: ec("a.bin"), Free: cs - ec("a.bin")})
 		// X-Expected-Entity-Length announces the size of a chunked body.
 		if st, _ := x.raw("quinn", "PUT", "/dav/d.bin", randBytes(2*cs), -1, map[string]string{"X-Expected-Entity-Length": "131072"}); st != 507 {
 			t.Fatalf("chunked PUT announcing 2 chunks: %d", st)
@@ -97,37 +102,44 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		if st := x.call("quinn", "POST", "/api/v1/fs/copy", map[string]any{"from": "/a.bin", "to": "/b.bin"}, nil); st != 507 {
 			t.Fatalf("fs/copy beyond the quota: %d", st)
 		}
-		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Free: cs})
-		// A chunked PUT that fits exactly is accepted and counted.
-		if st, msg := x.raw("quinn", "PUT", "/dav/e.bin", randBytes(cs), -1, nil); st != 201 {
-			t.Fatalf("chunked PUT of the last free chunk: %d %s", st, msg)
+		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Metadata: ec("a.bin"), Free: cs - ec("a.bin")})
+		// A chunked PUT that fits exactly, its entry included, is accepted
+		// and counted; one byte more is not.
+		last := cs - ec("a.bin") - ec("e.bin")
+		if st, msg := x.raw("quinn", "PUT", "/dav/e.bin", randBytes(int(last)+1), -1, nil); st != 507 {
+			t.Fatalf("chunked PUT one byte past the quota (its entry counted): %d %s", st, msg)
 		}
-		x.wantQuota("quinn", quotaBody{Total: total, Finished: total, Free: 0})
+		if st, msg := x.raw("quinn", "PUT", "/dav/e.bin", randBytes(int(last)), -1, nil); st != 201 {
+			t.Fatalf("chunked PUT of the last free bytes: %d %s", st, msg)
+		}
+		meta2 := ec("a.bin") + ec("e.bin")
+		x.wantQuota("quinn", quotaBody{Total: total, Finished: total - meta2, Metadata: meta2, Free: 0})
 		// Delete gives the space back; overwrite counts the difference.
 		if st, _ := x.raw("quinn", "DELETE", "/dav/a.bin", nil, 0, nil); st != 204 {
 			t.Fatalf("DELETE: %d", st)
 		}
-		x.wantQuota("quinn", quotaBody{Total: total, Finished: cs, Free: 3 * cs})
+		x.wantQuota("quinn", quotaBody{Total: total, Finished: last, Metadata: ec("e.bin"), Free: total - last - ec("e.bin")})
 		if st, _ := x.raw("quinn", "COPY", "/dav/e.bin", nil, 0, map[string]string{"Destination": x.d.URL + "/dav/f.bin"}); st != 201 {
 			t.Fatalf("COPY that fits: %d", st)
 		}
 		if st, _ := x.raw("quinn", "PUT", "/dav/f.bin", randBytes(10), 10, nil); st != 204 {
 			t.Fatalf("overwrite: %d", st)
 		}
-		x.wantQuota("quinn", quotaBody{Total: total, Finished: cs + 10, Free: 3*cs - 10})
+		meta2 = ec("e.bin") + ec("f.bin")
+		x.wantQuota("quinn", quotaBody{Total: total, Finished: last + 10, Metadata: meta2, Free: total - last - 10 - meta2})
 		// Sessions reserve their declared size; the admin sees both figures.
 		in := x.init("quinn", "/s.bin", 2*cs)
 		x.put("quinn", in.UploadID, randBytes(2*cs), 0)
-		x.wantQuota("quinn", quotaBody{Total: total, Finished: cs + 10, Unfinished: cs, Uploading: 2 * cs, Free: cs - 10})
+		x.wantQuota("quinn", quotaBody{Total: total, Finished: last + 10, Metadata: meta2, Unfinished: cs, Uploading: 2 * cs, Free: total - last - 10 - meta2 - 2*cs})
 		var users struct {
 			Users []struct {
-				Name                                   string
-				Quota, Finished, Unfinished, Uploading int64
+				Name                                             string
+				Quota, Finished, Metadata, Unfinished, Uploading int64
 			}
 		}
 		x.call("admin", "GET", "/api/v1/admin/users", nil, &users)
 		for _, u := range users.Users {
-			if u.Name == "quinn" && (u.Quota != total || u.Finished != cs+10 || u.Unfinished != cs || u.Uploading != 2*cs) {
+			if u.Name == "quinn" && (u.Quota != total || u.Finished != last+10 || u.Metadata != meta2 || u.Unfinished != cs || u.Uploading != 2*cs) {
 				t.Fatalf("admin list: %+v", u)
 			}
 		}
@@ -138,7 +150,7 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		if st, _ := x.raw("quinn", "PUT", "/dav/g.bin", []byte("x"), 1, nil); st != 507 {
 			t.Fatalf("PUT after lowering the quota: %d", st)
 		}
-		x.wantQuota("quinn", quotaBody{Total: 2 * cs, Finished: cs + 10, Unfinished: cs, Uploading: 2 * cs, Free: 0})
+		x.wantQuota("quinn", quotaBody{Total: 2 * cs, Finished: last + 10, Metadata: meta2, Unfinished: cs, Uploading: 2 * cs, Free: 0})
 	})
 }
 
@@ -164,9 +176,9 @@ func TestQuotaExactAfterKill(t *testing.T) {
 			}
 		}()
 		pw.Write(randBytes(cs))
-		want := quotaBody{Total: 100 * cs, Finished: 2*cs + 5, Unfinished: 2 * cs, Uploading: 3 * cs}
+		want := quotaBody{Total: 100 * cs, Finished: 2*cs + 5, Metadata: ec("done.bin"), Unfinished: 2 * cs, Uploading: 3 * cs}
 		deadline := time.Now().Add(10 * time.Second)
-		for x.quota("kim").Uploading != 13*cs {
+		for x.quota("kim").Uploading != 13*cs+ec("stream.bin") {
 			if time.Now().After(deadline) {
 				t.Fatalf("the PUT's reservation never showed: %+v", x.quota("kim"))
 			}
@@ -174,14 +186,15 @@ func TestQuotaExactAfterKill(t *testing.T) {
 		}
 		x.d.Kill()
 		x.d.Restart()
-		want.Free = want.Total - want.Finished - want.Uploading
+		want.Free = want.Total - want.Finished - want.Metadata - want.Uploading
 		x.wantQuota("kim", want)
 		// The session resumes and merges; nothing is left reserved.
 		x.put("kim", in.UploadID, b, 1)
 		if st := x.merge("kim", in.UploadID, fileHash(b), nil); st != 200 {
 			t.Fatalf("merge after restart: %d", st)
 		}
-		x.wantQuota("kim", quotaBody{Total: 100 * cs, Finished: 5*cs + 5, Free: 95*cs - 5})
+		m := ec("done.bin") + ec("half.bin")
+		x.wantQuota("kim", quotaBody{Total: 100 * cs, Finished: 5*cs + 5, Metadata: m, Free: 95*cs - 5 - m})
 	})
 }
 
@@ -196,7 +209,7 @@ func TestQuotaRedisLost(t *testing.T) {
 	in := x.init("rita", "/open.bin", 2*cs)
 	b := randBytes(2 * cs)
 	x.put("rita", in.UploadID, b, 0)
-	want := quotaBody{Total: 100 * cs, Finished: 2 * cs, Unfinished: cs, Uploading: 2 * cs, Free: 96 * cs}
+	want := quotaBody{Total: 100 * cs, Finished: 2 * cs, Metadata: ec("a.bin"), Unfinished: cs, Uploading: 2 * cs, Free: 96*cs - ec("a.bin")}
 	x.wantQuota("rita", want)
 
 	waitExact := func(what string) {
@@ -242,7 +255,109 @@ func TestQuotaRedisLost(t *testing.T) {
 	if st, _ := x.raw("rita", "PUT", "/dav/n.bin", []byte("hello"), 5, nil); st != 201 {
 		t.Fatalf("WebDAV PUT after recovery: %d", st)
 	}
-	want = quotaBody{Total: 100 * cs, Finished: 4*cs + 5, Free: 96*cs - 5}
+	m := ec("a.bin") + ec("open.bin") + ec("n.bin")
+	want = quotaBody{Total: 100 * cs, Finished: 4*cs + 5, Metadata: m, Free: 96*cs - 5 - m}
 	x.wantQuota("rita", want)
 	_ = context.Background
+}
+
+// Entries and dead properties are charged against the quota on every
+// surface that makes them (WebDAV MKCOL, PUT and PROPPATCH, the one-request
+// upload, a session's merge with the folders it creates), are refused with
+// 507 once they do not fit, are given back by deletes, and the figures
+// survive a rebuild of the ledger from the database (a restart; FLUSHALL of
+// Redis).
+func TestMetadataCharged(t *testing.T) {
+	withLedgers(t, func(t *testing.T, x *tester, r *testutil.Redis) {
+		const total = 16 << 10
+		x.addUser("meg", total)
+		var charged int64
+		check := func(what string, finished int64) {
+			t.Helper()
+			x.wantQuota("meg", quotaBody{Total: total, Finished: finished, Metadata: charged, Free: max(total-finished-charged, 0)})
+		}
+		// Empty folders until the quota is spent.
+		var dirs []string
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("d%03d", i)
+			st, msg := x.raw("meg", "MKCOL", "/dav/"+name, nil, 0, nil)
+			if st == 507 {
+				if !strings.Contains(msg, "quota exceeded") {
+					t.Fatalf("MKCOL past the quota: %q", msg)
+				}
+				break
+			}
+			if st != 201 || i > total/meta.EntryBytes {
+				t.Fatalf("MKCOL %s: %d %s (%d folders in a %d-byte quota)", name, st, msg, i, total)
+			}
+			dirs = append(dirs, name)
+			charged += ec(name)
+		}
+		if want := total / ec("d000"); int64(len(dirs)) != want {
+			t.Fatalf("%d empty folders fit in %d bytes, want %d", len(dirs), total, want)
+		}
+		check("folders", 0)
+		// Empty files on every surface are refused too.
+		if st, _ := x.raw("meg", "PUT", "/dav/empty", nil, 0, nil); st != 507 {
+			t.Fatalf("empty WebDAV PUT past the quota: %d", st)
+		}
+		if st, _ := x.raw("meg", "PUT", "/api/v1/file/upload?path=/empty", nil, 0, nil); st != 507 {
+			t.Fatalf("empty one-request upload past the quota: %d", st)
+		}
+		check("refused files", 0)
+		// Deleting gives the charge back; a file, a property and a merge
+		// into new folders use it.
+		for _, d := range dirs[:8] {
+			if st, _ := x.raw("meg", "DELETE", "/dav/"+d, nil, 0, nil); st != 204 {
+				t.Fatalf("DELETE: %d", st)
+			}
+			charged -= ec(d)
+		}
+		check("deletes", 0)
+		if st, _ := x.raw("meg", "PUT", "/dav/f.txt", []byte("hello"), 5, nil); st != 201 {
+			t.Fatalf("PUT: %d", st)
+		}
+		charged += ec("f.txt")
+		check("a file", 5)
+		patch := `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><t:note xmlns:t="urn:t">` + strings.Repeat("n", 100) + `</t:note></D:prop></D:set></D:propertyupdate>`
+		if st, body := x.raw("meg", "PROPPATCH", "/dav/f.txt", []byte(patch), int64(len(patch)), nil); st != 207 || !strings.Contains(body, "200 OK") {
+			t.Fatalf("PROPPATCH: %d %s", st, body)
+		}
+		charged += meta.Prop{Space: "urn:t", Local: "note", InnerXML: strings.Repeat("n", 100)}.Bytes()
+		check("a property", 5)
+		b := []byte("merged")
+		x.sendAll("meg", "/s/t/u.bin", b)
+		charged += ec("s") + ec("t") + ec("u.bin")
+		check("a merge into new folders", 5+int64(len(b)))
+		// A property that does not fit is 507 in its propstat.
+		big := `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><t:big xmlns:t="urn:t">` + strings.Repeat("b", 8<<10) + `</t:big></D:prop></D:set></D:propertyupdate>`
+		if st, body := x.raw("meg", "PROPPATCH", "/dav/f.txt", []byte(big), int64(len(big)), nil); st != 207 || !strings.Contains(body, "507") {
+			t.Fatalf("PROPPATCH past the quota: %d %s", st, body)
+		}
+		check("a refused property", 5+int64(len(b)))
+		// The ledger rebuilt from the database finds the same figures.
+		if r != nil {
+			r.FlushAll()
+		} else {
+			x.d.Kill()
+			x.d.Restart()
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			var q quotaBody
+			if st := x.call("meg", "GET", "/api/v1/quota", nil, &q); st == 200 && q.Metadata == charged || time.Now().After(deadline) {
+				break // 503 until the ledger is rebuilt
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		check("after a rebuild", 5+int64(len(b)))
+		// Everything deleted: nothing is charged.
+		for _, p := range append(dirs[8:], "f.txt", "s") {
+			if st, _ := x.raw("meg", "DELETE", "/dav/"+p, nil, 0, nil); st != 204 {
+				t.Fatalf("DELETE %s: %d", p, st)
+			}
+		}
+		charged = 0
+		check("all deleted", 0)
+	})
 }

@@ -13,6 +13,7 @@ type AdminUser struct {
 	Unfinished int64     `json:"unfinished"` // bytes held by open upload sessions
 	Uploading  int64     `json:"uploading"`  // sizes declared by open uploads (quota ledger)
 	Created    time.Time `json:"created"`
+	Metadata   int64     `json:"metadata"` // what the user's entries and properties cost (docs/API.md)
 }
 
 // UserList answers GET /api/v1/admin/users.

@@ -71,12 +71,13 @@ type ChunkList struct {
 
 // Quota answers GET /api/v1/quota: the user's figures as the quota ledger
 // keeps them (seed 001). Total 0 means unlimited, and then Free is -1. Free
-// is what a new upload may still declare: total - finished - uploading
-// (uploading covers unfinished).
+// is what a new upload may still declare: total - finished - metadata -
+// uploading (uploading covers unfinished).
 type Quota struct {
 	Total      int64 `json:"total"`
 	Finished   int64 `json:"finished"`   // sum of the user's file sizes
 	Unfinished int64 `json:"unfinished"` // bytes received by open uploads
 	Uploading  int64 `json:"uploading"`  // sizes declared by open uploads
 	Free       int64 `json:"free"`
+	Metadata   int64 `json:"metadata"` // what the user's files, folders and properties cost as entries (docs/API.md)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"mime"
+	"net/http"
 	"os"
 	"path"
 	"strconv"
@@ -216,9 +217,40 @@ func (p props) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 		}
 	}
 	if err := p.fs.D.PatchProps(p.ctx, p.fs.UID, p.path(), set, remove); err != nil {
+		if refused := refusedPatch(err, set, remove); refused != nil {
+			return refused, nil
+		}
 		return nil, toOS("proppatch", p.path(), err)
 	}
 	return []webdav.Propstat{st}, nil
+}
+
+// refusedPatch answers a patch the drive would not store for lack of room
+// (a property or a node's properties over their bounds, the user's quota,
+// the server's disk) as RFC 4918 §9.2.1 says: 507 Insufficient Storage for
+// the properties that asked for room, 424 Failed Dependency for the rest
+// (the patch is all or nothing), each with the reason. nil for any other
+// error.
+func refusedPatch(err error, set, remove []meta.Prop) []webdav.Propstat {
+	switch errs.KindOf(err) {
+	case errs.TooLarge, errs.Quota, errs.NoSpace:
+	default:
+		return nil
+	}
+	why := errs.Message(err)
+	full := webdav.Propstat{Status: http.StatusInsufficientStorage, ResponseDescription: why}
+	for _, q := range set {
+		full.Props = append(full.Props, webdav.Property{XMLName: xml.Name{Space: q.Space, Local: q.Local}})
+	}
+	out := []webdav.Propstat{full}
+	if len(remove) > 0 {
+		dep := webdav.Propstat{Status: http.StatusFailedDependency, ResponseDescription: "not removed: " + why}
+		for _, q := range remove {
+			dep.Props = append(dep.Props, webdav.Property{XMLName: xml.Name{Space: q.Space, Local: q.Local}})
+		}
+		out = append(out, dep)
+	}
+	return out
 }
 
 type dirFile struct {

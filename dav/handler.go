@@ -105,6 +105,8 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 		status, err = h.proppatch(w, r, fs, name)
 	case "COPY", "MOVE":
 		status, err = h.copyMove(w, r, fs, name)
+	case "MKCOL":
+		status, err = h.mkcol(w, r, fs, name)
 	default:
 		h.webdav(fs).ServeHTTP(w, r)
 		return

@@ -93,6 +93,8 @@ type Drive struct {
 
 	userHooksMu sync.Mutex
 	userDeleted []func(context.Context, int64) error // OnUserDeleted
+
+	reserve *diskReserve // nil: no reserve (OpenLocal sets one beside meta.db)
 }
 
 type authEntry struct {
@@ -385,7 +387,7 @@ func (d *Drive) Mkdir(ctx context.Context, uid int64, p string) (meta.Node, erro
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return meta.Node{}, err
 	}
-	return d.meta.Mkdir(ctx, uid, p, d.now())
+	return d.mkdirCharged(ctx, "drive.Mkdir", uid, p, 0)
 }
 
 // MkdirAll creates p and any missing parents.
@@ -413,7 +415,7 @@ func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return err
 	}
-	_, err = d.meta.Mkdir(ctx, uid, p, d.now())
+	_, err = d.mkdirCharged(ctx, "drive.MkdirAll", uid, p, 0)
 	if errs.Is(err, errs.Exists) {
 		return nil
 	}
@@ -429,7 +431,11 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) })
+	remove := func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) }
+	err = d.measuredChange(ctx, uid, remove)
+	if d.retryable(err) {
+		err = d.measuredChange(ctx, uid, remove)
+	}
 	if err == nil {
 		// The locks of what is gone go with it (RFC 4918 §9.6.1).
 		d.locks.Release(uid, p)
@@ -450,7 +456,11 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 		davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	err = d.measuredChange(ctx, uid, func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) })
+	move := func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) }
+	err = d.measuredChange(ctx, uid, move)
+	if d.retryable(err) {
+		err = d.measuredChange(ctx, uid, move)
+	}
 	if err == nil {
 		// The source's locks do not move with it; a lock on the destination
 		// itself takes the moved resource into its scope, while locks on
@@ -474,7 +484,10 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	err = d.copyWithHold(ctx, uid, src, dst, overwrite, recursive)
+	if err := d.room("drive.Copy"); err != nil {
+		return err
+	}
+	err = d.noteFull(d.copyWithHold(ctx, uid, src, dst, overwrite, recursive))
 	if err == nil {
 		// Locks are never copied; members of an overwritten destination are gone.
 		d.locks.ReleaseBelow(uid, dst)
@@ -512,13 +525,19 @@ func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: n.Path}); err != nil {
 		return err
 	}
-	return d.meta.PatchProps(ctx, n.ID, set, remove)
+	if len(set) > 0 {
+		if err := d.room("drive.PatchProps"); err != nil {
+			return err
+		}
+	}
+	return d.patchPropsCharged(ctx, uid, n.ID, set, remove)
 }
 
 // Quota is a user's view of their space.
 type Quota struct {
 	Total      int64 // 0 = unlimited
-	Finished   int64
+	Finished   int64 // the sizes of the user's files
+	Metadata   int64 // what their entries and dead properties cost (meta/charge.go)
 	Unfinished int64
 	Uploading  int64 // sizes declared by open sessions and writes (ledger only)
 }
@@ -530,14 +549,21 @@ func (q Quota) Free() int64 {
 	if q.Total <= 0 {
 		return -1
 	}
-	return max(q.Total-q.Finished-max(q.Uploading, q.Unfinished), 0)
+	return max(q.Total-q.Finished-q.Metadata-max(q.Uploading, q.Unfinished), 0)
 }
 
-// QuotaOf returns the user's quota figures as the ledger counts them.
+// QuotaOf returns the user's quota figures as the ledger counts them. The
+// ledger counts files and metadata as one figure; the metadata store says
+// how much of it is metadata.
 func (d *Drive) QuotaOf(ctx context.Context, uid int64) (Quota, error) {
 	u, err := d.quota.Usage(ctx, uid)
 	if err != nil {
 		return Quota{}, err
 	}
-	return Quota{Total: u.Total, Finished: u.Finished, Unfinished: u.Unfinished, Uploading: u.Uploading}, nil
+	mu, err := d.meta.UserByID(ctx, uid)
+	if err != nil {
+		return Quota{}, err
+	}
+	m := min(max(mu.Meta, 0), max(u.Finished, 0))
+	return Quota{Total: u.Total, Finished: u.Finished - m, Metadata: m, Unfinished: u.Unfinished, Uploading: u.Uploading}, nil
 }

@@ -232,7 +232,8 @@ func TestGCRemovesOrphanBlobs(t *testing.T) {
 func TestQuotaRefusesAndChangesNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if err := f.d.SetQuota(ctx, "alice", 5000); err != nil {
+	// 5000 bytes of files and the entry of /a (meta/charge.go).
+	if err := f.d.SetQuota(ctx, "alice", 5000+meta.EntryCharge("a")); err != nil {
 		t.Fatal(err)
 	}
 	f.put(t, f.a.ID, "/a", random(5, 4000))
@@ -251,8 +252,8 @@ func TestQuotaRefusesAndChangesNothing(t *testing.T) {
 		t.Fatalf("copy over quota: %v", err)
 	}
 	q, _ := f.d.QuotaOf(ctx, f.a.ID)
-	if q.Finished != 4000 {
-		t.Fatalf("finished = %d, want 4000", q.Finished)
+	if q.Finished != 4000 || q.Metadata != meta.EntryCharge("a") {
+		t.Fatalf("finished = %d, metadata %d; want 4000 and %d", q.Finished, q.Metadata, meta.EntryCharge("a"))
 	}
 	// Replacing a file with a smaller one fits.
 	f.put(t, f.a.ID, "/a", random(7, 1000))

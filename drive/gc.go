@@ -37,15 +37,22 @@ func (d *Drive) GC(ctx context.Context) (GCResult, error) {
 // pinned, so the pass never takes them. A store still full is errs.NoSpace
 // (507 / ENOSPC at the edges).
 func (d *Drive) StoreBlob(ctx context.Context, key dedup.Key, b []byte) error {
+	if err := d.room("drive.Store"); err != nil {
+		return err
+	}
 	runs := d.gcRuns.Load()
 	err := d.blobs.Put(ctx, key, b)
 	if errs.KindOf(err) == errs.NoSpace {
 		d.log.Warn("chunk store full: collecting unreferenced chunks, then retrying once", "err", err)
+		d.noteFull(err) // GC writes the database: it may need the reserve
 		d.reclaim(ctx, runs)
-		err = d.blobs.Put(ctx, key, b)
+		// Not into the reserve's space, if it was just given to deletions.
+		if err = d.room("drive.Store"); err == nil {
+			err = d.blobs.Put(ctx, key, b)
+		}
 	}
 	if err != nil {
-		return errs.E("drive.Store", errs.Other, "", err) // NoSpace by its errno
+		return d.noteFull(errs.E("drive.Store", errs.Other, "", err)) // NoSpace by its errno
 	}
 	return nil
 }
@@ -81,6 +88,9 @@ func (d *Drive) gcLocked(ctx context.Context) (GCResult, error) {
 			progress = true
 			ran, err := d.pins.IfUnpinned(dedup.Key(c.SHA256), func() error {
 				gone, err := d.meta.DeleteChunkIfUnreferenced(ctx, c.SHA256)
+				if d.retryable(err) {
+					gone, err = d.meta.DeleteChunkIfUnreferenced(ctx, c.SHA256)
+				}
 				if err != nil || !gone {
 					return err
 				}

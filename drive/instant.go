@@ -9,6 +9,7 @@ import (
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/vpath"
 )
 
 // CommitHeldContent makes p a new version whose content is that of a file uid
@@ -89,8 +90,15 @@ func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 	if err := d.checkLocks(ctx, uid, writeTarget(p, existed)); err != nil {
 		return n, false, err
 	}
+	if err := d.room(op); err != nil {
+		return n, false, err
+	}
 	hold := d.quota.NewHold(uid)
-	if err := hold.Grow(ctx, size); err != nil {
+	need := size
+	if !existed {
+		need += meta.EntryCharge(vpath.Base(p))
+	}
+	if err := hold.Grow(ctx, need); err != nil {
 		return n, false, err
 	}
 	defer hold.Release(context.WithoutCancel(ctx))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"netdisk/dedup"
+	"netdisk/internal/zero"
 	"netdisk/meta"
 	"netdisk/quota"
 )
@@ -39,6 +40,11 @@ type LocalConfig struct {
 	// Ledger builds the quota ledger over the sink OpenLocal made (cfg has
 	// Sink, Clock and Log set); nil means the embedded ledger.
 	Ledger func(cfg quota.Config) quota.Ledger
+	// DiskReserve is the space kept allocated in Dir so that deletions
+	// and GC can run when the disk fills (reserve.go); 0 means
+	// DefaultDiskReserve. Only with meta.db in Dir: a shared store's
+	// database is on its own server's disk.
+	DiskReserve int64
 }
 
 // OpenLocal opens (creating on first use) the data directory and wires the
@@ -49,6 +55,16 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	// The reserve is settled before the database opens: on a disk full to
+	// the last byte, opening it may itself need the room.
+	var reserve *diskReserve
+	if c.MetaURL == "" {
+		zero.OrDefault(&c.DiskReserve, DefaultDiskReserve)
+		var err error
+		if reserve, err = openReserve(c.Dir, c.DiskReserve, zero.Logger(c.Logger)); err != nil {
+			return nil, err
+		}
 	}
 	m, err := openMeta(ctx, c)
 	if err != nil {
@@ -75,7 +91,9 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 	g := quota.NewGuard(newLedger(cfg), sink, c.Logger)
 	dc := c.Config
 	dc.Meta, dc.Blobs, dc.Quota = m, store, g
-	return &Local{Drive: New(dc), Meta: m, Blobs: blobs, Quota: g}, nil
+	d := New(dc)
+	d.reserve = reserve
+	return &Local{Drive: d, Meta: m, Blobs: blobs, Quota: g}, nil
 }
 
 // openMeta opens meta.db in the data directory, or the shared store MetaURL

@@ -2,8 +2,10 @@ package drive
 
 import (
 	"context"
+	"fmt"
 
 	"netdisk/davlock"
+	"netdisk/errs"
 
 	"netdisk/meta"
 )
@@ -32,5 +34,8 @@ func (d *Drive) MkdirMode(ctx context.Context, uid int64, p string, perm uint32)
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
 		return meta.Node{}, err
 	}
-	return d.meta.MkdirMode(ctx, uid, p, d.now(), perm)
+	if perm&^meta.PermBits != 0 {
+		return meta.Node{}, errs.E("drive.Mkdir", errs.Invalid, p, fmt.Errorf("mode %#o has bits outside %#o", perm, meta.PermBits))
+	}
+	return d.mkdirCharged(ctx, "drive.Mkdir", uid, p, meta.StoredMode(perm))
 }

@@ -3,19 +3,26 @@ package drive
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/vpath"
 )
 
-// Every change of a user's files goes through the quota ledger (issue 5):
+// Every change of a user's files goes through the quota ledger:
 // bytes that enter (Writer: WebDAV PUT and the one-request upload; Copy) are
 // reserved before any is stored and refused with errs.Quota (507) when they
 // do not fit; deletes, moves over a file and overwrites tell the ledger after
 // their commit. Each SQLite change and its ledger update form one
 // quota.Guard Step. The upload sessions of the chunked API account through
 // the same Guard (package upload).
+//
+// What the ledger counts as finished is what the metadata store charges:
+// the files' sizes and the metadata charge of every entry and dead property
+// (meta/charge.go), so a new folder, a new file's entry and a property are
+// reserved and committed like bytes.
 
 // txTree is what the quota wiring needs from the metadata store beyond
 // meta.Store: tree changes inside a transaction that report how they moved
@@ -26,6 +33,8 @@ type txTree interface {
 	CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
 	MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
 	RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error)
+	MkdirTx(ctx context.Context, tx *sql.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (meta.Node, int64, error)
+	PatchPropsTx(ctx context.Context, tx *sql.Tx, nodeID int64, set, remove []meta.Prop, maxGrowth int64) (int64, error)
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
 }
 
@@ -71,6 +80,18 @@ func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, ov
 		if need, err = d.tree().SubtreeSize(ctx, uid, src); err != nil {
 			return err
 		}
+		// The copy's top entry is charged by its own name.
+		need += int64(len(vpath.Base(dst)) - len(vpath.Base(src)))
+	} else {
+		// The folder alone: its entry and its properties.
+		ps, err := d.meta.Props(ctx, sn.ID)
+		if err != nil {
+			return err
+		}
+		need = meta.EntryCharge(vpath.Base(dst))
+		for _, p := range ps {
+			need += p.Bytes()
+		}
 	}
 	h := d.quota.NewHold(uid)
 	if err := h.Grow(ctx, need); err != nil {
@@ -83,6 +104,47 @@ func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, ov
 		h.Release(ctx)
 	}
 	return err
+}
+
+// mkdirCharged creates folder p (mode as stored, see meta.StoredMode) with
+// its entry's charge reserved first.
+func (d *Drive) mkdirCharged(ctx context.Context, op string, uid int64, p string, mode uint32) (meta.Node, error) {
+	if err := d.room(op); err != nil {
+		return meta.Node{}, err
+	}
+	h := d.quota.NewHold(uid)
+	if err := h.Grow(ctx, meta.EntryCharge(vpath.Base(p))); err != nil {
+		return meta.Node{}, err
+	}
+	var n meta.Node
+	err := d.holdCommit(ctx, h, func(tx *sql.Tx) (delta int64, err error) {
+		n, delta, err = d.tree().MkdirTx(ctx, tx, uid, p, d.now(), mode, h.Reserved())
+		return delta, err
+	})
+	if err != nil {
+		h.Release(ctx)
+	}
+	return n, d.noteFull(err)
+}
+
+// patchPropsCharged applies a PROPPATCH to node id of user uid with the
+// bytes it may add reserved first.
+func (d *Drive) patchPropsCharged(ctx context.Context, uid, id int64, set, remove []meta.Prop) error {
+	var grow int64
+	for _, p := range set {
+		grow += p.Bytes()
+	}
+	h := d.quota.NewHold(uid)
+	if err := h.Grow(ctx, grow); err != nil {
+		return err
+	}
+	err := d.holdCommit(ctx, h, func(tx *sql.Tx) (int64, error) {
+		return d.tree().PatchPropsTx(ctx, tx, id, set, remove, h.Reserved())
+	})
+	if err != nil {
+		h.Release(ctx)
+	}
+	return d.noteFull(err)
 }
 
 // holdCommit runs change (bounded by the hold) in a transaction inside a Step

@@ -3,14 +3,17 @@ package drive
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"netdisk/davlock"
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/quota"
 	"netdisk/vpath"
 )
 
@@ -127,6 +130,70 @@ func (d *Drive) ReadContent(ctx context.Context, chunks []meta.Chunk, off, n int
 	return bytes.Clone(out), nil
 }
 
+// ReserveEntries reserves, outside the quota Step of a session's merge, what
+// the entries the merge will create cost (the file's, if path is free, and
+// its missing folders': meta/charge.go), so that the merge is admitted by
+// the ledger like bytes. Pass the hold to CommitSession; Release it after
+// the Step (a no-op once committed).
+func (d *Drive) ReserveEntries(ctx context.Context, uid int64, path string) (*quota.Hold, error) {
+	var need int64
+	for p := path; p != "/"; p = vpath.Parent(p) {
+		_, err := d.meta.Stat(ctx, uid, p)
+		if err == nil {
+			break // it and everything above exist
+		}
+		if !errs.Is(err, errs.NotFound) {
+			return nil, err
+		}
+		need += meta.EntryCharge(vpath.Base(p))
+	}
+	h := d.quota.NewHold(uid)
+	if err := h.Grow(ctx, need); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// mkdirParentsInStep creates the missing folders above path inside the
+// caller's quota Step (no Step of its own: Steps do not nest), and returns
+// what they were charged.
+func (d *Drive) mkdirParentsInStep(ctx context.Context, uid int64, path string) (int64, error) {
+	var missing []string
+	for p := vpath.Parent(path); p != "/" && p != ""; p = vpath.Parent(p) {
+		n, err := d.meta.Stat(ctx, uid, p)
+		if err == nil {
+			if !n.IsDir {
+				return 0, errs.E("drive.CommitSession", errs.NotDir, p, nil)
+			}
+			break
+		}
+		if !errs.Is(err, errs.NotFound) {
+			return 0, err
+		}
+		missing = append(missing, p)
+	}
+	var charged int64
+	for i := len(missing) - 1; i >= 0; i-- {
+		p := missing[i]
+		if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
+			return charged, err
+		}
+		var delta int64
+		err := d.txFunc()(ctx, func(tx *sql.Tx) (err error) {
+			_, delta, err = d.tree().MkdirTx(ctx, tx, uid, p, d.now(), 0, meta.NoGrowthLimit)
+			return err
+		})
+		switch {
+		case errs.Is(err, errs.Exists):
+		case err != nil:
+			return charged, err
+		default:
+			charged += delta
+		}
+	}
+	return charged, nil
+}
+
 // CommitSession makes f (whose chunks are stored) the file at path and
 // closes upload session id as merged with f.FileHash, in one transaction
 // that also settles the session's quota flushes (meta.MergeSession); now
@@ -137,8 +204,9 @@ func (d *Drive) ReadContent(ctx context.Context, chunks []meta.Chunk, off, n int
 // Missing parents are created; the WebDAV locks on path bind the commit as
 // any write. Once here the commit is not cut short by ctx: every byte has
 // arrived. A session no longer open is meta.ErrNoSession. Call it inside the
-// quota Step of the session's merge.
-func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f meta.NewFile, now time.Time) (meta.Node, int64, error) {
+// quota Step of the session's merge, with the hold ReserveEntries made for
+// the entries the merge creates: it is committed here.
+func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f meta.NewFile, now time.Time, entries *quota.Hold) (meta.Node, int64, error) {
 	const op = "drive.CommitSession"
 	for _, c := range f.Chunks {
 		d.pins.Pin(dedup.Key(c.SHA256))
@@ -161,12 +229,13 @@ func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f
 	if err := d.CheckWrite(ctx, uid, path); err != nil {
 		return meta.Node{}, 0, err
 	}
-	if parent := vpath.Parent(path); parent != "/" {
-		if err := d.MkdirAll(ctx, uid, parent); err != nil {
-			return meta.Node{}, 0, err
-		}
+	charged, err := d.mkdirParentsInStep(ctx, uid, path)
+	if err != nil {
+		entries.CommitInStep(ctx, charged) // the folders made stay made
+		return meta.Node{}, 0, err
 	}
-	n, growth, err := d.meta.MergeSession(ctx, id, f, f.FileHash, now)
+	n, growth, metaGrowth, err := d.meta.MergeSession(ctx, id, f, f.FileHash, now)
+	entries.CommitInStep(ctx, charged+metaGrowth) // the caller commits the session's reservation with growth
 	if err != nil {
 		return meta.Node{}, 0, err
 	}

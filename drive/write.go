@@ -17,6 +17,7 @@ import (
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/vpath"
 )
 
 // Writer streams a new version of a file into the drive. Bytes are cut at the
@@ -39,6 +40,7 @@ type Writer struct {
 	size     int64
 	expected int64         // announced body size, -1 when unknown
 	existed  bool          // p was a file when the write began
+	entry    int64         // the new entry's charge (0 when p existed)
 	sem      chan struct{} // chunks in flight (hashing or storing): bounds memory
 	hashSem  chan struct{} // chunks being hashed: bounds CPU to the drive's workers
 	wg       sync.WaitGroup
@@ -150,16 +152,23 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	if err := d.CheckFileSize(op, p, o.ExpectedSize); err != nil {
 		return nil, err
 	}
+	if err := d.room(op); err != nil {
+		return nil, err // before any byte is read
+	}
 	// The declared size is reserved whole before any byte is read (the new
 	// chunks sit beside the old version until the commit); a body of unknown
 	// length reserves as it arrives (reserveMore).
+	var entry int64
+	if !existed {
+		entry = meta.EntryCharge(vpath.Base(p)) // a new file's entry is charged too
+	}
 	hold := d.quota.NewHold(uid)
-	if err := hold.Grow(ctx, o.ExpectedSize); err != nil {
+	if err := hold.Grow(ctx, max(o.ExpectedSize, 0)+entry); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
-		expected: max(o.ExpectedSize, -1), existed: existed,
+		expected: max(o.ExpectedSize, -1), existed: existed, entry: entry,
 		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
 		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1, wantFileHash: o.WantFileHash}, nil
 }
@@ -398,12 +407,21 @@ func (w *Writer) Commit() (meta.Node, error) {
 	if err := w.d.checkLocks(ctx, w.uid, writeTarget(w.path, w.existed)); err != nil {
 		return meta.Node{}, err // locked while the body arrived
 	}
+	if err := w.d.room("drive.Commit"); err != nil {
+		return meta.Node{}, err // the disk filled while the body arrived
+	}
+	// The body may have used the entry's reservation: the hold covers both.
+	if extra := w.size + w.entry - w.hold.Reserved(); extra > 0 {
+		if err := w.hold.Grow(ctx, extra); err != nil {
+			return meta.Node{}, err
+		}
+	}
 	var n meta.Node
 	err := w.d.holdCommit(ctx, w.hold, func(tx *sql.Tx) (delta int64, err error) {
 		n, delta, err = w.d.tree().CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
 		return delta, err
 	})
-	return n, err
+	return n, w.d.noteFull(err)
 }
 
 // Abort discards what was written; the old version stays.

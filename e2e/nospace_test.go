@@ -135,3 +135,119 @@ func TestDiskFull(t *testing.T) {
 }
 
 func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
+
+// A disk the drive itself filled recovers: the data directory (database and
+// chunks) is one small file system, filled through WebDAV until writes are
+// refused. Deleting, `admin gc` and then new writes work, before and after
+// restarts, because a reserve kept beside the database gives deletions their
+// room and writes stop before it is touched. A disk filled to the last byte
+// by someone else is then also handled: a deletion that finds no space
+// releases the reserve and runs.
+func TestDiskFullRecovers(t *testing.T) {
+	data := t.TempDir()
+	smallDisk(t, data, "48m")
+	const reserve = 8 << 20
+	e := start(t, "--data", data, "--chunk-size", "1MiB", "--gc-interval", "0", "--disk-reserve", "8MiB")
+	e.addUser("ann", "ann-pw")
+	if fi, err := os.Stat(filepath.Join(data, "reserve")); err != nil || fi.Size() != reserve {
+		t.Fatalf("reserve file: %v %v, want %d bytes", fi, err, reserve)
+	}
+	small := []byte("hello\n")
+	wantFull := func(what string) {
+		t.Helper()
+		st, body, _ := e.call("PUT", "/api/v1/file/upload?path=/small.txt", "ann", "ann-pw", small, nil)
+		var eb struct{ Error, Code string }
+		if st != http.StatusInsufficientStorage || json.Unmarshal(body, &eb) != nil || eb.Code != "no_space" {
+			t.Fatalf("%s: 6-byte upload: %d %s, want 507 no_space", what, st, body)
+		}
+		if strings.Contains(eb.Error, data) || strings.Contains(eb.Error, "\n") {
+			t.Fatalf("%s: message %q, want one line naming no path", what, eb.Error)
+		}
+		if st := e.status("MKCOL", "/dav/newdir", "ann", "ann-pw", nil); st != http.StatusInsufficientStorage {
+			t.Fatalf("%s: MKCOL: %d, want 507", what, st)
+		}
+	}
+
+	var stored []string
+	for i := 0; ; i++ {
+		if i == 100 {
+			t.Fatal("a 48 MiB disk took 100 files of 1 MiB")
+		}
+		p := fmt.Sprintf("/dav/f%d.bin", i)
+		st, body, _ := e.call("PUT", p, "ann", "ann-pw", randBytes(t, 1<<20), nil)
+		if st == http.StatusInsufficientStorage {
+			break
+		}
+		if st != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s", p, st, body)
+		}
+		stored = append(stored, p)
+	}
+	if len(stored) < 10 {
+		t.Fatalf("only %d files of 1 MiB fit on a 48 MiB disk", len(stored))
+	}
+	wantFull("full")
+
+	// A restart on the full disk starts, and still refuses writes.
+	e.d.Restart()
+	wantFull("after a restart")
+
+	// Deleting and collecting work on the full disk, and give writes back.
+	for _, p := range stored[:8] {
+		if st, body, _ := e.call("DELETE", p, "ann", "ann-pw", nil, nil); st != http.StatusNoContent {
+			t.Fatalf("DELETE %s on a full disk: %d %s", p, st, body)
+		}
+	}
+	stored = stored[8:]
+	var gc struct{ Chunks int64 }
+	e.admin("POST", "/api/v1/admin/gc", &gc)
+	if gc.Chunks != 8 {
+		t.Fatalf("gc removed %d chunks, want 8", gc.Chunks)
+	}
+	st, body, _ := e.call("PUT", "/api/v1/file/upload?path=/small.txt", "ann", "ann-pw", small, nil)
+	if st != http.StatusOK {
+		t.Fatalf("6-byte upload after deleting 8 MiB: %d %s", st, body)
+	}
+	e.mustGet("ann", "ann-pw", "/dav/small.txt", small)
+	if fi, err := os.Stat(filepath.Join(data, "reserve")); err != nil || fi.Size() != reserve {
+		t.Fatalf("the reserve was not allocated again: %v %v", fi, err)
+	}
+
+	// And across a restart.
+	e.d.Restart()
+	again := randBytes(t, 1<<20)
+	e.put("ann", "ann-pw", "/dav/again.bin", again)
+	e.mustGet("ann", "ann-pw", "/dav/again.bin", again)
+
+	// Someone else fills the disk to the last byte, the reserve still in
+	// place: a deletion still runs, and writes are refused meanwhile.
+	filler := filepath.Join(data, "filler")
+	fillUp(t, filler)
+	wantFull("filled by another program")
+	if st, body, _ := e.call("DELETE", stored[0], "ann", "ann-pw", nil, nil); st != http.StatusNoContent {
+		t.Fatalf("DELETE on a disk filled to the last byte: %d %s", st, body)
+	}
+	e.admin("POST", "/api/v1/admin/gc", nil)
+	os.Remove(filler)
+	e.put("ann", "ann-pw", "/dav/after-filler.bin", again)
+	if logs := e.d.Logs(); !strings.Contains(logs, "reserve allocated") {
+		t.Fatalf("the daemon did not log the reserve coming back:\n%s", logs)
+	}
+}
+
+// fillUp writes to path until the file system has no byte left.
+func fillUp(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for len(buf) > 0 {
+		if _, err := f.Write(buf); err != nil {
+			buf = buf[:len(buf)/2] // the last blocks, smaller and smaller
+		}
+	}
+	f.Sync()
+}

@@ -27,6 +27,7 @@ type User struct {
 	QuotaTotal int64 // bytes; 0 means unlimited
 	Finished   int64 // sum of logical sizes of the user's files
 	Unfinished int64 // bytes received in open upload sessions
+	Meta       int64 // what the user's entries and dead properties cost (charge.go)
 	Created    time.Time
 }
 
@@ -223,7 +224,7 @@ type Sessions interface {
 	SessionChunks(ctx context.Context, id string) ([]SessionChunk, error)
 	SessionChunkAt(ctx context.Context, id string, idx int64) (Chunk, bool, error)
 	AddSessionChunk(ctx context.Context, id string, idx int64, c Chunk, now time.Time) error
-	MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, error)
+	MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, int64, error)
 	DropSession(ctx context.Context, id string, now time.Time) (Session, bool, error)
 	IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error)
 	DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (Session, bool, error)
@@ -245,8 +246,9 @@ type QuotaRecords interface {
 }
 
 // TreeTx are tree changes inside a write transaction of the store, for the
-// drive's quota wiring (txops.go): each reports how it moved the user's
-// finished bytes so the ledger can be told exactly that, and refuses growth
+// drive's quota wiring (txops.go): each reports how it moved what the user
+// is charged (finished bytes and metadata charge, charge.go) so the ledger
+// can be told exactly that, and refuses growth
 // beyond maxGrowth (NoGrowthLimit: none) with errs.Quota inside the
 // transaction. Errors are those of the plain Tree methods; Tx classifies a
 // failed commit like every method.
@@ -257,7 +259,10 @@ type TreeTx interface {
 	CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
 	MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
 	RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error)
-	// SubtreeSize returns the sum of the sizes of the files at or below path.
+	MkdirTx(ctx context.Context, tx *sql.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error)
+	PatchPropsTx(ctx context.Context, tx *sql.Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error)
+	// SubtreeSize returns what the files and folders at or below path are
+	// charged: the files' sizes and their metadata charge (charge.go).
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
 }
 

@@ -23,7 +23,7 @@ var copyTables = []struct {
 	name, cols, ids string // ids: the identity column whose sequence is reset ("" for none)
 	binary          bool   // holds a BLOB column: bytes stay bytes
 }{
-	{"users", "id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, created_ns", "id", false},
+	{"users", "id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, use_space_meta, created_ns", "id", false},
 	{"nodes", "id, user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1", "id", false},
 	{"chunks", "id, sha256, md5, size, created_ns, reveal_draw", "id", false},
 	{"file_draws", "file_hash, draw", "", false},

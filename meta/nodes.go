@@ -122,7 +122,18 @@ func (s *SQLite) Mkdir(ctx context.Context, uid int64, path string, mtime time.T
 // default permissions; StoredMode).
 func (s *SQLite) mkdir(ctx context.Context, op string, uid int64, path string, mtime time.Time, mode uint32) (Node, error) {
 	var n Node
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		n, err = mkdirTx(ctx, tx, op, uid, path, mtime, mode)
+		return err
+	})
+	return n, wrap(op, path, err)
+}
+
+// mkdirTx is mkdir inside the caller's transaction; the new entry is charged
+// (charge.go).
+func mkdirTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, mtime time.Time, mode uint32) (Node, error) {
+	var n Node
+	err := func() error {
 		if err := checkParent(ctx, tx, op, uid, path); err != nil {
 			return err
 		}
@@ -137,11 +148,14 @@ func (s *SQLite) mkdir(ctx context.Context, op string, uid int64, path string, m
 		if err := touchDirs(ctx, tx, uid, mtime, vpath.Parent(path)); err != nil {
 			return err
 		}
+		if err := addMeta(ctx, tx, op, uid, EntryCharge(vpath.Base(path)), path, true); err != nil {
+			return err
+		}
 		id, _ := res.LastInsertId()
 		n = Node{ID: id, UserID: uid, Path: path, IsDir: true, Mode: mode, ModTime: time.Unix(0, mtime.UnixNano())}
 		return nil
-	})
-	return n, wrap(op, path, err)
+	}()
+	return n, err
 }
 
 // addFinished moves a user's finished bytes by delta; growth is refused when
@@ -154,7 +168,7 @@ func addFinished(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, p
 	}
 	q, args := `UPDATE users SET use_space_finished = use_space_finished + ? WHERE id = ?`, []any{delta, uid}
 	if delta > 0 {
-		q, args = q+` AND (quota_total = 0 OR use_space_finished + ? <= quota_total)`, append(args, delta)
+		q, args = q+` AND (quota_total = 0 OR use_space_finished + use_space_meta + ? <= quota_total)`, append(args, delta)
 	}
 	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
@@ -164,7 +178,7 @@ func addFinished(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, p
 		return err
 	}
 	var total, finished int64
-	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished FROM users WHERE id = ?`, uid).Scan(&total, &finished); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished + use_space_meta FROM users WHERE id = ?`, uid).Scan(&total, &finished); err != nil {
 		return err // sql.ErrNoRows: no such user
 	}
 	return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed", max(total-finished, 0), delta))
@@ -223,7 +237,7 @@ func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFi
 	const op = "meta.CommitFile"
 	var n Node
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
-		n, _, err = s.commitFileTx(ctx, tx, op, uid, path, f)
+		n, _, _, err = s.commitFileTx(ctx, tx, op, uid, path, f, true)
 		return err
 	})
 	return n, wrap(op, path, err)
@@ -231,10 +245,12 @@ func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFi
 
 // commitFileTx is CommitFile inside the caller's transaction; it returns
 // how the commit moved the user's finished bytes (the new size less the old
-// version's, which addFinished applied).
-func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile) (Node, int64, error) {
+// version's, which addFinished applied) and their metadata charge (a new
+// file's entry, charge.go), which is refused past the total when checkMeta
+// is set.
+func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, checkMeta bool) (Node, int64, int64, error) {
 	var n Node
-	var delta int64
+	var delta, metaDelta int64
 	err := func() error {
 		ids, err := s.chunkIDs(ctx, tx, f.Chunks)
 		if err != nil {
@@ -248,6 +264,12 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {
 			return err
 		}
+		if old.ID == 0 {
+			metaDelta = EntryCharge(vpath.Base(path))
+			if err := addMeta(ctx, tx, op, uid, metaDelta, path, checkMeta); err != nil {
+				return err
+			}
+		}
 		if err := drawFile(ctx, tx, f.FileHash); err != nil {
 			return err
 		}
@@ -260,7 +282,7 @@ func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid in
 		n.ModTime = time.Unix(0, f.ModTime.UnixNano())
 		return nil
 	}()
-	return n, delta, err
+	return n, delta, metaDelta, err
 }
 
 // putNode inserts the node of a new file at path, or points the file there
@@ -355,6 +377,10 @@ func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 	if path == "/" {
 		return errs.E(op, errs.Permission, path, errors.New("the root cannot be removed"))
 	}
+	charge, err := chargeOf(ctx, tx, uid, n)
+	if err != nil {
+		return err
+	}
 	freed := n.Size
 	if n.IsDir {
 		cond, args := subtree(path)
@@ -372,6 +398,9 @@ func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 		return err
 	}
 	if err := touchDirs(ctx, tx, uid, now, vpath.Parent(path)); err != nil {
+		return err
+	}
+	if err := addMeta(ctx, tx, op, uid, -charge, path, false); err != nil {
 		return err
 	}
 	return addFinished(ctx, tx, op, uid, -freed, path)
@@ -435,6 +464,11 @@ func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 			dst, vpath.Parent(dst), vpath.Base(dst), sn.ID); err != nil {
 			return err
 		}
+		// A new name costs its bytes; a rename is never refused for it
+		// (a name is short, and a full drive must stay tidy).
+		if err := addMeta(ctx, tx, op, uid, int64(len(vpath.Base(dst))-len(vpath.Base(src))), dst, false); err != nil {
+			return err
+		}
 		// Both folders changed (one when renaming within a folder); the moved
 		// node keeps its own time, as rename(2) does.
 		return touchDirs(ctx, tx, uid, now, vpath.Parent(src), vpath.Parent(dst))
@@ -474,7 +508,7 @@ func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 				return err
 			}
 		}
-		var added int64
+		var added, charged int64
 		for _, n := range nodes {
 			np := dst + n.Path[len(src):]
 			// The same content keeps its checksums (still unknown stays unknown).
@@ -493,8 +527,16 @@ func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 			if _, err := tx.ExecContext(ctx, `INSERT INTO props(node_id, ns, name, value, lang) SELECT ?, ns, name, value, lang FROM props WHERE node_id = ?`, id, n.ID); err != nil {
 				return err
 			}
+			var props int64
+			if err := tx.QueryRowContext(ctx, `SELECT `+propBytesSQL+` FROM props WHERE node_id = ?`, id).Scan(&props); err != nil {
+				return err
+			}
+			charged += EntryCharge(vpath.Base(np)) + props
 		}
 		if err := touchDirs(ctx, tx, uid, now, vpath.Parent(dst)); err != nil {
+			return err
+		}
+		if err := addMeta(ctx, tx, op, uid, charged, dst, true); err != nil {
 			return err
 		}
 		return addFinished(ctx, tx, op, uid, added, dst)
@@ -553,9 +595,39 @@ func (s *SQLite) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
 	return out, wrap("meta.Props", "", rows.Err())
 }
 
-// PatchProps applies a PROPPATCH in one transaction.
+// PatchProps applies a PROPPATCH in one transaction, within the bounds on a
+// node's properties (props.go).
 func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Prop) error {
 	return wrap("meta.PatchProps", "", s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.PatchPropsTx(ctx, tx, nodeID, set, remove, NoGrowthLimit)
+		return err
+	}))
+}
+
+// PatchPropsTx is PatchProps inside tx; it returns how the patch moved the
+// owner's metadata charge (charge.go), refusing growth past the total or
+// beyond maxGrowth with errs.Quota.
+func (s *SQLite) PatchPropsTx(ctx context.Context, tx *sql.Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error) {
+	const op = "meta.PatchProps"
+	for _, p := range set {
+		if n := p.Bytes(); n > MaxPropBytes {
+			return 0, errs.E(op, errs.TooLarge, "", fmt.Errorf("property %s is %d bytes, at most %d are kept", p.Local, n, MaxPropBytes))
+		}
+	}
+	var uid, before, after int64
+	if err := tx.QueryRowContext(ctx, `SELECT user_id FROM nodes WHERE id = ?`, nodeID).Scan(&uid); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, errs.E(op, errs.NotFound, "", nil)
+		}
+		return 0, wrap(op, "", err)
+	}
+	propBytes := func(n *int64) error {
+		return tx.QueryRowContext(ctx, `SELECT `+propBytesSQL+` FROM props WHERE node_id = ?`, nodeID).Scan(n)
+	}
+	if err := propBytes(&before); err != nil {
+		return 0, wrap(op, "", err)
+	}
+	err := func() error {
 		for _, p := range remove {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM props WHERE node_id = ? AND ns = ? AND name = ?`, nodeID, p.Space, p.Local); err != nil {
 				return err
@@ -567,8 +639,23 @@ func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Pro
 				return err
 			}
 		}
-		return nil
-	}))
+		if len(set) > 0 {
+			if err := checkPropBounds(ctx, tx, op, nodeID); err != nil {
+				return err
+			}
+		}
+		if err := propBytes(&after); err != nil {
+			return err
+		}
+		if d := after - before; maxGrowth >= 0 && d > maxGrowth {
+			return errs.E(op, errs.Quota, "", fmt.Errorf("quota exceeded: the properties need %d bytes, %d were reserved", d, maxGrowth))
+		}
+		return addMeta(ctx, tx, op, uid, after-before, "", true)
+	}()
+	if err != nil {
+		return 0, wrap(op, "", err)
+	}
+	return after - before, nil
 }
 
 // touchParent is touchDirs for the folder holding path; false when there

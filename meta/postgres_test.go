@@ -96,7 +96,8 @@ func TestPostgresQuotaAcrossNodes(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		nodes[i] = s
 	}
-	u, err := nodes[0].CreateUser(ctx, "bob", "h", false, 10)
+	// Room for ten 1-byte files with their entries (meta/charge.go).
+	u, err := nodes[0].CreateUser(ctx, "bob", "h", false, 10*(1+meta.EntryCharge("f00")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestPostgresQuotaAcrossNodes(t *testing.T) {
 	errc := make(chan error, tries)
 	for i := range tries {
 		go func() {
-			_, err := nodes[i%2].CommitFile(ctx, u.ID, fmt.Sprintf("/f%d", i), meta.NewFile{
+			_, err := nodes[i%2].CommitFile(ctx, u.ID, fmt.Sprintf("/f%02d", i), meta.NewFile{
 				Size: 1, FileHash: "h", ModTime: time.Unix(1, 0),
 				Chunks: []meta.Chunk{{SHA256: fmt.Sprintf("%064d", i), MD5: "m", Size: 1}},
 			})
@@ -126,7 +127,7 @@ func TestPostgresQuotaAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ok != 10 || got.Finished != 10 {
-		t.Fatalf("%d commits succeeded, finished = %d; want 10 and 10 (quota 10 bytes)", ok, got.Finished)
+		t.Fatalf("%d commits succeeded, finished = %d; want 10 and 10 (quota: 10 files of 1 byte)", ok, got.Finished)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"netdisk/errs"
@@ -240,14 +241,17 @@ func (s *SQLite) AddSessionChunk(ctx context.Context, id string, idx int64, c Ch
 // CommitFileTx does (its growth of the user's finished bytes bounded by the
 // session's declared size: errs.Quota beyond), the upload's quota flushes
 // are settled (settleTx), and the session becomes merged with resultHash,
-// Received 0, touched at now. It returns the node and the growth. A session
+// Received 0, touched at now. It returns the node, the growth of the
+// finished bytes and that of the metadata charge (a new file's entry,
+// charge.go; not checked against the total here: the drive reserved it in
+// the ledger before the merge, drive.ReserveEntries). A session
 // that is missing or no longer open is ErrNoSession (NotFound): it expired
 // or was aborted meanwhile, and its reservation is gone. Tree errors are
 // CommitFile's.
-func (s *SQLite) MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, error) {
+func (s *SQLite) MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, int64, error) {
 	const op = "meta.MergeSession"
 	var n Node
-	var growth int64
+	var growth, metaGrowth int64
 	var path string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		ss, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM upload_sessions WHERE id = ?`, id))
@@ -258,8 +262,11 @@ func (s *SQLite) MergeSession(ctx context.Context, id string, f NewFile, resultH
 			return err
 		}
 		path = ss.Path
-		if n, growth, err = s.CommitFileTx(ctx, tx, ss.UserID, ss.Path, f, ss.Size); err != nil {
+		if n, growth, metaGrowth, err = s.commitFileTx(ctx, tx, op, ss.UserID, ss.Path, f, false); err != nil {
 			return err
+		}
+		if growth > ss.Size {
+			return errs.E(op, errs.Quota, ss.Path, fmt.Errorf("quota exceeded: the change needs %d bytes, %d were reserved (the tree changed meanwhile)", growth, ss.Size))
 		}
 		if _, err := settleTx(ctx, tx, ss.UserID, ss.ID, now); err != nil {
 			return err
@@ -269,9 +276,9 @@ func (s *SQLite) MergeSession(ctx context.Context, id string, f NewFile, resultH
 		return err
 	})
 	if err != nil {
-		return Node{}, 0, wrap(op, path, err)
+		return Node{}, 0, 0, wrap(op, path, err)
 	}
-	return n, growth, nil
+	return n, growth, metaGrowth, nil
 }
 
 // dropTx deletes session id (its chunk references and challenges go with it)

@@ -289,12 +289,12 @@ func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // ---- users
 
-const userCols = `id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, created_ns`
+const userCols = `id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, use_space_meta, created_ns`
 
 func scanUser(row interface{ Scan(...any) error }) (User, error) {
 	var u User
 	var created int64
-	err := row.Scan(&u.ID, &u.Name, &u.PassHash, &u.IsAdmin, &u.QuotaTotal, &u.Finished, &u.Unfinished, &created)
+	err := row.Scan(&u.ID, &u.Name, &u.PassHash, &u.IsAdmin, &u.QuotaTotal, &u.Finished, &u.Unfinished, &u.Meta, &created)
 	u.Created = time.Unix(0, created)
 	return u, err
 }

@@ -4,16 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"netdisk/errs"
 )
 
 // Tree changes inside a caller's transaction, for the quota wiring (package
-// quota, issue 5): the caller combines the change with its own writes (an
+// quota): the caller combines the change with its own writes (an
 // upload session closing, the ledger's Settle) in one commit, and learns by
-// how much the change moved the user's finished bytes, so the ledger can be
-// told exactly that. maxGrowth bounds that move: a change that would grow the
-// user's finished bytes by more is refused with errs.Quota inside the
+// how much the change moved what the user is charged (finished bytes and the
+// metadata charge of entries and properties, charge.go: FinishedTx), so the
+// ledger can be told exactly that. maxGrowth bounds that move: a change that
+// would grow it by more is refused with errs.Quota inside the
 // transaction (the caller reserved maxGrowth in the ledger; the tree may have
 // changed since it looked). maxGrowth < 0 means no bound beyond the quota
 // check every commit makes.
@@ -21,10 +23,12 @@ import (
 // NoGrowthLimit is the maxGrowth of a change the caller does not bound.
 const NoGrowthLimit = -1
 
-// FinishedTx returns the user's finished bytes as tx sees them.
+// FinishedTx returns what the user is charged as tx sees it: their finished
+// bytes and their metadata charge (charge.go), the two figures the quota
+// ledger counts as one.
 func FinishedTx(ctx context.Context, tx *sql.Tx, uid int64) (int64, error) {
 	var n int64
-	err := tx.QueryRowContext(ctx, `SELECT use_space_finished FROM users WHERE id = ?`, uid).Scan(&n)
+	err := tx.QueryRowContext(ctx, `SELECT use_space_finished + use_space_meta FROM users WHERE id = ?`, uid).Scan(&n)
 	return n, err
 }
 
@@ -56,10 +60,11 @@ func (s *SQLite) CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path s
 	// The commit knows its own effect on the finished bytes (commitFileTx),
 	// so it is not measured by reading the users row before and after: a
 	// small upload's commit is two statements shorter.
-	n, delta, err := s.commitFileTx(ctx, tx, op, uid, path, f)
+	n, delta, metaDelta, err := s.commitFileTx(ctx, tx, op, uid, path, f, true)
 	if err != nil {
 		return Node{}, 0, wrap(op, path, err)
 	}
+	delta += metaDelta
 	if maxGrowth >= 0 && delta > maxGrowth {
 		return Node{}, 0, errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: the change needs %d bytes, %d were reserved (the tree changed meanwhile)", delta, maxGrowth))
 	}
@@ -92,16 +97,42 @@ func (s *SQLite) RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path strin
 	})
 }
 
-// SubtreeSize returns the sum of the sizes of the files at or below path (a
-// file: its size), as committed now.
+// SubtreeSize returns what the files and folders at or below path are
+// charged, as committed now: the sum of the files' sizes and the metadata
+// charge of every entry and property (charge.go; the root's own entry is
+// free).
 func (s *SQLite) SubtreeSize(ctx context.Context, uid int64, path string) (int64, error) {
 	const op = "meta.SubtreeSize"
 	n, err := stat(ctx, s.r, op, uid, path)
+	if err != nil {
+		return 0, err
+	}
+	charge, err := chargeOf(ctx, s.r, uid, n)
 	if err != nil || !n.IsDir {
-		return n.Size, wrap(op, path, err)
+		return n.Size + charge, wrap(op, path, err)
 	}
 	cond, args := subtree(path)
 	var sz sql.NullInt64
 	err = s.r.QueryRowContext(ctx, `SELECT sum(size) FROM nodes WHERE is_dir = 0 AND user_id = ? AND `+cond, append([]any{uid}, args...)...).Scan(&sz)
-	return sz.Int64, wrap(op, path, err)
+	return sz.Int64 + charge, wrap(op, path, err)
+}
+
+// MkdirTx is Mkdir (mode as stored: 0 the default, see StoredMode) inside
+// tx; it returns the node and the change of the user's charge (the new
+// entry's), refused beyond maxGrowth.
+func (s *SQLite) MkdirTx(ctx context.Context, tx *sql.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error) {
+	const op = "meta.Mkdir"
+	if c := EntryCharge(baseName(path)); maxGrowth >= 0 && c > maxGrowth {
+		return Node{}, 0, errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: the folder needs %d bytes, %d were reserved", c, maxGrowth))
+	}
+	if mode != 0 {
+		if err := checkPerm(op, path, mode&^ModeSet); err != nil {
+			return Node{}, 0, err
+		}
+	}
+	n, err := mkdirTx(ctx, tx, op, uid, path, mtime, mode)
+	if err != nil {
+		return Node{}, 0, wrap(op, path, err)
+	}
+	return n, EntryCharge(baseName(path)), nil
 }

@@ -156,11 +156,12 @@ var conformance = []struct {
 		}
 	}},
 	{"UserCreatedAfterReconcile", func(t *testing.T, e *env) {
-		u := e.user("late", 10)
+		total := 10 + meta.EntryCharge("four") // the file's entry is charged too
+		u := e.user("late", total)
 		_, err := e.db.CommitFile(e.ctx, u, "/four", meta.NewFile{Size: 4})
 		e.must(err)
-		if got := e.usage(u); got.Total != 10 || got.Finished != 4 {
-			t.Fatalf("usage %+v, want it loaded from SQLite", got)
+		if got := e.usage(u); got.Total != total || got.Finished != total-6 {
+			t.Fatalf("usage %+v, want it loaded from SQLite (the file and its entry)", got)
 		}
 		wantKind(t, e.initSession(u, up(1), 7), errs.Quota)
 	}},

@@ -12,7 +12,9 @@
 //
 // Per user:
 //   - Total: bytes allowed; 0 means unlimited.
-//   - Finished: sum of the logical sizes of the user's files (the user's view).
+//   - Finished: sum of the logical sizes of the user's files (the user's view),
+//     with the metadata charge of their entries and properties
+//     (meta/charge.go), which the daemon counts as bytes too.
 //   - Uploading: sum of the sizes declared by the user's open sessions.
 //   - Unfinished: bytes received by open sessions (the server's view of
 //     partial uploads). Unfinished <= Uploading always: a session cannot

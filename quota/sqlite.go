@@ -76,7 +76,7 @@ func (s *SQLiteSink) Users(ctx context.Context) ([]UserTotals, error) {
 	}
 	out := make([]UserTotals, len(us))
 	for i, u := range us {
-		out[i] = UserTotals{User: u.ID, Total: u.QuotaTotal, Finished: u.Finished}
+		out[i] = UserTotals{User: u.ID, Total: u.QuotaTotal, Finished: charged(u)}
 	}
 	return out, nil
 }
@@ -90,8 +90,13 @@ func (s *SQLiteSink) User(ctx context.Context, id int64) (UserTotals, error) {
 	if err != nil {
 		return UserTotals{User: id}, errs.E("quota.User", errs.Unavailable, "", err)
 	}
-	return UserTotals{User: id, Total: u.QuotaTotal, Finished: u.Finished}, nil
+	return UserTotals{User: id, Total: u.QuotaTotal, Finished: charged(u)}, nil
 }
+
+// charged is what the ledger counts as a user's finished bytes: their files
+// and the metadata charge of their entries and properties (meta/charge.go),
+// both admitted under the one total.
+func charged(u meta.User) int64 { return u.Finished + u.Meta }
 
 // Repair settles the records of uploads that are not open (their session
 // ended without a settlement, e.g. a crash between the ledger and SQLite),

@@ -68,6 +68,10 @@ type Options struct {
 	// MaxFileSize bounds every file (413 beyond it); 0 means
 	// drive.DefaultMaxFileSize.
 	MaxFileSize int64
+	// DiskReserve is the space kept allocated in DataDir for deletions on
+	// a full disk (drive.LocalConfig.DiskReserve); 0 means
+	// drive.DefaultDiskReserve.
+	DiskReserve int64
 	// SingleNodePull refuses a lock held by another node instead of
 	// queueing the caller (--multi-node-pull=false).
 	SingleNodePull bool
@@ -273,7 +277,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		// node stored and has not committed yet.
 		dc.Pins = dedup.NewSharedPins(rdb, node, o.Logger)
 	}
-	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc})
+	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc, DiskReserve: o.DiskReserve})
 	if err != nil {
 		closeRedis(rdb)
 		return nil, err

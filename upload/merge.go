@@ -85,9 +85,17 @@ func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash, fileSHA st
 func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, fileHash string) (Result, error) {
 	const op = "upload.Merge"
 	f := meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks, ModTime: s.d.Now()}
+	// The entries the merge creates (the file's, missing folders') are
+	// charged against the quota too: reserved before the Step, committed in
+	// it, released after it if the merge failed (defers run in reverse).
+	entries, err := s.d.ReserveEntries(ctx, ss.UserID, ss.Path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer entries.Release(context.WithoutCancel(ctx))
 	done := s.acct.Step()
 	defer done()
-	_, growth, err := s.d.CommitSession(ctx, ss.UserID, ss.Path, ss.ID, f, s.now())
+	_, growth, err := s.d.CommitSession(ctx, ss.UserID, ss.Path, ss.ID, f, s.now(), entries)
 	if errors.Is(err, meta.ErrNoSession) {
 		return Result{}, errUnknown(op) // expired or aborted meanwhile: its reservation is gone
 	}

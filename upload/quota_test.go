@@ -13,6 +13,7 @@ import (
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/internal/testutil"
+	"netdisk/meta"
 )
 
 // ledgers runs fn on the embedded ledger and on a real redis-server.
@@ -24,8 +25,9 @@ func ledgers(t *testing.T, fn func(t *testing.T, e *env)) {
 	})
 }
 
-// truth is what SQLite says: the sum of the user's file sizes and the
-// flushed unfinished bytes.
+// truth is what SQLite says: what the user's tree is charged, counted
+// from the tree (file sizes and entries, meta.SubtreeSize) and as the users
+// row keeps it (finished bytes and metadata charge).
 func (e *env) truth(uid int64) (files, finished int64) {
 	e.t.Helper()
 	ctx := context.Background()
@@ -37,7 +39,7 @@ func (e *env) truth(uid int64) (files, finished int64) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return files, u.Finished
+	return files, u.Finished + u.Meta
 }
 
 // sqlUnfinished is the user's unfinished bytes as the database records them.
@@ -104,7 +106,8 @@ func TestAbandonedSessionsRefusedThenExpire(t *testing.T) {
 		if flushed = e.sqlUnfinished(uid); flushed != 0 {
 			t.Fatalf("SQLite unfinished after expiry = %d", flushed)
 		}
-		if _, err := e.upload(uid, "/real", randBytes(10*testChunk)); err != nil {
+		// All of it, the new file's entry included (meta/charge.go).
+		if _, err := e.upload(uid, "/real", randBytes(10*testChunk-int(meta.EntryCharge("real")))); err != nil {
 			t.Fatalf("upload after expiry: %v", err)
 		}
 	})
@@ -171,6 +174,17 @@ func TestConcurrentWritesKeepInvariant(t *testing.T) {
 		watch.Wait()
 		if over != nil {
 			t.Fatal(over)
+		}
+		// A merge refused because its file's entry no longer fits (meta/charge.go)
+		// leaves its session open for a retry; the client gives up here.
+		open, err := e.m.OpenSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range open {
+			if err := e.s.Abort(ctx, uid, o.ID); err != nil {
+				t.Fatal(err)
+			}
 		}
 		files, finished := e.truth(uid)
 		u, err := e.g.Usage(ctx, uid)

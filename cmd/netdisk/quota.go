@@ -29,8 +29,8 @@ func newQuotaCmd() *cobra.Command {
 			if q.Free >= 0 {
 				free = ibytes(q.Free)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "quota %s, used %s in files, %s received by unfinished uploads (%s declared), free %s\n",
-				formatQuota(q.Total), ibytes(q.Finished), ibytes(q.Unfinished), ibytes(q.Uploading), free)
+			fmt.Fprintf(cmd.OutOrStdout(), "quota %s, used %s in files and %s by their entries, %s received by unfinished uploads (%s declared), free %s\n",
+				formatQuota(q.Total), ibytes(q.Finished), ibytes(q.Metadata), ibytes(q.Unfinished), ibytes(q.Uploading), free)
 			return nil
 		},
 	}

@@ -28,16 +28,17 @@ const softMemoryLimit = 64 << 20
 
 func newServeCmd() *cobra.Command {
 	var (
-		o         server.Options
-		chunkSize string
-		maxFile   string
-		logLevel  string
-		logJSON   bool
-		multiNode bool
-		cacheSize string
-		instant   string
-		owners    string
-		trusted   string
+		o           server.Options
+		chunkSize   string
+		maxFile     string
+		diskReserve string
+		logLevel    string
+		logJSON     bool
+		multiNode   bool
+		cacheSize   string
+		instant     string
+		owners      string
+		trusted     string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -81,6 +82,11 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 				return fmt.Errorf("--max-file-size %q: want a size between 1 byte and 8PiB", maxFile)
 			}
 			o.MaxFileSize = int64(mf)
+			dr, err := humanize.ParseBytes(diskReserve)
+			if err != nil || dr < 1<<20 || dr > 1<<40 {
+				return fmt.Errorf("--disk-reserve %q: want a size between 1MiB and 1TiB", diskReserve)
+			}
+			o.DiskReserve = int64(dr)
 			o.SingleNodePull = !multiNode
 			cz, err := humanize.ParseBytes(cacheSize)
 			if err != nil {
@@ -138,6 +144,8 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	f.StringVar(&chunkSize, "chunk-size", "4MiB", "chunk size for new data, a multiple of 4KiB (part of content identity: keep it fixed)")
 	f.StringVar(&maxFile, "max-file-size", "1TiB", "largest file accepted (larger uploads are refused with 413)")
+	f.StringVar(&diskReserve, "disk-reserve", "64MiB", "space kept allocated in --data (the file reserve) so deletions and GC run on a full disk; "+
+		"below half of it free, writes are refused (507) and the reserve is released, until twice it is free again")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
 	f.StringVar(&instant, "instant-upload", "private", "when another user's content is an instant upload: private (once enough distinct users hold it that its existence is no secret; "+

@@ -144,6 +144,7 @@ func Run(t *testing.T, open Open) {
 		{"ListingsAndLimits", testListings},
 		{"ModesAndTimes", testModes},
 		{"Props", testProps},
+		{"MetadataCharge", testCharge},
 		{"Checksums", testChecksums},
 		{"ChunksAndGC", testChunks},
 		{"InlineChunks", testInlineChunks},

@@ -146,7 +146,7 @@ func testMergeSession(t *testing.T, e *env) {
 	}
 	held, _ := e.s.SessionChunks(e.ctx, "s1")
 	f := file(t0, held[0].Chunk, held[1].Chunk)
-	_, _, err := e.s.MergeSession(e.ctx, "s1", f, f.FileHash, e.clock.Now())
+	_, _, _, err := e.s.MergeSession(e.ctx, "s1", f, f.FileHash, e.clock.Now())
 	wantKind(t, "merge without the parent", err, errs.NoParent)
 	if ss, _ := e.s.Session(e.ctx, a, "s1"); ss.State != meta.SessionOpen {
 		t.Fatalf("a failed merge closed the session: %+v", ss)
@@ -154,7 +154,7 @@ func testMergeSession(t *testing.T, e *env) {
 	e.mkdir(a, "/d")
 	// A file larger than the session declared grows usage past what it reserved.
 	big := file(t0, chunk("x", 9))
-	_, _, err = e.s.MergeSession(e.ctx, "s1", big, big.FileHash, e.clock.Now())
+	_, _, _, err = e.s.MergeSession(e.ctx, "s1", big, big.FileHash, e.clock.Now())
 	wantKind(t, "merge past the declared size", err, errs.Quota)
 	// Flushed unfinished bytes are settled in the merge.
 	_, err = e.s.ApplyQuotaFlushes(e.ctx, []meta.QuotaFlush{{User: a, Upload: "s1", Seq: 1, Target: 8}})
@@ -163,8 +163,11 @@ func testMergeSession(t *testing.T, e *env) {
 		t.Fatalf("unfinished after the flush %d", e.unfinished(a))
 	}
 	e.clock.Advance(time.Minute)
-	n, growth, err := e.s.MergeSession(e.ctx, "s1", f, f.FileHash, e.clock.Now())
+	n, growth, metaGrowth, err := e.s.MergeSession(e.ctx, "s1", f, f.FileHash, e.clock.Now())
 	e.must(err)
+	if metaGrowth != meta.EntryCharge("f") {
+		t.Fatalf("a new file's merge charged %d for its entry, want %d", metaGrowth, meta.EntryCharge("f"))
+	}
 	if growth != 8 || n.Path != "/d/f" || n.Size != 8 || e.finished(a) != 8 || e.unfinished(a) != 0 {
 		t.Fatalf("merged %+v growth %d, finished %d unfinished %d", n, growth, e.finished(a), e.unfinished(a))
 	}
@@ -176,7 +179,7 @@ func testMergeSession(t *testing.T, e *env) {
 	if fcs, _ := e.s.FileChunks(e.ctx, n.ID); len(fcs) != 2 {
 		t.Fatalf("file chunks %+v", fcs)
 	}
-	_, _, err = e.s.MergeSession(e.ctx, "s1", f, f.FileHash, e.clock.Now())
+	_, _, _, err = e.s.MergeSession(e.ctx, "s1", f, f.FileHash, e.clock.Now())
 	if !errors.Is(err, meta.ErrNoSession) || !errs.Is(err, errs.NotFound) {
 		t.Fatalf("second merge: %v, want ErrNoSession", err)
 	}
@@ -200,8 +203,8 @@ func testMergeSession(t *testing.T, e *env) {
 	e.session(a, "s2", "/d/f", 4, "")
 	e.must(e.s.AddSessionChunk(e.ctx, "s2", 0, cs[0], e.clock.Now()))
 	f2 := file(t0, cs[0])
-	if _, growth, err := e.s.MergeSession(e.ctx, "s2", f2, f2.FileHash, e.clock.Now()); err != nil || growth != -4 || e.finished(a) != 4 {
-		t.Fatalf("replacing merge growth %d, %v, finished %d", growth, err, e.finished(a))
+	if _, growth, metaGrowth, err := e.s.MergeSession(e.ctx, "s2", f2, f2.FileHash, e.clock.Now()); err != nil || growth != -4 || metaGrowth != 0 || e.finished(a) != 4 {
+		t.Fatalf("replacing merge growth %d (entry %d), %v, finished %d", growth, metaGrowth, err, e.finished(a))
 	}
 }
 
@@ -227,7 +230,7 @@ func testDropAndExpire(t *testing.T, e *env) {
 	// Expiry: open sessions idle past one cut, merged ones past another.
 	e.session(a, "old", "/old", 0, "")
 	e.session(a, "merged", "/m", 0, "")
-	_, _, err = e.s.MergeSession(e.ctx, "merged", file(t0), "", e.clock.Now())
+	_, _, _, err = e.s.MergeSession(e.ctx, "merged", file(t0), "", e.clock.Now())
 	e.must(err)
 	e.clock.Advance(time.Hour)
 	e.session(a, "fresh", "/fresh", 0, "")

@@ -3,6 +3,8 @@ package metatest
 import (
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +41,8 @@ func testUsers(t *testing.T, e *env) {
 		t.Fatalf("ListUsers = %+v", us)
 	}
 	e.must(e.s.SetPassword(e.ctx, bob, "h2"))
-	e.must(e.s.SetQuota(e.ctx, bob, 5))
-	if b, _ := e.s.UserByID(e.ctx, bob); b.PassHash != "h2" || b.QuotaTotal != 5 {
+	e.must(e.s.SetQuota(e.ctx, bob, 5+meta.EntryCharge("f")))
+	if b, _ := e.s.UserByID(e.ctx, bob); b.PassHash != "h2" || b.QuotaTotal != 5+meta.EntryCharge("f") {
 		t.Fatalf("after updates %+v", b)
 	}
 	wantKind(t, "SetPassword of nobody", e.s.SetPassword(e.ctx, 9999, "x"), errs.NotFound)
@@ -91,7 +93,8 @@ func testTreeShape(t *testing.T, e *env) {
 }
 
 func testCommit(t *testing.T, e *env) {
-	a := e.user("alice", 10)
+	// 10 bytes of files and the entries of /f and /g (charge.go).
+	a := e.user("alice", 10+meta.EntryCharge("f")+meta.EntryCharge("g"))
 	mt := t0.Add(-time.Hour)
 	f := file(mt, chunk("a", 3), chunk("b", 4))
 	f.Mode, f.MD5, f.SHA1 = 0o600, "content-md5", "content-sha1"
@@ -365,6 +368,61 @@ func testProps(t *testing.T, e *env) {
 	if ps, _ := e.s.Props(e.ctx, e.stat(a, "/g").ID); len(ps) != 1 || ps[0] != p2 {
 		t.Fatalf("props of a copy %+v", ps)
 	}
+	testPropBounds(t, e, e.stat(a, "/g").ID)
+}
+
+// testPropBounds fills node id's properties to each bound: one byte or one
+// property more is TooLarge, and a refused patch changes nothing (the set
+// before it in the same patch included). Bytes count multi-byte characters
+// as bytes.
+func testPropBounds(t *testing.T, e *env, id int64) {
+	e.must(e.s.PatchProps(e.ctx, id, nil, []meta.Prop{{Space: "urn:x", Local: "author"}}))
+	before := func() []meta.Prop { ps, err := e.s.Props(e.ctx, id); e.must(err); return ps }
+	unchanged := func(what string, want []meta.Prop) {
+		t.Helper()
+		if got := before(); len(got) != len(want) {
+			t.Fatalf("%s: %d properties after a refused patch, want %d", what, len(got), len(want))
+		}
+	}
+	// One property: namespace + name + language + value bytes.
+	val := func(n int) string { return strings.Repeat("é", n/2) + strings.Repeat("v", n%2) }
+	head := len("urn:x") + len("big")
+	big := meta.Prop{Space: "urn:x", Local: "big", InnerXML: val(meta.MaxPropBytes - head)}
+	e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{big}, nil))
+	big.InnerXML += "x"
+	wantKind(t, "a property one byte over MaxPropBytes", e.s.PatchProps(e.ctx, id, []meta.Prop{big}, nil), errs.TooLarge)
+	e.must(e.s.PatchProps(e.ctx, id, nil, []meta.Prop{big}))
+
+	// All of a node's properties, in bytes: several patches that each fit.
+	var all []meta.Prop
+	for total := 0; total+meta.MaxPropBytes <= meta.MaxPropBytesPerNode; total += meta.MaxPropBytes {
+		p := meta.Prop{Space: "urn:x", Local: fmt.Sprintf("p%d", len(all)), InnerXML: val(meta.MaxPropBytes - len("urn:x") - len(fmt.Sprintf("p%d", len(all))))}
+		e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{p}, nil))
+		all = append(all, p)
+	}
+	held := before()
+	extra := meta.Prop{Space: "urn:x", Local: "one-more", InnerXML: "x"}
+	fine := meta.Prop{Space: "urn:x", Local: "fine", InnerXML: "y"}
+	wantKind(t, "a byte past MaxPropBytesPerNode", e.s.PatchProps(e.ctx, id, []meta.Prop{fine, extra}, nil), errs.TooLarge)
+	unchanged("bytes per node", held)
+	// Replacing a property by a smaller one makes room.
+	small := all[0]
+	small.InnerXML = "s"
+	e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{small, extra}, nil))
+	e.must(e.s.PatchProps(e.ctx, id, nil, append(all, extra)))
+
+	// How many properties a node has.
+	var many []meta.Prop
+	for i := 0; i < meta.MaxPropsPerNode; i++ {
+		many = append(many, meta.Prop{Space: "urn:n", Local: fmt.Sprintf("n%d", i), InnerXML: "1"})
+	}
+	e.must(e.s.PatchProps(e.ctx, id, many, nil))
+	wantKind(t, "one property past MaxPropsPerNode", e.s.PatchProps(e.ctx, id, []meta.Prop{extra}, nil), errs.TooLarge)
+	unchanged("properties per node", many)
+	// Replacing one is no new property.
+	many[0].InnerXML = "2"
+	e.must(e.s.PatchProps(e.ctx, id, []meta.Prop{many[0]}, nil))
+	e.must(e.s.PatchProps(e.ctx, id, nil, many))
 }
 
 func testChecksums(t *testing.T, e *env) {
@@ -447,19 +505,20 @@ func testChunks(t *testing.T, e *env) {
 }
 
 func testTreeTx(t *testing.T, e *env) {
-	a := e.user("alice", 100)
+	a := e.user("alice", 0)
+	ec := meta.EntryCharge // every new entry's charge is part of a change's growth
 	var n meta.Node
 	var grew int64
 	err := e.s.Tx(e.ctx, func(tx *sql.Tx) (err error) {
 		n, grew, err = e.s.CommitFileTx(e.ctx, tx, a, "/f", file(t0, chunk("a", 6)), meta.NoGrowthLimit)
 		return err
 	})
-	if err != nil || grew != 6 || n.Size != 6 || e.finished(a) != 6 {
+	if err != nil || grew != 6+ec("f") || n.Size != 6 || e.finished(a) != 6 {
 		t.Fatalf("CommitFileTx = %+v, %d, %v; finished %d", n, grew, err, e.finished(a))
 	}
 	// Growth beyond what the caller reserved is refused, and nothing commits.
 	err = e.s.Tx(e.ctx, func(tx *sql.Tx) error {
-		_, _, err := e.s.CommitFileTx(e.ctx, tx, a, "/g", file(t0, chunk("b", 5)), 4)
+		_, _, err := e.s.CommitFileTx(e.ctx, tx, a, "/g", file(t0, chunk("b", 5)), 4+ec("g"))
 		return err
 	})
 	wantKind(t, "growth past maxGrowth", err, errs.Quota)
@@ -482,26 +541,27 @@ func testTreeTx(t *testing.T, e *env) {
 	}
 	e.mkdir(a, "/d")
 	e.commit(a, "/d/x", chunk("x", 3))
-	if n, err := e.s.SubtreeSize(e.ctx, a, "/d"); err != nil || n != 3 {
+	if n, err := e.s.SubtreeSize(e.ctx, a, "/d"); err != nil || n != 3+ec("d")+ec("x") {
 		t.Fatalf("SubtreeSize(/d) = %d, %v", n, err)
 	}
-	if n, err := e.s.SubtreeSize(e.ctx, a, "/f"); err != nil || n != 6 {
+	if n, err := e.s.SubtreeSize(e.ctx, a, "/f"); err != nil || n != 6+ec("f") {
 		t.Fatalf("SubtreeSize(/f) = %d, %v", n, err)
 	}
 	var delta int64
 	tx := func(fn func(tx *sql.Tx) (int64, error)) error {
 		return e.s.Tx(e.ctx, func(tx *sql.Tx) (err error) { delta, err = fn(tx); return err })
 	}
-	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c", false, true, 3) }); err != nil || delta != 3 {
+	cp := 3 + ec("c") + ec("x")
+	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c", false, true, cp) }); err != nil || delta != cp {
 		t.Fatalf("CopyTx = %d, %v", delta, err)
 	}
-	err = tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c2", false, true, 2) })
+	err = tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c2", false, true, cp) })
 	wantKind(t, "a copy past maxGrowth", err, errs.Quota)
-	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.MoveTx(e.ctx, tx, a, "/c/x", "/f", true) }); err != nil || delta != -6 {
-		t.Fatalf("MoveTx over a 6-byte file = %d, %v; want -6", delta, err)
+	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.MoveTx(e.ctx, tx, a, "/c/x", "/f", true) }); err != nil || delta != -6-ec("f") {
+		t.Fatalf("MoveTx over a 6-byte file = %d, %v; want %d", delta, err, -6-ec("f"))
 	}
-	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.RemoveTx(e.ctx, tx, a, "/d") }); err != nil || delta != -3 {
-		t.Fatalf("RemoveTx = %d, %v; want -3", delta, err)
+	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.RemoveTx(e.ctx, tx, a, "/d") }); err != nil || delta != -3-ec("d")-ec("x") {
+		t.Fatalf("RemoveTx = %d, %v; want %d", delta, err, -3-ec("d")-ec("x"))
 	}
 	if e.finished(a) != 3 {
 		t.Fatalf("finished %d, want 3", e.finished(a))
@@ -511,7 +571,7 @@ func testTreeTx(t *testing.T, e *env) {
 // testReplacingHint: NewFile.Replacing only orders the commit's statements; a
 // wrong hint either way still gives the right tree, folder time and bytes.
 func testReplacingHint(t *testing.T, e *env) {
-	a := e.user("alice", 100)
+	a := e.user("alice", 100+10*meta.EntryBytes)
 	e.mkdir(a, "/d")
 	dirTime := e.stat(a, "/d").ModTime
 	e.clock.Advance(time.Second)
