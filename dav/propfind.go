@@ -219,11 +219,13 @@ func (p *propWriter) appendLive(b []byte, n meta.Node, l string) ([]byte, bool) 
 		}
 		return close(b), true
 	case "quota-used-bytes":
-		// What the user has: their files (seed 001). Bytes of uploads
-		// under way are not theirs yet; they count against the quota
-		// through quota-available-bytes, and `netdisk quota` shows them.
+		// What the user has: their files and what their entries cost
+		// (seed 001's finished bytes, plus the metadata charge, so used and
+		// available add up to the quota). Bytes of uploads under way are
+		// not theirs yet; they count against the quota through
+		// quota-available-bytes, and `netdisk quota` shows them.
 		b = open(b)
-		b = strconv.AppendInt(b, p.quota.Finished, 10)
+		b = strconv.AppendInt(b, p.quota.Finished+p.quota.Metadata, 10)
 		return close(b), true
 	case "quota-available-bytes":
 		b = open(b)

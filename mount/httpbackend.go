@@ -211,5 +211,5 @@ func (b *HTTPBackend) Quota(ctx context.Context) (Quota, error) {
 		}
 		return Quota{}, err
 	}
-	return Quota{Total: q.Total, Used: q.Finished, Uploading: q.Uploading}, nil
+	return Quota{Total: q.Total, Used: q.Finished + q.Metadata, Uploading: q.Uploading}, nil
 }
