@@ -17,7 +17,7 @@ func TestErrorKindsAndFileOps(t *testing.T) {
 	d := startDaemon(t)
 	ctx := context.Background()
 	admin := New(d.URL, "admin", d.AdminPass)
-	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "eve", Password: "eve-pass-1", Quota: 10}); err != nil {
+	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "eve", Password: "eve-pass-1", Quota: 600}); err != nil {
 		t.Fatal(err)
 	}
 	c := New(d.URL, "eve", "eve-pass-1")
@@ -28,6 +28,8 @@ func TestErrorKindsAndFileOps(t *testing.T) {
 			t.Errorf("%s: %v (%#v), want kind %v code %q", what, err, e, want, code)
 		}
 	}
+	// 600 bytes: room for two folders' entries (drive.EntryBytes and the
+	// name each), not for a file of 19 bytes beside them.
 	_, err := c.Stat(ctx, "/nope")
 	kind("stat missing", err, errs.NotFound, "not_found")
 	_, err = c.MkdirMode(ctx, "/d", 0o700)

@@ -1,6 +1,7 @@
 package dav_test
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"netdisk/client"
 	"netdisk/meta"
 )
 
@@ -125,8 +127,12 @@ func TestCopySharesChunksAndCountsQuota(t *testing.T) {
 		t.Error("copied file differs from the original")
 	}
 	body := e.must(207, "PROPFIND", "/dav/", []byte(`<D:propfind xmlns:D="DAV:"><D:prop><D:quota-used-bytes/></D:prop></D:propfind>`), map[string]string{"Depth": "0"})
-	if !strings.Contains(body, "<D:quota-used-bytes>15728640</D:quota-used-bytes>") {
-		t.Errorf("three logical copies of 5 MiB should count 15728640 bytes:\n%s", body)
+	q, err := client.New(e.d.URL, "admin", e.d.AdminPass).Quota(context.Background())
+	if err != nil || q.Finished != 15728640 {
+		t.Errorf("three logical copies of 5 MiB should count 15728640 bytes: %+v %v", q, err)
+	}
+	if want := fmt.Sprintf("<D:quota-used-bytes>%d</D:quota-used-bytes>", q.Finished+q.Metadata); !strings.Contains(body, want) {
+		t.Errorf("quota-used-bytes is the files and their entries, %s:\n%s", want, body)
 	}
 
 	// A copy counts against the quota: at 16 MiB the next 5 MiB copy is 507

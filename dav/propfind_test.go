@@ -177,11 +177,16 @@ func TestPropfindDepths(t *testing.T) {
 		t.Fatalf("want one response with a 200 and a 404 propstat: %s", body)
 	}
 
-	// Quota properties on collections: used = the user's bytes.
+	// Quota properties on collections: used = the user's bytes and what
+	// their entries cost.
 	body = e.must(207, "PROPFIND", "/dav/", []byte(`<D:propfind xmlns:D="DAV:"><D:prop><D:quota-used-bytes/></D:prop></D:propfind>`),
 		map[string]string{"Depth": "0"})
-	if !strings.Contains(body, "<D:quota-used-bytes>7</D:quota-used-bytes>") {
-		t.Errorf("quota-used-bytes: %s", body)
+	q, err := client.New(e.d.URL, "admin", e.d.AdminPass).Quota(context.Background())
+	if err != nil || q.Finished != 7 || q.Metadata <= 0 {
+		t.Fatalf("quota: %+v %v, want 7 bytes of files and their entries' charge", q, err)
+	}
+	if want := fmt.Sprintf("<D:quota-used-bytes>%d</D:quota-used-bytes>", q.Finished+q.Metadata); !strings.Contains(body, want) {
+		t.Errorf("quota-used-bytes, want %s: %s", want, body)
 	}
 }
 

@@ -218,12 +218,18 @@ func TestDfShowsQuota(t *testing.T) {
 		if err := syscall.Statfs(e.mnt, &st); err != nil {
 			t.Fatal(err)
 		}
+		// Free is what the file and its entry's charge leave, in whole blocks.
+		q, err := e.c.Quota(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := (100<<20 - q.Finished - q.Metadata) / 4096 * 4096
 		total, free := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
-		if total == 100<<20 && free == 97<<20 {
+		if total == 100<<20 && free == want && q.Finished == 3<<20 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("df: total %d free %d, want %d and %d", total, free, 100<<20, 97<<20)
+			t.Fatalf("df: total %d free %d, want %d and %d (quota %+v)", total, free, 100<<20, want, q)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
