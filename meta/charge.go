@@ -3,9 +3,6 @@ package meta
 import (
 	"context"
 	"database/sql"
-	"fmt"
-
-	"netdisk/errs"
 )
 
 // What metadata costs. A file's bytes are not all a user keeps: every entry
@@ -33,25 +30,7 @@ func EntryCharge(name string) int64 { return EntryBytes + int64(len(name)) }
 // addMeta moves a user's metadata charge by delta; when check is set, growth
 // is refused (errs.Quota) past a non-zero total.
 func addMeta(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, path string, check bool) error {
-	if delta == 0 {
-		return nil
-	}
-	q, args := `UPDATE users SET use_space_meta = use_space_meta + ? WHERE id = ?`, []any{delta, uid}
-	if delta > 0 && check {
-		q, args = q+` AND (quota_total = 0 OR use_space_finished + use_space_meta + ? <= quota_total)`, append(args, delta)
-	}
-	res, err := tx.ExecContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
-	}
-	var total, used int64
-	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished + use_space_meta FROM users WHERE id = ?`, uid).Scan(&total, &used); err != nil {
-		return err // sql.ErrNoRows: no such user
-	}
-	return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed for the entry and its properties", max(total-used, 0), delta))
+	return addUsage(ctx, tx, op, uid, "use_space_meta", delta, path, check, " for the entry and its properties")
 }
 
 // chargeOf returns what node n and, for a folder, everything below it cost

@@ -163,11 +163,19 @@ func mkdirTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string,
 // the quota condition is part of the UPDATE, and the user's row is read only
 // to explain a refusal.
 func addFinished(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, path string) error {
+	return addUsage(ctx, tx, op, uid, "use_space_finished", delta, path, true, "")
+}
+
+// addUsage adds delta to one of the user's usage columns (column is a
+// constant of the callers, never input). A growth, when check, is admitted
+// only while the files and their metadata stay within the quota; a refusal
+// says how much was free and how much was needed (what, after "needed").
+func addUsage(ctx context.Context, tx *sql.Tx, op string, uid int64, column string, delta int64, path string, check bool, what string) error {
 	if delta == 0 {
 		return nil
 	}
-	q, args := `UPDATE users SET use_space_finished = use_space_finished + ? WHERE id = ?`, []any{delta, uid}
-	if delta > 0 {
+	q, args := `UPDATE users SET `+column+` = `+column+` + ? WHERE id = ?`, []any{delta, uid}
+	if delta > 0 && check {
 		q, args = q+` AND (quota_total = 0 OR use_space_finished + use_space_meta + ? <= quota_total)`, append(args, delta)
 	}
 	res, err := tx.ExecContext(ctx, q, args...)
@@ -177,11 +185,11 @@ func addFinished(ctx context.Context, tx *sql.Tx, op string, uid, delta int64, p
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return err
 	}
-	var total, finished int64
-	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished + use_space_meta FROM users WHERE id = ?`, uid).Scan(&total, &finished); err != nil {
+	var total, used int64
+	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished + use_space_meta FROM users WHERE id = ?`, uid).Scan(&total, &used); err != nil {
 		return err // sql.ErrNoRows: no such user
 	}
-	return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed", max(total-finished, 0), delta))
+	return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed%s", max(total-used, 0), delta, what))
 }
 
 // chunkIDs finds or inserts each chunk record by SHA-256. The statements come

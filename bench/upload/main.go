@@ -111,7 +111,7 @@ func run() error {
 	fh, fsha := chunker.FileHash(md5s), chunker.FileSHA256(shas)
 
 	tx0, sent0, t0 := meta.WriteTxCount(), b.sent.Load(), time.Now()
-	if err := b.apiUpload("alice", "/big.bin", md5s, fh, *parallel); err != nil {
+	if err := b.apiUpload("alice", "/big.bin", 1, md5s, fh, *parallel); err != nil {
 		return err
 	}
 	apiDur, apiTx, apiSent := time.Since(t0), meta.WriteTxCount()-tx0, b.sent.Load()-sent0
@@ -163,7 +163,7 @@ func (b *bench) do(user, method, path string, body []byte, out any) error {
 
 func jsonBody(v any) []byte { b, _ := json.Marshal(v); return b }
 
-func (b *bench) apiUpload(user, path string, md5s []string, fh string, parallel int) error {
+func (b *bench) apiUpload(user, path string, seed uint64, md5s []string, fh string, parallel int) error {
 	var in apitype.Session
 	if err := b.do(user, "POST", "/api/v1/file/init", jsonBody(apitype.InitRequest{Path: &path, Size: &b.size, FileHash: fh}), &in); err != nil {
 		return err
@@ -177,7 +177,7 @@ func (b *bench) apiUpload(user, path string, md5s []string, fh string, parallel 
 			defer wg.Done()
 			for i := range next {
 				q := fmt.Sprintf("/api/v1/file/uploadChunk?uploadId=%s&index=%d&hash=%s", in.UploadID, i, md5s[i])
-				if err := b.do(user, "PUT", q, b.chunk(1, i), nil); err != nil {
+				if err := b.do(user, "PUT", q, b.chunk(seed, i), nil); err != nil {
 					errc <- err
 					return
 				}

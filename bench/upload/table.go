@@ -9,12 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
 
-	"netdisk/apitype"
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/server"
@@ -154,45 +152,5 @@ func (b *bench) chunked(user, path string, seed uint64, parallel int) error {
 		m := md5.Sum(b.chunk(seed, i))
 		md5s[i] = hex.EncodeToString(m[:])
 	}
-	fh := chunker.FileHash(md5s)
-	var in apitype.Session
-	if err := b.do(user, "POST", "/api/v1/file/init", jsonBody(apitype.InitRequest{Path: &path, Size: &b.size, FileHash: fh}), &in); err != nil {
-		return err
-	}
-	next := make(chan int64)
-	errc := make(chan error, parallel)
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				q := fmt.Sprintf("/api/v1/file/uploadChunk?uploadId=%s&index=%d&hash=%s", in.UploadID, i, md5s[i])
-				if err := b.do(user, "PUT", q, b.chunk(seed, i), nil); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := range in.TotalChunks {
-		select {
-		case next <- i:
-		case err = <-errc:
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-errc:
-		return err
-	default:
-	}
-	return b.do(user, "POST", "/api/v1/file/merge", jsonBody(apitype.MergeRequest{UploadID: in.UploadID, FileHash: fh}), nil)
+	return b.apiUpload(user, path, seed, md5s, chunker.FileHash(md5s), parallel)
 }
