@@ -73,6 +73,9 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 		newLedger = func(cfg quota.Config) quota.Ledger { return quota.NewMemory(cfg) }
 	}
 	g := quota.NewGuard(newLedger(cfg), sink, c.Logger)
+	if cfg.Clock != nil {
+		g.SetHoldLease(cfg.Clock, 0)
+	}
 	dc := c.Config
 	dc.Meta, dc.Blobs, dc.Quota = m, store, g
 	return &Local{Drive: New(dc), Meta: m, Blobs: blobs, Quota: g}, nil

@@ -235,3 +235,65 @@ func clip(b []byte) string {
 	}
 	return string(b)
 }
+
+// A node that starts (and reconciles the shared quota ledger) while another
+// node streams a PUT keeps that PUT's hold: with 150 KiB of a 200 KiB quota
+// on its way to node A, a 100 KiB PUT through the restarted node B is
+// refused at once (507, before its bytes), and A's PUT commits.
+func TestNodeStartKeepsOtherNodesHolds(t *testing.T) {
+	c := startCluster(t)
+	if a := ask(t, c.a, "POST", "/api/v1/admin/users", []byte(`{"name":"quinn","password":"quinn-pass-123","quota":204800}`), nil); a.code != http.StatusCreated {
+		t.Fatalf("add user: %d %s", a.code, a.body)
+	}
+	first := randBytes(t, 150<<10)
+	pr, pw := io.Pipe()
+	req, err := c.a.Request(context.Background(), "PUT", "/dav/first.bin", "quinn", "quinn-pass-123", pr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(first))
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{readErr: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- answer{code: resp.StatusCode, body: b}
+	}()
+	// Part of the body is through: A holds 150 KiB for it.
+	if _, err := pw.Write(first[:10<<10]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the first PUT's hold", func() bool {
+		resp, err := c.b.Do(context.Background(), "GET", "/api/v1/quota", "quinn", "quinn-pass-123", nil, nil)
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return bytes.Contains(b, []byte(`"uploading":153600`))
+	})
+	c.b.Restart()
+	resp, err := c.b.Do(context.Background(), "PUT", "/dav/second.bin", "quinn", "quinn-pass-123", randBytes(t, 100<<10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInsufficientStorage {
+		t.Errorf("100 KiB PUT through the restarted node while 150 KiB of 200 KiB stream to the other: %d %s; want 507", resp.StatusCode, b)
+	}
+	if _, err := pw.Write(first[10<<10:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if a := <-done; a.code != http.StatusCreated {
+		t.Fatalf("the streaming PUT: %d %s %v", a.code, a.body, a.readErr)
+	}
+	if strings.Contains(c.a.Logs(), "unknown to the ledger") {
+		t.Errorf("node A lost its hold:\n%s", c.a.Logs())
+	}
+}

@@ -24,7 +24,11 @@ import (
 //     (WebDAV PUT, the one-request upload, COPY). They are sessions of the
 //     ledger that SQLite never sees, so the Guard keeps them and hands them to
 //     Reconcile beside the open upload sessions: a Reconcile in the middle of
-//     a PUT keeps the PUT's reservation.
+//     a PUT keeps the PUT's reservation. Another node's Reconcile cannot
+//     know them, so each hold is leased in the ledger (Ledger.Hold) and
+//     renewed by RunHeal while its bytes stream: a Reconcile anywhere keeps
+//     a hold whose lease runs, and drops it once its node has stopped
+//     renewing it for a whole lease (the node died).
 //   - Repair by re-deriving. When a ledger update after a committed SQLite
 //     change fails (Redis unreachable at that instant), the ledger is only
 //     ever left on the safe side (a reservation not yet released, a delete
@@ -44,6 +48,26 @@ type Guard struct {
 	prefix string // hold ids of this process: never an upload id, never another daemon's
 	seq    atomic.Int64
 	dirty  atomic.Bool
+
+	clock     Clock
+	holdLease time.Duration
+}
+
+// DefaultHoldLease is how long a hold outlives its node's last renewal:
+// far beyond a renewal interval (RunHeal's, a second in the daemon) and a
+// Redis blip, so a live PUT never loses its hold; short enough that a dead
+// node's holds give their space back soon after.
+const DefaultHoldLease = 2 * time.Minute
+
+// SetHoldLease sets the clock holds are leased on and the lease (default:
+// the system clock, DefaultHoldLease). Call it before the first hold.
+func (g *Guard) SetHoldLease(clock Clock, lease time.Duration) {
+	if clock != nil {
+		g.clock = clock
+	}
+	if lease > 0 {
+		g.holdLease = lease
+	}
 }
 
 // NewGuard wraps l, whose sink is sink. Call SetTruth before Reconcile.
@@ -53,7 +77,8 @@ func NewGuard(l Ledger, sink *SQLiteSink, log *slog.Logger) *Guard {
 	}
 	b := make([]byte, 6)
 	rand.Read(b)
-	return &Guard{l: l, sink: sink, log: log, holds: map[string]Session{}, prefix: "h-" + hex.EncodeToString(b) + "-"}
+	return &Guard{l: l, sink: sink, log: log, holds: map[string]Session{}, prefix: "h-" + hex.EncodeToString(b) + "-",
+		clock: systemClock{}, holdLease: DefaultHoldLease}
 }
 
 // SetTruth sets the open upload sessions (package upload) Reconcile reads.
@@ -177,6 +202,9 @@ func (g *Guard) run(ctx context.Context, clock Clock, every time.Duration, heal,
 		if heal && !g.Heal(ctx) {
 			continue
 		}
+		if heal {
+			g.RenewHolds(ctx)
+		}
 		if !flush {
 			continue
 		}
@@ -190,10 +218,53 @@ func (g *Guard) run(ctx context.Context, clock Clock, every time.Duration, heal,
 	}
 }
 
-// Tick is one round of Run: Heal, then Flush what is due at now.
+// Tick is one round of Run: Heal, renew the holds, then Flush what is due
+// at now.
 func (g *Guard) Tick(ctx context.Context, now time.Time) {
 	if g.Heal(ctx) {
+		g.RenewHolds(ctx)
 		g.Flush(ctx, now)
+	}
+}
+
+// RenewHolds renews the lease of each open hold of this process that has
+// run half its course. A hold the ledger no longer knows (its state was
+// lost, or a Reconcile dropped it) marks the Guard dirty: Heal rebuilds the
+// ledger with this process's holds in the truth.
+func (g *Guard) RenewHolds(ctx context.Context) {
+	now := g.clock.Now()
+	g.hmu.Lock()
+	var due []Session
+	for _, h := range g.holds {
+		if h.Lease.Sub(now) < g.holdLease/2 {
+			due = append(due, h)
+		}
+	}
+	g.hmu.Unlock()
+	for _, h := range due {
+		until := now.Add(g.holdLease)
+		ok, err := g.l.Renew(ctx, h.User, h.Upload, until)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.log.Warn("quota: renew hold", "hold", h.Upload, "err", err)
+			}
+			return // the ledger is away: the next round tries again
+		}
+		if !ok {
+			g.hmu.Lock()
+			_, open := g.holds[h.Upload] // not ended meanwhile
+			g.hmu.Unlock()
+			if open {
+				g.MarkDirty("Renew", errors.New("hold "+h.Upload+" unknown to the ledger"))
+			}
+			continue
+		}
+		g.hmu.Lock()
+		if cur, open := g.holds[h.Upload]; open {
+			cur.Lease = until
+			g.holds[h.Upload] = cur
+		}
+		g.hmu.Unlock()
 	}
 }
 
@@ -275,10 +346,11 @@ func (h *Hold) Grow(ctx context.Context, n int64) error {
 	}
 	defer h.g.Step()()
 	id := h.base + "." + strconv.Itoa(len(h.parts))
-	if _, err := h.g.l.Reserve(ctx, h.user, id, n); err != nil {
+	until := h.g.clock.Now().Add(h.g.holdLease)
+	if _, err := h.g.l.Hold(ctx, h.user, id, n, until); err != nil {
 		return err
 	}
-	s := Session{User: h.user, Upload: id, Declared: n}
+	s := Session{User: h.user, Upload: id, Declared: n, Lease: until}
 	h.g.hmu.Lock()
 	h.g.holds[id] = s
 	h.g.hmu.Unlock()
