@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,7 @@ type Guard struct {
 	holds map[string]Session // open hold parts, by ledger upload id
 	truth Truth
 
+	owner  string // hold ids of this node, across its restarts (SetOwner)
 	prefix string // hold ids of this process: never an upload id, never another daemon's
 	seq    atomic.Int64
 	dirty  atomic.Bool
@@ -75,10 +77,27 @@ func NewGuard(l Ledger, sink *SQLiteSink, log *slog.Logger) *Guard {
 	if log == nil {
 		log = slog.Default()
 	}
+	g := &Guard{l: l, sink: sink, log: log, holds: map[string]Session{}, clock: systemClock{}, holdLease: DefaultHoldLease}
+	g.SetOwner(randomHex())
+	return g
+}
+
+func randomHex() string {
 	b := make([]byte, 6)
 	rand.Read(b)
-	return &Guard{l: l, sink: sink, log: log, holds: map[string]Session{}, prefix: "h-" + hex.EncodeToString(b) + "-",
-		clock: systemClock{}, holdLease: DefaultHoldLease}
+	return hex.EncodeToString(b)
+}
+
+// SetOwner names this node's holds; call it before the first hold. owner
+// (letters and digits) must be the node's own and stable across its
+// restarts (the daemon keeps one in its data directory): a Reconcile then
+// takes this node's holds from this process's list alone, so the holds a
+// killed process left go at the next start rather than a lease later, and
+// a hold whose commit the ledger missed does not linger. Without it, the
+// owner is this process.
+func (g *Guard) SetOwner(owner string) {
+	g.owner = "h-" + owner + "-"
+	g.prefix = g.owner + randomHex() + "-"
 }
 
 // SetTruth sets the open upload sessions (package upload) Reconcile reads.
@@ -151,6 +170,8 @@ type guardTruth struct{ g *Guard }
 func (t guardTruth) OpenSessions(ctx context.Context) ([]Session, error) {
 	return t.g.OpenSessions(ctx)
 }
+
+func (t guardTruth) OwnsHold(upload string) bool { return strings.HasPrefix(upload, t.g.owner) }
 
 // Run keeps the ledger healthy and flushes it every interval: Heal then
 // Flush, and prunes settled flush records every hour (records older than an

@@ -451,6 +451,18 @@ var holdCases = []struct {
 			t.Fatalf("Renew of an upload session: %v, %v", ok, err)
 		}
 	}},
+	{"OwnerDropsItsUnlistedHolds", func(t *testing.T, e *env) {
+		u := e.user("ann", 100)
+		until := e.clock.Now().Add(time.Minute)
+		_, err := e.l.Hold(e.ctx, u, "h-me-old-1.0", 30, until) // left by this node's killed process
+		e.must(err)
+		_, err = e.l.Hold(e.ctx, u, "h-other-1.0", 40, until)
+		e.must(err)
+		e.must(e.peer().Reconcile(e.ctx, ownerTruth{e, "h-me-"}))
+		if got := e.usage(u); got.Uploading != 40 {
+			t.Fatalf("after the owner's reconcile: %+v; want only the other node's 40 bytes held", got)
+		}
+	}},
 	{"HoldEndsLikeASession", func(t *testing.T, e *env) {
 		u := e.user("ann", 100)
 		_, err := e.l.Hold(e.ctx, u, "h-x-1.0", 60, e.clock.Now().Add(time.Minute))
@@ -472,6 +484,14 @@ var holdCases = []struct {
 		}
 	}},
 }
+
+// ownerTruth is the truth of a node whose holds are named prefix….
+type ownerTruth struct {
+	*env
+	prefix string
+}
+
+func (o ownerTruth) OwnsHold(upload string) bool { return strings.HasPrefix(upload, o.prefix) }
 
 func TestConformance(t *testing.T) {
 	for _, im := range impls {

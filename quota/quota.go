@@ -383,19 +383,28 @@ func scanDue(ctx context.Context, s scanner, sink Sink, now time.Time, batch int
 // be in flight from before, so that claim, if it lands late, is fenced out.
 func reconcileSeq(rec FlushRecord) int64 { return rec.Seq + 2 }
 
+// HoldOwner is implemented by a Truth that speaks for one node's holds (a
+// Guard's): Reconcile takes the holds it owns from its list alone. One it
+// owns and does not list has ended, or was left by the node's previous
+// process (killed mid-PUT): no lease need be waited for.
+type HoldOwner interface {
+	OwnsHold(upload string) bool
+}
+
 // withLiveHolds adds to the truth's sessions the live holds the ledger had
-// that the truth does not list: other nodes' PUTs in progress. A hold the
-// truth lists (the reconciling node's own) is the truth's.
-func withLiveHolds(sessions []Session, live []Session) []Session {
+// that the truth does not list and does not own: other nodes' PUTs in
+// progress.
+func withLiveHolds(sessions []Session, live []Session, truth Truth) []Session {
 	if len(live) == 0 {
 		return sessions
 	}
+	owner, _ := truth.(HoldOwner)
 	listed := make(map[string]bool, len(sessions))
 	for _, s := range sessions {
 		listed[s.Upload] = true
 	}
 	for _, h := range live {
-		if !listed[h.Upload] {
+		if !listed[h.Upload] && (owner == nil || !owner.OwnsHold(h.Upload)) {
 			sessions = append(sessions, h)
 		}
 	}

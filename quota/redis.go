@@ -401,7 +401,7 @@ func (r *Redis) Reconcile(ctx context.Context, truth Truth) error {
 	if err != nil {
 		return err
 	}
-	sessions = withLiveHolds(sessions, live)
+	sessions = withLiveHolds(sessions, live, truth)
 	us := make(map[int64]*Usage, len(users))
 	for _, t := range users {
 		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
