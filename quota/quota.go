@@ -66,7 +66,8 @@
 //	abort/expire: SQLite tx { settle(user, upload); close session }
 //	        then Release(user, upload)
 //	delete file / non-session write: SQLite tx, then AddFinished(user, ±n)
-//	        (a non-session write of n bytes is better a Reserve + Commit)
+//	        (a non-session write of n bytes is better a leased Hold + Commit,
+//	        renewed while its bytes arrive: Guard does it)
 //	startup, and whenever an operation fails with ErrStateLost: Reconcile(truth)
 //
 // Chunk is idempotent per (upload, index): a retried or duplicated chunk is
