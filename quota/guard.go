@@ -315,8 +315,9 @@ func (g *Guard) Heal(ctx context.Context) bool {
 	return true
 }
 
-// Flush writes the tasks due at now to the database. A ledger that lost
-// its state is Heal's to repair (on every node): Flush only says so.
+// Flush writes the tasks due at now to the database and releases the holds
+// whose lease ended (their nodes died). A ledger that lost its state is
+// Heal's to repair (on every node): Flush only says so.
 func (g *Guard) Flush(ctx context.Context, now time.Time) {
 	if _, err := g.l.ScanDue(ctx, now); err != nil && ctx.Err() == nil {
 		if errors.Is(err, ErrStateLost) {
@@ -324,6 +325,13 @@ func (g *Guard) Flush(ctx context.Context, now time.Time) {
 			return
 		}
 		g.log.Warn("quota: flush", "err", err)
+	}
+	n, err := g.l.ExpireHolds(ctx, now)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStateLost) {
+		g.log.Warn("quota: expire holds", "err", err)
+	}
+	if n > 0 {
+		g.log.Info("quota: released holds whose node stopped renewing them", "holds", n)
 	}
 }
 

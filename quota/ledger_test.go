@@ -463,6 +463,36 @@ var holdCases = []struct {
 			t.Fatalf("after the owner's reconcile: %+v; want only the other node's 40 bytes held", got)
 		}
 	}},
+	{"ExpireHoldsGivesTheSpaceBack", func(t *testing.T, e *env) {
+		u := e.user("ann", 100)
+		_, err := e.l.Hold(e.ctx, u, "h-dead-1.0", 60, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		_, err = e.l.Hold(e.ctx, u, "h-live-1.0", 30, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		e.must(e.initSession(u, up(1), 10))
+		e.clock.Advance(40 * time.Second)
+		if n, err := e.l.ExpireHolds(e.ctx, e.clock.Now()); err != nil || n != 0 {
+			t.Fatalf("ExpireHolds within the leases: %d, %v", n, err)
+		}
+		ok, err := e.l.Renew(e.ctx, u, "h-live-1.0", e.clock.Now().Add(time.Minute))
+		e.must(err)
+		if !ok {
+			t.Fatal("Renew of a live hold: not found")
+		}
+		e.clock.Advance(20 * time.Second) // the dead node's lease ends now
+		n, err := e.l.ExpireHolds(e.ctx, e.clock.Now())
+		e.must(err)
+		if n != 1 {
+			t.Fatalf("ExpireHolds after one lease ended: %d released, want 1", n)
+		}
+		if got := e.usage(u); got.Uploading != 40 {
+			t.Fatalf("usage after the expiry: %+v; want 40 (the renewed hold and the session)", got)
+		}
+		if r, err := e.l.Commit(e.ctx, u, "h-dead-1.0", 60); err != nil || r.Found {
+			t.Fatalf("commit of an expired hold: %+v, %v; want not found", r, err)
+		}
+		e.must(e.initSession(u, up(2), 60))
+	}},
 	{"HoldEndsLikeASession", func(t *testing.T, e *env) {
 		u := e.user("ann", 100)
 		_, err := e.l.Hold(e.ctx, u, "h-x-1.0", 60, e.clock.Now().Add(time.Minute))

@@ -106,6 +106,28 @@ func (m *Memory) Renew(ctx context.Context, user int64, upload string, until tim
 	return true, nil
 }
 
+func (m *Memory) ExpireHolds(ctx context.Context, now time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return 0, lost("quota.ExpireHolds")
+	}
+	n := 0
+	for id, s := range m.sessions {
+		if s.hold.IsZero() || s.hold.After(now) {
+			continue
+		}
+		if u := m.users[s.user]; u != nil {
+			u.Uploading -= s.declared
+			u.Unfinished -= s.received
+		}
+		m.due.unschedule(s)
+		delete(m.sessions, id)
+		n++
+	}
+	return n, nil
+}
+
 func (m *Memory) reserve(ctx context.Context, op string, user int64, upload string, declared int64, hold time.Time) (Usage, error) {
 	if declared < 0 || upload == "" {
 		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)

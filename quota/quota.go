@@ -236,9 +236,14 @@ type Ledger interface {
 	// node died). Holding an upload again renews it.
 	Hold(ctx context.Context, user int64, upload string, declared int64, until time.Time) (Usage, error)
 	// Renew moves a hold's lease end to until; false when the ledger does
-	// not know the hold (ended, lost with the ledger's state, or dropped by
-	// a Reconcile after its lease expired).
+	// not know the hold (ended, lost with the ledger's state, or dropped
+	// after its lease expired).
 	Renew(ctx context.Context, user int64, upload string, until time.Time) (bool, error)
+	// ExpireHolds releases the holds whose lease ended at or before now
+	// (their nodes died) and returns how many, so their space comes back
+	// without waiting for a Reconcile. Production calls it from the flush
+	// rounds (Guard.Flush).
+	ExpireHolds(ctx context.Context, now time.Time) (int, error)
 	// Chunk counts n bytes of chunk index received by the upload and pushes
 	// its flush later. A chunk index already counted is not counted again.
 	Chunk(ctx context.Context, user int64, upload string, index int, n int64) error

@@ -179,6 +179,24 @@ func (r *Redis) Renew(ctx context.Context, user int64, upload string, until time
 	return false, errs.Errorf(op, errs.Other, "unexpected status %d", st)
 }
 
+func (r *Redis) ExpireHolds(ctx context.Context, now time.Time) (int, error) {
+	const op = "quota.ExpireHolds"
+	total := 0
+	for {
+		n, err := expireHoldsScript.Run(ctx, r.rdb, []string{r.kEpoch(), r.kHolds()}, ms(now), r.cfg.Batch, r.prefix).Int()
+		if err != nil {
+			return total, redisErr(op, err)
+		}
+		if n == -1 {
+			return total, lost(op)
+		}
+		total += n
+		if n < r.cfg.Batch {
+			return total, nil
+		}
+	}
+}
+
 func (r *Redis) reserve(ctx context.Context, op string, user int64, upload string, declared int64, holdMs string) (Usage, error) {
 	res, err := r.runUser(ctx, op, user, reserveScript, []string{r.kEpoch(), r.kUser(user), r.kSession(upload), r.kHolds()},
 		user, declared, holdMs, upload)

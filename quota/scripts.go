@@ -210,3 +210,31 @@ local u = redis.call('HMGET', KEYS[2], 'total', 'finished', 'uploading', 'unfini
 if not u[1] then return {-2} end
 return {0, u[1], u[2], u[3], u[4]}
 `)
+
+// Release the holds whose lease ended at or before nowMs, as endScript does
+// without a merge. KEYS epoch, holds. ARGV nowMs, limit, prefix.
+// Reply: the number released, or -1.
+var expireHoldsScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local now = tonumber(ARGV[1])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local n = 0
+for _, id in ipairs(ids) do
+  local sk = ARGV[3] .. 's:' .. id
+  local s = redis.call('HMGET', sk, 'user', 'declared', 'received', 'hold')
+  if s[1] and s[4] and tonumber(s[4]) <= now then
+    local uk = ARGV[3] .. 'u:' .. s[1]
+    if redis.call('EXISTS', uk) == 1 then
+      if s[2] ~= '0' then redis.call('HINCRBY', uk, 'uploading', '-' .. s[2]) end
+      if s[3] ~= '0' then redis.call('HINCRBY', uk, 'unfinished', '-' .. s[3]) end
+    end
+    redis.call('DEL', sk, ARGV[3] .. 'b:' .. id)
+    redis.call('ZREM', ARGV[3] .. 'due', id)
+    n = n + 1
+  end
+  if not s[1] or not s[4] or tonumber(s[4]) <= now then
+    redis.call('ZREM', KEYS[2], id)
+  end
+end
+return n
+`)
