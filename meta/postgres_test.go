@@ -230,16 +230,30 @@ func TestPostgresRestartIsUnavailable(t *testing.T) {
 	if _, err := side.Exec(ctx, "BEGIN; LOCK TABLE users IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
+	// Another connection, outside that transaction, watches for the
+	// store's read to wait on the lock.
+	watch, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
 	cut := make(chan error, 1)
 	go func() {
 		_, err := s.UserByName(ctx, "ann")
 		cut <- err
 	}()
+	deadline := time.Now().Add(time.Minute)
 	for waiting := 0; waiting == 0; {
-		if err := side.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").Scan(&waiting); err != nil {
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := watch.QueryRow(qctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").Scan(&waiting)
+		cancel()
+		if err != nil {
 			t.Fatal(err)
 		}
 		if waiting == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the store's read never waited on the lock")
+			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
@@ -256,7 +270,12 @@ func TestPostgresRestartIsUnavailable(t *testing.T) {
 			}
 		}
 	}
-	check("a read cut by the shutdown", <-cut)
+	select {
+	case err := <-cut:
+		check("a read cut by the shutdown", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the read waiting in the server did not end with its shutdown")
+	}
 	_, err = s.UserByName(ctx, "ann")
 	check("a read while the server is down", err)
 	_, err = s.CreateUser(ctx, "bob", "hash", false, 0)
