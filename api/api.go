@@ -146,6 +146,7 @@ func (a *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		a.Log.Error("api", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
+	errs.SetErrorHeaders(w.Header(), status)
 	WriteJSON(w, status, ErrorBody(err))
 }
 

@@ -6,12 +6,20 @@ import (
 	"os"
 
 	"netdisk/drive"
+	"netdisk/errs"
 	"netdisk/meta"
 )
 
 // serveFile answers GET and HEAD of a file. http.ServeContent does the
 // conditional and Range logic; sendfileWriter lets its final copy go from the
 // chunk files to the socket without passing through user space.
+//
+// What the body needs first is opened before the status is sent (see
+// sendfileWriter.WriteHeader): a store that cannot serve it (S3 away) makes
+// the answer the error's (503 with Retry-After), not a 200 whose body stops.
+// A failure after the status is logged, counted as the failure it is, and
+// aborts the connection, so the client sees a truncated body, never a clean
+// end of a short one.
 func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
 	rd, err := fs.D.Open(r.Context(), fs.UID, name)
 	if err != nil {
@@ -24,7 +32,20 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 	setContentHeaders(hd, n.Path)
 	hd.Set("Accept-Ranges", "bytes")
 	setOCChecksum(hd, n)
-	http.ServeContent(&sendfileWriter{ResponseWriter: w, d: fs.D, r: r, rd: rd}, r, n.Path, n.ModTime, rd)
+	sw := &sendfileWriter{ResponseWriter: w, d: fs.D, r: r, rd: rd}
+	http.ServeContent(sw, r, n.Path, n.ModTime, rd)
+	switch {
+	case sw.openErr != nil:
+		// Nothing was sent: the caller answers with the error, without
+		// the file's headers.
+		for _, k := range []string{"Content-Length", "Content-Range", "Content-Type", "ETag", "Last-Modified", "Accept-Ranges", "OC-Checksum"} {
+			hd.Del(k)
+		}
+		return 0, sw.openErr
+	case sw.sendErr != nil && !errs.Is(sw.sendErr, errs.Canceled):
+		h.Log.Error("webdav: response cut after its status", "method", r.Method, "path", r.URL.Path, "err", sw.sendErr)
+		errs.AbortResponse(w, sw.sendErr)
+	}
 	return 0, nil
 }
 
@@ -32,21 +53,61 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 // the source is our drive.Reader (one range or the whole file), it sends each
 // chunk segment as an *os.File through the connection's ReadFrom (sendfile).
 // Multipart ranges come through a pipe and take the ordinary path.
+//
+// It also holds back a 200 or 206 until the chunk the body starts with is
+// open (drive.Reader.Ready): if that fails, no status is sent (openErr) and
+// serveFile answers the error instead. Reading failures after the status
+// are kept in sendErr (writing failures are the client's going away).
 type sendfileWriter struct {
 	http.ResponseWriter
 	d  *drive.Drive
 	r  *http.Request
 	rd *drive.Reader
+
+	openErr error // the body's first chunk could not be opened: nothing sent
+	sendErr error // reading the body failed after the status
+}
+
+func (s *sendfileWriter) WriteHeader(code int) {
+	if s.openErr != nil {
+		return
+	}
+	if (code == http.StatusOK || code == http.StatusPartialContent) && s.r.Method != http.MethodHead {
+		// ServeContent has sought the reader to the (first) range's start.
+		if err := s.rd.Ready(); err != nil {
+			s.openErr = err
+			return
+		}
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *sendfileWriter) Write(p []byte) (int, error) {
+	if s.openErr != nil {
+		return 0, s.openErr
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// fail keeps the first reading failure.
+func (s *sendfileWriter) fail(err error) error {
+	if s.sendErr == nil {
+		s.sendErr = err
+	}
+	return err
 }
 
 func (s *sendfileWriter) ReadFrom(src io.Reader) (int64, error) {
+	if s.openErr != nil {
+		return 0, s.openErr
+	}
 	lr, ok := src.(*io.LimitedReader)
 	if !ok || lr.R != io.Reader(s.rd) {
-		return io.Copy(struct{ io.Writer }{s.ResponseWriter}, src)
+		return io.Copy(struct{ io.Writer }{s.ResponseWriter}, failReader{src, s})
 	}
 	off, err := s.rd.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return 0, err
+		return 0, s.fail(err)
 	}
 	var total int64
 	segs := s.rd.Segments(off, lr.N)
@@ -62,18 +123,24 @@ func (s *sendfileWriter) ReadFrom(src io.Reader) (int64, error) {
 			}
 		}
 	}()
+	if len(segs) > 0 {
+		open[0] = s.rd.Take(segs[0]) // opened before the status
+	}
 	for i, seg := range segs {
 		for j := i; j < min(i+1+readAheadChunks, len(segs)); j++ {
 			if open[j] == nil {
 				f, err := s.d.OpenSegment(s.r.Context(), segs[j])
+				if err != nil && j > i {
+					break // its turn comes: send what can be sent first
+				}
 				if err != nil {
-					return total, err
+					return total, s.fail(err)
 				}
 				open[j] = f
 				willNeed(f, segs[j].Offset, segs[j].Length)
 			}
 		}
-		n, err := copySegment(s.ResponseWriter, open[i], seg)
+		n, err := s.copySegment(open[i], seg)
 		open[i].Close()
 		open[i] = nil
 		total += n
@@ -85,24 +152,50 @@ func (s *sendfileWriter) ReadFrom(src io.Reader) (int64, error) {
 	return total, nil
 }
 
+// failReader keeps a reading failure (not the end) in the writer.
+type failReader struct {
+	r io.Reader
+	s *sendfileWriter
+}
+
+func (f failReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && err != io.EOF {
+		f.s.fail(err)
+	}
+	return n, err
+}
+
 // readAheadChunks is how many chunks past the one being sent are read from
 // the disk ahead (4 MiB each by default): measured with bench/webdav on this
 // machine, 2 gave 0.74× rclone's GET of a file it just wrote (from its page
 // cache), 8 gave 0.69–0.83× (the disk's pace), none 0.61×.
 const readAheadChunks = 8
 
-func copySegment(w io.Writer, f io.ReadSeeker, seg drive.Segment) (int64, error) {
+// copySegment sends one segment; a failure to read it (not to write it)
+// is kept in sendErr, as is a chunk shorter than its record.
+func (s *sendfileWriter) copySegment(f io.ReadSeeker, seg drive.Segment) (int64, error) {
 	if _, err := f.Seek(seg.Offset, io.SeekStart); err != nil {
-		return 0, err
+		return 0, s.fail(err)
 	}
-	if osf, ok := f.(*os.File); ok {
+	var n int64
+	var err error
+	if osf, ok := f.(*os.File); ok && isReaderFrom(s.ResponseWriter) {
 		// *os.File inside an io.LimitedReader is what net.TCPConn.ReadFrom
 		// turns into sendfile(2).
-		if rf, ok := w.(io.ReaderFrom); ok {
-			return rf.ReadFrom(&io.LimitedReader{R: osf, N: seg.Length})
-		}
+		n, err = s.ResponseWriter.(io.ReaderFrom).ReadFrom(&io.LimitedReader{R: osf, N: seg.Length})
+	} else {
+		n, err = io.CopyN(s.ResponseWriter, failReader{f, s}, seg.Length)
 	}
-	return io.CopyN(w, f, seg.Length)
+	if (err == nil || err == io.EOF) && n < seg.Length {
+		err = s.fail(errs.Errorf("dav.Get", errs.Other, "chunk %s ends %d bytes short of its record", seg.Key, seg.Length-n))
+	}
+	return n, err
+}
+
+func isReaderFrom(w io.Writer) bool {
+	_, ok := w.(io.ReaderFrom)
+	return ok
 }
 
 func (s *sendfileWriter) Flush() {

@@ -130,6 +130,7 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err
 		if status >= 500 {
 			h.Log.Error("webdav", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
+		errs.SetErrorHeaders(w.Header(), status)
 		http.Error(w, errs.Message(err), status)
 		return
 	}

@@ -8,12 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"netdisk/errs"
 )
 
 // S3Store keeps blobs as objects of an S3-compatible bucket (AWS, MinIO,
@@ -95,7 +99,7 @@ func (s *S3Store) Put(ctx context.Context, key Key, b []byte) error {
 	_, err := s.c.PutObject(ctx, s.bucket, s.name(key), bytes.NewReader(b), int64(len(b)),
 		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true, SendContentMd5: true})
 	if err != nil {
-		return fmt.Errorf("s3 put %s: %w", key, err)
+		return s.err("put", key, err)
 	}
 	return nil
 }
@@ -115,8 +119,34 @@ func (s *S3Store) Open(ctx context.Context, key Key) (io.ReadSeekCloser, error) 
 		o.Close()
 		return nil, s.err("open", key, err)
 	}
-	return o, nil
+	return &s3Reader{o: o, s: s, key: key}, nil
 }
+
+// s3Reader gives the errors of reads after Open (each Seek starts another
+// ranged GET, which may meet an outage) the same kinds as Open's.
+type s3Reader struct {
+	o   *minio.Object
+	s   *S3Store
+	key Key
+}
+
+func (r *s3Reader) Read(p []byte) (int, error) {
+	n, err := r.o.Read(p)
+	if err != nil && err != io.EOF {
+		err = r.s.err("read", r.key, err)
+	}
+	return n, err
+}
+
+func (r *s3Reader) Seek(off int64, whence int) (int64, error) {
+	n, err := r.o.Seek(off, whence)
+	if err != nil {
+		err = r.s.err("seek", r.key, err)
+	}
+	return n, err
+}
+
+func (r *s3Reader) Close() error { return r.o.Close() }
 
 // Has is a HEAD of the object.
 func (s *S3Store) Has(ctx context.Context, key Key) (bool, error) {
@@ -152,7 +182,7 @@ func (s *S3Store) Walk(ctx context.Context, fn func(Key) error) error {
 	defer cancel() // stops the listing when fn fails
 	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}) {
 		if o.Err != nil {
-			return fmt.Errorf("s3 list: %w", o.Err)
+			return s.err("list", "", o.Err)
 		}
 		k := Key(strings.TrimPrefix(o.Key, s.prefix))
 		if !k.Valid() {
@@ -165,12 +195,41 @@ func (s *S3Store) Walk(ctx context.Context, fn func(Key) error) error {
 	return nil
 }
 
+// err gives every S3 failure its meaning, in this one place: a missing
+// object is ErrNotFound; the store unreachable or not serving for a while
+// (a refused, reset or timed-out connection, a 5xx or throttling answer) is
+// errs.Unavailable, so the edges answer 503 and clients retry; anything else
+// (a refused credential, a missing bucket: a misconfiguration) keeps no
+// kind and is a 500. A cancelled caller stays a cancellation.
 func (s *S3Store) err(op string, key Key, err error) error {
-	switch minio.ToErrorResponse(err).Code {
+	resp := minio.ToErrorResponse(err)
+	switch resp.Code {
 	case "NoSuchKey", "NotFound":
 		return fmt.Errorf("s3 %s %s: %w", op, key, ErrNotFound)
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("s3 %s %s: %w", op, key, err)
+	}
+	if s3Unavailable(resp, err) {
+		return errs.E("s3 "+op, errs.Unavailable, "", fmt.Errorf("blob store unreachable: %s %s: %w", op, key, err))
+	}
 	return fmt.Errorf("s3 %s %s: %w", op, key, err)
+}
+
+// s3Unavailable reports whether an S3 failure is the service being away
+// rather than the request being wrong.
+func s3Unavailable(resp minio.ErrorResponse, err error) bool {
+	switch resp.Code {
+	case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "RequestTimeTooSkewed",
+		"XMinioServerNotInitialized":
+		return true
+	}
+	if resp.StatusCode >= 500 || resp.StatusCode == 429 {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // OpenURL opens the blob store a --blobs URL names: s3://… is an S3Store

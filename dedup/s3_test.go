@@ -5,15 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"netdisk/dedup"
 	"netdisk/dedup/storetest"
+	"netdisk/errs"
 	"netdisk/internal/testutil"
 )
 
@@ -219,4 +222,52 @@ func TestS3CacheVerifiesEveryRead(t *testing.T) {
 		}
 	}
 	read("cached again")
+}
+
+// An S3 server that is away makes every call of the store fail as
+// errs.Unavailable (503: retry later), reads of an object opened before the
+// outage included, never as an unclassified failure (500); once it is back,
+// a missing object is ErrNotFound again.
+func TestS3StoreOutageIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t)
+	url, _ := srv.NewBucket(t)
+	s, err := dedup.OpenS3(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := bytes.Repeat([]byte("held "), 2000)
+	if err := s.Put(ctx, sha(held), held); err != nil {
+		t.Fatal(err)
+	}
+	open, err := s.Open(ctx, sha(held))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	srv.Kill()
+	fresh := []byte("sent during the outage")
+	check := func(op string, err error) {
+		t.Helper()
+		if !errs.Is(err, errs.Unavailable) {
+			t.Errorf("%s during the outage: %v (kind %v); want kind unavailable", op, err, errs.KindOf(err))
+		}
+		if msg := errs.Message(err); strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, srv.Endpoint) {
+			t.Errorf("%s: message %q names the store's address", op, msg)
+		}
+	}
+	check("Put", s.Put(ctx, sha(fresh), fresh))
+	_, err = s.Has(ctx, sha(held))
+	check("Has", err)
+	_, err = s.Open(ctx, sha(held))
+	check("Open", err)
+	_, err = io.ReadAll(open)
+	check("Read of an object opened before", err)
+	check("Delete", s.Delete(ctx, sha(fresh)))
+	check("Walk", s.Walk(ctx, func(dedup.Key) error { return nil }))
+
+	srv.Restart(t)
+	if _, err := s.Open(ctx, sha(fresh)); !errors.Is(err, dedup.ErrNotFound) {
+		t.Fatalf("Open of a missing object after the outage: %v; want ErrNotFound", err)
+	}
 }

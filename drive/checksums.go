@@ -173,7 +173,7 @@ func (d *Drive) fillOne(ctx context.Context, n meta.Node) (bool, error) {
 		if err := d.yieldToUploads(ctx, deadline); err != nil {
 			return false, err
 		}
-		f, err := d.OpenSegment(ctx, Segment{Key: dedup.Key(c.SHA256)})
+		f, err := d.OpenSegment(ctx, Segment{Key: dedup.Key(c.SHA256), Size: c.Size})
 		if err != nil {
 			return false, err
 		}

@@ -2,9 +2,12 @@ package drive
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"netdisk/dedup"
@@ -89,6 +92,15 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 		newLedger = func(cfg quota.Config) quota.Ledger { return quota.NewMemory(cfg) }
 	}
 	g := quota.NewGuard(newLedger(cfg), sink, c.Logger)
+	if cfg.Clock != nil {
+		g.SetHoldLease(cfg.Clock, 0)
+	}
+	owner, err := nodeID(c.Dir)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	g.SetOwner(owner)
 	dc := c.Config
 	dc.Meta, dc.Blobs, dc.Quota = m, store, g
 	d := New(dc)
@@ -133,3 +145,37 @@ func (l *Local) Close() error { return l.Meta.Close() }
 type clockFunc func() time.Time
 
 func (f clockFunc) Now() time.Time { return f() }
+
+// nodeID returns the data directory's node id, creating it on first use:
+// the quota holds of this node carry it, so the node's next start knows the
+// holds its previous process left (quota.Guard.SetOwner). Nodes never share
+// a data directory.
+func nodeID(dir string) (string, error) {
+	p := filepath.Join(dir, "node-id")
+	if b, err := os.ReadFile(p); err == nil && validNodeID(strings.TrimSpace(string(b))) {
+		return strings.TrimSpace(string(b)), nil
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("node id: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return "", fmt.Errorf("node id: %w", err)
+	}
+	return id, nil
+}
+
+func validNodeID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}

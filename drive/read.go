@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,7 @@ type Segment struct {
 	Key    dedup.Key
 	Offset int64 // within the chunk
 	Length int64
+	Size   int64 // the whole chunk's; 0 when unknown
 }
 
 // Segments maps the file range [off, off+n) to chunk ranges, so an HTTP layer
@@ -70,7 +72,7 @@ func (r *Reader) Segments(off, n int64) []Segment {
 		c := r.chunks[i]
 		in := off - c.Offset
 		l := min(c.Size-in, end-off)
-		out = append(out, Segment{Key: dedup.Key(c.SHA256), Offset: in, Length: l})
+		out = append(out, Segment{Key: dedup.Key(c.SHA256), Offset: in, Length: l, Size: c.Size})
 		off += l
 	}
 	if p, ok := r.d.blobs.(dedup.Prefetcher); ok && len(out) > 1 {
@@ -85,8 +87,20 @@ func (r *Reader) Segments(off, n int64) []Segment {
 	return out
 }
 
-// OpenSegment opens the chunk blob of a segment.
+// OpenSegment opens the chunk blob of a segment. A chunk small enough to be
+// kept inline (only a one-chunk file of at most InlineMax bytes is) is asked
+// of the metadata store first: its bytes are there, and must not wait on a
+// blob store that is away (an S3 outage) to be found missing from it.
 func (d *Drive) OpenSegment(ctx context.Context, s Segment) (io.ReadSeekCloser, error) {
+	if s.Size > 0 && s.Size <= InlineMax {
+		b, ok, err := d.meta.ChunkData(ctx, string(s.Key))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return nopCloser{bytes.NewReader(b)}, nil
+		}
+	}
 	f, err := d.blobs.Open(ctx, s.Key)
 	if errors.Is(err, dedup.ErrNotFound) {
 		return nil, errs.E("drive.Read", errs.Other, "", fmt.Errorf("chunk %s is missing from the store (run fsck): %w", s.Key, err))
@@ -96,6 +110,39 @@ func (d *Drive) OpenSegment(ctx context.Context, s Segment) (io.ReadSeekCloser, 
 
 func (r *Reader) chunkAt(off int64) int {
 	return sort.Search(len(r.chunks), func(i int) bool { return r.chunks[i].Offset+r.chunks[i].Size > off })
+}
+
+// Ready opens the chunk at the current offset (the first one a response
+// sends), so that a store that cannot serve it fails now, while an HTTP
+// edge can still answer with the error's status, rather than after a 200
+// in the middle of the body. The next Read, or Take, uses the open chunk.
+func (r *Reader) Ready() error {
+	if r.off >= r.node.Size {
+		return nil
+	}
+	i := r.chunkAt(r.off)
+	if i >= len(r.chunks) || i == r.curIdx {
+		return nil
+	}
+	r.closeCur()
+	c := r.chunks[i]
+	f, err := r.d.OpenSegment(r.ctx, Segment{Key: dedup.Key(c.SHA256), Size: c.Size})
+	if err != nil {
+		return err
+	}
+	r.cur, r.curIdx, r.curPos = f, i, 0
+	return nil
+}
+
+// Take hands over the chunk Ready opened when it is seg's (its position is
+// unspecified: seek it), or nil; the caller closes it.
+func (r *Reader) Take(seg Segment) io.ReadSeekCloser {
+	if r.cur == nil || r.chunks[r.curIdx].SHA256 != string(seg.Key) {
+		return nil
+	}
+	f := r.cur
+	r.cur, r.curIdx = nil, -1
+	return f
 }
 
 // Read reads from the current offset.
@@ -110,7 +157,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	c := r.chunks[i]
 	if i != r.curIdx {
 		r.closeCur()
-		f, err := r.d.OpenSegment(r.ctx, Segment{Key: dedup.Key(c.SHA256)})
+		f, err := r.d.OpenSegment(r.ctx, Segment{Key: dedup.Key(c.SHA256), Size: c.Size})
 		if err != nil {
 			return 0, err
 		}

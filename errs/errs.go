@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"syscall"
 )
 
@@ -163,9 +165,11 @@ var ErrLedgerUnreachable = errors.New("service unavailable: quota ledger unreach
 // Message returns a one-line message for users: the innermost cause's text
 // without the internal op chain when the kind is known. Unexpected errors and
 // a full disk get a fixed text: their causes name server paths, which never
-// reach a client (the edges log the detail). An Unavailable error caused by a
-// dependency's error (a network or database failure, which may name
-// addresses or paths) shows a generic text too; one whose cause is the
+// reach a client (the edges log the detail). A cause that is not netdisk's
+// own wording (ownText: a database's, a network's or a file system's error,
+// which may name addresses, paths or the back end's internals) is never
+// shown: the kind's name stands in for it. An Unavailable error caused by a
+// dependency's error shows a generic text too; one whose cause is the
 // application's own sentence shows it.
 func Message(err error) string {
 	switch KindOf(err) {
@@ -177,7 +181,7 @@ func Message(err error) string {
 		if errors.Is(err, ErrLedgerUnreachable) {
 			return ErrLedgerUnreachable.Error()
 		}
-		if c := innermost(err); c == nil || errors.Unwrap(c) != nil {
+		if c := innermost(err); c == nil || errors.Unwrap(c) != nil || !ownText(c) {
 			return "service unavailable"
 		}
 	}
@@ -192,10 +196,12 @@ func Message(err error) string {
 			if errors.As(e.Err, &inner) {
 				return Message(e.Err)
 			}
-			if e.Path != "" {
-				return e.Path + ": " + e.Err.Error()
+			if ownText(e.Err) {
+				if e.Path != "" {
+					return e.Path + ": " + e.Err.Error()
+				}
+				return e.Err.Error()
 			}
-			return e.Err.Error()
 		}
 		if e.Path != "" {
 			return e.Path + ": " + e.Kind.String()
@@ -203,6 +209,62 @@ func Message(err error) string {
 		return e.Kind.String()
 	}
 	return "internal error"
+}
+
+// ownText reports whether err's text may reach a user: every error in its
+// chain is netdisk's own wording (a plain errors.New or fmt.Errorf text, a
+// type of netdisk's packages) or a standard library parser's complaint about
+// the request (strconv, encoding/xml, …). A back end speaking anywhere in
+// the chain (a driver's or an SDK's error type: pgconn.PgError,
+// sqlite3.Error, an S3 response, a go-redis reply; or the system's: the
+// net, os, io/fs, syscall and database/sql errors, which name addresses and
+// server paths) makes the text the log's, never a response's.
+func ownText(err error) bool {
+	for err != nil {
+		if !ownType(err) {
+			return false
+		}
+		switch x := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range x.Unwrap() {
+				if !ownText(c) {
+					return false
+				}
+			}
+			return true
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		default:
+			return true
+		}
+	}
+	return true
+}
+
+// module is netdisk's module path, the first element of this package's.
+var module, _, _ = strings.Cut(reflect.TypeOf(Error{}).PkgPath(), "/")
+
+// systemPackages are the standard library's packages whose errors carry
+// what the system or a back end said.
+var systemPackages = map[string]bool{"net": true, "net/url": true, "os": true, "io/fs": true, "syscall": true,
+	"database/sql": true, "database/sql/driver": true, "crypto/tls": true, "crypto/x509": true, "os/exec": true}
+
+func ownType(err error) bool {
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	p := t.PkgPath()
+	first, _, _ := strings.Cut(p, "/")
+	switch {
+	case p == "":
+		return false
+	case first == module:
+		return true
+	case strings.Contains(first, "."): // another module: a driver or an SDK
+		return false
+	}
+	return !systemPackages[p]
 }
 
 // innermost returns the cause of the innermost *Error in err's chain.

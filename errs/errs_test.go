@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestKindOf(t *testing.T) {
@@ -123,5 +127,38 @@ func TestHTTPStatusEveryKind(t *testing.T) {
 		if (got == http.StatusInternalServerError) != (k == Other) {
 			t.Errorf("HTTPStatus(%v) = %d", k, got)
 		}
+	}
+}
+
+// TestMessageNeverCarriesABackendsText: whatever the kind, a back end's
+// error in the cause (PostgreSQL's message, a network error naming an
+// address, a file error naming a server path) never reaches the message,
+// bare or wrapped; the application's own sentence beside it still does.
+func TestMessageNeverCarriesABackendsText(t *testing.T) {
+	pg := &pgconn.PgError{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"}
+	dial := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 5432}, Err: syscall.ECONNREFUSED}
+	file := &os.PathError{Op: "open", Path: "/srv/netdisk/meta.db", Err: syscall.EACCES}
+	secret := []string{"terminating", "57P01", "FATAL", "10.1.2.3", "/srv"}
+	for k := Kind(1); int(k) < len(kindCodes); k++ {
+		for _, cause := range []error{pg, dial, file, fmt.Errorf("query users: %w", pg), fmt.Errorf("db: %w", dial),
+			errors.Join(errors.New("two things failed"), file)} {
+			for _, err := range []error{E("meta.Users", k, "", cause), E("drive.Get", Other, "/a", E("meta.Users", k, "/a", cause))} {
+				m := Message(err)
+				for _, s := range secret {
+					if strings.Contains(m, s) {
+						t.Errorf("kind %v, cause %v: message %q carries %q", k, cause, m, s)
+					}
+				}
+				if m == "" {
+					t.Errorf("kind %v: empty message", k)
+				}
+			}
+		}
+	}
+	if got := Message(E("meta.Users", Unavailable, "", pg)); got != "service unavailable" {
+		t.Errorf("database restarting: %q; want \"service unavailable\"", got)
+	}
+	if got := Message(E("dav.Put", Invalid, "/a", fmt.Errorf("bad depth: %w", strconv.ErrSyntax))); got != "/a: bad depth: invalid syntax" {
+		t.Errorf("own sentence with a parser's cause: %q", got)
 	}
 }

@@ -2,11 +2,15 @@ package meta
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 
 	"netdisk/errs"
@@ -30,6 +34,14 @@ func TestErrorKinds(t *testing.T) {
 		{errs.E("inner", errs.Quota, "", sqlite3.Error{Code: sqlite3.ErrFull}), errs.Quota},
 		{context.Canceled, errs.Canceled},
 		{errors.New("boom"), errs.Other},
+		// PostgreSQL away: a restart, a crash, a lost or refused connection.
+		{&pgconn.PgError{Code: "57P01"}, errs.Unavailable},
+		{&pgconn.PgError{Code: "57P02"}, errs.Unavailable},
+		{fmt.Errorf("query: %w", &pgconn.PgError{Code: "08006"}), errs.Unavailable},
+		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, errs.Unavailable},
+		{fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), errs.Unavailable},
+		{driver.ErrBadConn, errs.Unavailable},
+		{&pgconn.PgError{Code: "42P01"}, errs.Other}, // undefined table: a bug
 	} {
 		got := wrap("meta.Test", "/p", c.err)
 		if errs.KindOf(got) != c.want || !errs.Classified(got) {

@@ -1,7 +1,12 @@
 package meta
 
 import (
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -10,23 +15,33 @@ import (
 
 // pgKind classifies a PostgreSQL error the way dbKind classifies SQLite's
 // (errors.go); ok is false for an error that is not PostgreSQL's.
+//
+// The server away (refused, lost or reset connections, a restart's
+// "terminating connection" (57P01), a crash (57P02), "starting up" (57P03),
+// any connection exception of class 08) is Unavailable: the request is
+// right, the database will answer again. A client that went away stays a
+// cancellation (dbKind decides that first).
 func pgKind(err error) (errs.Kind, bool) {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "23505": // unique_violation
+		switch {
+		case pe.Code == "23505": // unique_violation
 			return errs.Exists, true
-		case "53100": // disk_full
+		case pe.Code == "53100": // disk_full
 			return errs.NoSpace, true
-		case "40001", "40P01", "55P03", "53300", "57P01", "57P03": // serialization, deadlock, lock timeout, too many connections, shutdown
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutdown, crash, starting up
+			pe.Code == "40001", pe.Code == "40P01", // serialization failure, deadlock
+			pe.Code == "55P03", pe.Code == "53300": // lock timeout, too many connections
 			return errs.Unavailable, true
 		}
 		return errs.Other, true
 	}
-	// The server unreachable (connect refused, connection lost) is a busy
-	// database in the operator's terms: try again.
 	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
+	var ne net.Error
+	if errors.As(err, &ce) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.As(err, &ne) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 		return errs.Unavailable, true
 	}
 	return errs.Other, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +238,95 @@ func TestCopyToNeverReusesUserIDs(t *testing.T) {
 	}
 	if carol.ID <= bob.ID {
 		t.Fatalf("carol got id %d, not after deleted bob's %d", carol.ID, bob.ID)
+	}
+}
+
+// A PostgreSQL restart is the database being away, not a failure of the
+// request: a query cut by the shutdown (FATAL 57P01), the refused
+// connections while it is down and the dead pooled connections after it all
+// fail as errs.Unavailable (503), and no message carries the server's text
+// or address; once it is back, the same store answers again.
+func TestPostgresRestartIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	pg := testutil.StartPostgres(t)
+	url := pg.NewDatabase(t)
+	s, err := meta.OpenPostgres(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateUser(ctx, "ann", "hash", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the users table, so the store's next read waits in the server
+	// until the shutdown ends it.
+	side, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close(context.Background())
+	if _, err := side.Exec(ctx, "BEGIN; LOCK TABLE users IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	// Another connection, outside that transaction, watches for the
+	// store's read to wait on the lock.
+	watch, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
+	cut := make(chan error, 1)
+	go func() {
+		_, err := s.UserByName(ctx, "ann")
+		cut <- err
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for waiting := 0; waiting == 0; {
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := watch.QueryRow(qctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").Scan(&waiting)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the store's read never waited on the lock")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	pg.Down()
+	check := func(what string, err error) {
+		t.Helper()
+		if !errs.Is(err, errs.Unavailable) {
+			t.Errorf("%s: %v (kind %v); want unavailable", what, err, errs.KindOf(err))
+		}
+		m := errs.Message(err)
+		for _, s := range []string{"FATAL", "SQLSTATE", "57P01", "terminating", "127.0.0.1", pg.Addr, "dial", "connect"} {
+			if strings.Contains(m, s) {
+				t.Errorf("%s: message %q carries the database's text (%q)", what, m, s)
+			}
+		}
+	}
+	select {
+	case err := <-cut:
+		check("a read cut by the shutdown", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the read waiting in the server did not end with its shutdown")
+	}
+	_, err = s.UserByName(ctx, "ann")
+	check("a read while the server is down", err)
+	_, err = s.CreateUser(ctx, "bob", "hash", false, 0)
+	check("a write while the server is down", err)
+	pg.Up(t)
+	for attempt := 0; ; attempt++ {
+		_, err := s.UserByName(ctx, "ann")
+		if err == nil {
+			break
+		}
+		check("a read after the restart", err)
+		if attempt == 5 {
+			t.Fatalf("the store still fails after the restart: %v", err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,11 @@ import (
 //     (WebDAV PUT, the one-request upload, COPY). They are sessions of the
 //     ledger that SQLite never sees, so the Guard keeps them and hands them to
 //     Reconcile beside the open upload sessions: a Reconcile in the middle of
-//     a PUT keeps the PUT's reservation.
+//     a PUT keeps the PUT's reservation. Another node's Reconcile cannot
+//     know them, so each hold is leased in the ledger (Ledger.Hold) and
+//     renewed by RunHeal while its bytes stream: a Reconcile anywhere keeps
+//     a hold whose lease runs, and drops it once its node has stopped
+//     renewing it for a whole lease (the node died).
 //   - Repair by re-deriving. When a ledger update after a committed SQLite
 //     change fails (Redis unreachable at that instant), the ledger is only
 //     ever left on the safe side (a reservation not yet released, a delete
@@ -41,9 +46,30 @@ type Guard struct {
 	holds map[string]Session // open hold parts, by ledger upload id
 	truth Truth
 
+	owner  string // hold ids of this node, across its restarts (SetOwner)
 	prefix string // hold ids of this process: never an upload id, never another daemon's
 	seq    atomic.Int64
 	dirty  atomic.Bool
+
+	clock     Clock
+	holdLease time.Duration
+}
+
+// DefaultHoldLease is how long a hold outlives its node's last renewal:
+// far beyond a renewal interval (RunHeal's, a second in the daemon) and a
+// Redis blip, so a live PUT never loses its hold; short enough that a dead
+// node's holds give their space back soon after.
+const DefaultHoldLease = 2 * time.Minute
+
+// SetHoldLease sets the clock holds are leased on and the lease (default:
+// the system clock, DefaultHoldLease). Call it before the first hold.
+func (g *Guard) SetHoldLease(clock Clock, lease time.Duration) {
+	if clock != nil {
+		g.clock = clock
+	}
+	if lease > 0 {
+		g.holdLease = lease
+	}
 }
 
 // NewGuard wraps l, whose sink is sink. Call SetTruth before Reconcile.
@@ -51,9 +77,27 @@ func NewGuard(l Ledger, sink *SQLiteSink, log *slog.Logger) *Guard {
 	if log == nil {
 		log = slog.Default()
 	}
+	g := &Guard{l: l, sink: sink, log: log, holds: map[string]Session{}, clock: systemClock{}, holdLease: DefaultHoldLease}
+	g.SetOwner(randomHex())
+	return g
+}
+
+func randomHex() string {
 	b := make([]byte, 6)
 	rand.Read(b)
-	return &Guard{l: l, sink: sink, log: log, holds: map[string]Session{}, prefix: "h-" + hex.EncodeToString(b) + "-"}
+	return hex.EncodeToString(b)
+}
+
+// SetOwner names this node's holds; call it before the first hold. owner
+// (letters and digits) must be the node's own and stable across its
+// restarts (the daemon keeps one in its data directory): a Reconcile then
+// takes this node's holds from this process's list alone, so the holds a
+// killed process left go at the next start rather than a lease later, and
+// a hold whose commit the ledger missed does not linger. Without it, the
+// owner is this process.
+func (g *Guard) SetOwner(owner string) {
+	g.owner = "h-" + owner + "-"
+	g.prefix = g.owner + randomHex() + "-"
 }
 
 // SetTruth sets the open upload sessions (package upload) Reconcile reads.
@@ -127,6 +171,8 @@ func (t guardTruth) OpenSessions(ctx context.Context) ([]Session, error) {
 	return t.g.OpenSessions(ctx)
 }
 
+func (t guardTruth) OwnsHold(upload string) bool { return strings.HasPrefix(upload, t.g.owner) }
+
 // Run keeps the ledger healthy and flushes it every interval: Heal then
 // Flush, and prunes settled flush records every hour (records older than an
 // hour: far beyond any lease). It is RunHeal and RunFlush in one loop, for a
@@ -177,6 +223,9 @@ func (g *Guard) run(ctx context.Context, clock Clock, every time.Duration, heal,
 		if heal && !g.Heal(ctx) {
 			continue
 		}
+		if heal {
+			g.RenewHolds(ctx)
+		}
 		if !flush {
 			continue
 		}
@@ -190,10 +239,53 @@ func (g *Guard) run(ctx context.Context, clock Clock, every time.Duration, heal,
 	}
 }
 
-// Tick is one round of Run: Heal, then Flush what is due at now.
+// Tick is one round of Run: Heal, renew the holds, then Flush what is due
+// at now.
 func (g *Guard) Tick(ctx context.Context, now time.Time) {
 	if g.Heal(ctx) {
+		g.RenewHolds(ctx)
 		g.Flush(ctx, now)
+	}
+}
+
+// RenewHolds renews the lease of each open hold of this process that has
+// run half its course. A hold the ledger no longer knows (its state was
+// lost, or a Reconcile dropped it) marks the Guard dirty: Heal rebuilds the
+// ledger with this process's holds in the truth.
+func (g *Guard) RenewHolds(ctx context.Context) {
+	now := g.clock.Now()
+	g.hmu.Lock()
+	var due []Session
+	for _, h := range g.holds {
+		if h.Lease.Sub(now) < g.holdLease/2 {
+			due = append(due, h)
+		}
+	}
+	g.hmu.Unlock()
+	for _, h := range due {
+		until := now.Add(g.holdLease)
+		ok, err := g.l.Renew(ctx, h.User, h.Upload, until)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.log.Warn("quota: renew hold", "hold", h.Upload, "err", err)
+			}
+			return // the ledger is away: the next round tries again
+		}
+		if !ok {
+			g.hmu.Lock()
+			_, open := g.holds[h.Upload] // not ended meanwhile
+			g.hmu.Unlock()
+			if open {
+				g.MarkDirty("Renew", errors.New("hold "+h.Upload+" unknown to the ledger"))
+			}
+			continue
+		}
+		g.hmu.Lock()
+		if cur, open := g.holds[h.Upload]; open {
+			cur.Lease = until
+			g.holds[h.Upload] = cur
+		}
+		g.hmu.Unlock()
 	}
 }
 
@@ -223,8 +315,9 @@ func (g *Guard) Heal(ctx context.Context) bool {
 	return true
 }
 
-// Flush writes the tasks due at now to the database. A ledger that lost
-// its state is Heal's to repair (on every node): Flush only says so.
+// Flush writes the tasks due at now to the database and releases the holds
+// whose lease ended (their nodes died). A ledger that lost its state is
+// Heal's to repair (on every node): Flush only says so.
 func (g *Guard) Flush(ctx context.Context, now time.Time) {
 	if _, err := g.l.ScanDue(ctx, now); err != nil && ctx.Err() == nil {
 		if errors.Is(err, ErrStateLost) {
@@ -232,6 +325,13 @@ func (g *Guard) Flush(ctx context.Context, now time.Time) {
 			return
 		}
 		g.log.Warn("quota: flush", "err", err)
+	}
+	n, err := g.l.ExpireHolds(ctx, now)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStateLost) {
+		g.log.Warn("quota: expire holds", "err", err)
+	}
+	if n > 0 {
+		g.log.Info("quota: released holds whose node stopped renewing them", "holds", n)
 	}
 }
 
@@ -275,10 +375,11 @@ func (h *Hold) Grow(ctx context.Context, n int64) error {
 	}
 	defer h.g.Step()()
 	id := h.base + "." + strconv.Itoa(len(h.parts))
-	if _, err := h.g.l.Reserve(ctx, h.user, id, n); err != nil {
+	until := h.g.clock.Now().Add(h.g.holdLease)
+	if _, err := h.g.l.Hold(ctx, h.user, id, n, until); err != nil {
 		return err
 	}
-	s := Session{User: h.user, Upload: id, Declared: n}
+	s := Session{User: h.user, Upload: id, Declared: n, Lease: until}
 	h.g.hmu.Lock()
 	h.g.holds[id] = s
 	h.g.hmu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"netdisk/errs"
 	"netdisk/meta"
@@ -379,10 +380,157 @@ var conformance = []struct {
 	}},
 }
 
+// holdCases: a hold (bytes entering outside an upload session, such as a
+// WebDAV PUT on another node) is listed by no truth, so a Reconcile keeps it
+// while its lease runs, however often its node renews it, and drops it once
+// its node has stopped renewing it for a whole lease.
+var holdCases = []struct {
+	name string
+	run  func(t *testing.T, e *env)
+}{
+	{"ReconcileKeepsLiveHolds", func(t *testing.T, e *env) {
+		const mib = 1 << 20
+		u := e.user("ann", 200*mib)
+		const other = "h-othernode-1.0"
+		_, err := e.l.Hold(e.ctx, u, other, 150*mib, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		// A node starts and reconciles with a truth that cannot list
+		// the hold: it is kept, so 100 MiB more do not fit.
+		e.must(e.peer().Reconcile(e.ctx, e))
+		if got := e.usage(u); got.Uploading != 150*mib {
+			t.Fatalf("after a reconcile during the hold: %+v; want 150 MiB uploading", got)
+		}
+		wantKind(t, e.initSession(u, up(1), 100*mib), errs.Quota)
+		// Renewed every 40 s, it outlives its first lease.
+		for range 3 {
+			e.clock.Advance(40 * time.Second)
+			ok, err := e.l.Renew(e.ctx, u, other, e.clock.Now().Add(time.Minute))
+			e.must(err)
+			if !ok {
+				t.Fatal("Renew of a live hold: not found")
+			}
+			e.must(e.peer().Reconcile(e.ctx, e))
+		}
+		wantKind(t, e.initSession(u, up(2), 100*mib), errs.Quota)
+		// Its commit finds it.
+		r, err := e.l.Commit(e.ctx, u, other, 150*mib)
+		e.must(err)
+		if !r.Found || r.Declared != 150*mib {
+			t.Fatalf("commit of a hold kept by reconciles: %+v", r)
+		}
+	}},
+	{"ReconcileDropsExpiredHolds", func(t *testing.T, e *env) {
+		const mib = 1 << 20
+		u := e.user("ann", 200*mib)
+		const dead = "h-deadnode-1.0"
+		_, err := e.l.Hold(e.ctx, u, dead, 150*mib, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		// Holding again (same size) renews it.
+		e.clock.Advance(30 * time.Second)
+		_, err = e.l.Hold(e.ctx, u, dead, 150*mib, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		e.clock.Advance(59 * time.Second)
+		e.must(e.peer().Reconcile(e.ctx, e))
+		if got := e.usage(u); got.Uploading != 150*mib {
+			t.Fatalf("a hold within its renewed lease was dropped: %+v", got)
+		}
+		// Its node died: nobody renews it; a reconcile after its lease
+		// drops it and the space is free again.
+		e.clock.Advance(2 * time.Second)
+		e.must(e.peer().Reconcile(e.ctx, e))
+		if got := e.usage(u); got.Uploading != 0 {
+			t.Fatalf("a hold past its lease survived a reconcile: %+v", got)
+		}
+		ok, err := e.l.Renew(e.ctx, u, dead, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		if ok {
+			t.Fatal("Renew of a dropped hold succeeded")
+		}
+		e.must(e.initSession(u, up(1), 100*mib))
+		// An upload session is no hold: it cannot be renewed.
+		if ok, err := e.l.Renew(e.ctx, u, up(1), e.clock.Now().Add(time.Minute)); err != nil || ok {
+			t.Fatalf("Renew of an upload session: %v, %v", ok, err)
+		}
+	}},
+	{"OwnerDropsItsUnlistedHolds", func(t *testing.T, e *env) {
+		u := e.user("ann", 100)
+		until := e.clock.Now().Add(time.Minute)
+		_, err := e.l.Hold(e.ctx, u, "h-me-old-1.0", 30, until) // left by this node's killed process
+		e.must(err)
+		_, err = e.l.Hold(e.ctx, u, "h-other-1.0", 40, until)
+		e.must(err)
+		e.must(e.peer().Reconcile(e.ctx, ownerTruth{e, "h-me-"}))
+		if got := e.usage(u); got.Uploading != 40 {
+			t.Fatalf("after the owner's reconcile: %+v; want only the other node's 40 bytes held", got)
+		}
+	}},
+	{"ExpireHoldsGivesTheSpaceBack", func(t *testing.T, e *env) {
+		u := e.user("ann", 100)
+		_, err := e.l.Hold(e.ctx, u, "h-dead-1.0", 60, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		_, err = e.l.Hold(e.ctx, u, "h-live-1.0", 30, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		e.must(e.initSession(u, up(1), 10))
+		e.clock.Advance(40 * time.Second)
+		if n, err := e.l.ExpireHolds(e.ctx, e.clock.Now()); err != nil || n != 0 {
+			t.Fatalf("ExpireHolds within the leases: %d, %v", n, err)
+		}
+		ok, err := e.l.Renew(e.ctx, u, "h-live-1.0", e.clock.Now().Add(time.Minute))
+		e.must(err)
+		if !ok {
+			t.Fatal("Renew of a live hold: not found")
+		}
+		e.clock.Advance(20 * time.Second) // the dead node's lease ends now
+		n, err := e.l.ExpireHolds(e.ctx, e.clock.Now())
+		e.must(err)
+		if n != 1 {
+			t.Fatalf("ExpireHolds after one lease ended: %d released, want 1", n)
+		}
+		if got := e.usage(u); got.Uploading != 40 {
+			t.Fatalf("usage after the expiry: %+v; want 40 (the renewed hold and the session)", got)
+		}
+		if r, err := e.l.Commit(e.ctx, u, "h-dead-1.0", 60); err != nil || r.Found {
+			t.Fatalf("commit of an expired hold: %+v, %v; want not found", r, err)
+		}
+		e.must(e.initSession(u, up(2), 60))
+	}},
+	{"HoldEndsLikeASession", func(t *testing.T, e *env) {
+		u := e.user("ann", 100)
+		_, err := e.l.Hold(e.ctx, u, "h-x-1.0", 60, e.clock.Now().Add(time.Minute))
+		e.must(err)
+		wantKind(t, e.initSession(u, up(1), 50), errs.Quota)
+		if _, err := e.l.Hold(e.ctx, u, "h-x-2.0", 10, time.Time{}); !errs.Is(err, errs.Invalid) {
+			t.Fatalf("a hold without a lease: %v", err)
+		}
+		r, err := e.l.Release(e.ctx, u, "h-x-1.0")
+		e.must(err)
+		if !r.Found {
+			t.Fatal("release of a hold: not found")
+		}
+		// Released, it is gone for good: a reconcile within what was its
+		// lease does not bring it back.
+		e.must(e.peer().Reconcile(e.ctx, e))
+		if got := e.usage(u); got.Uploading != 0 {
+			t.Fatalf("usage after the release and a reconcile: %+v", got)
+		}
+	}},
+}
+
+// ownerTruth is the truth of a node whose holds are named prefix….
+type ownerTruth struct {
+	*env
+	prefix string
+}
+
+func (o ownerTruth) OwnsHold(upload string) bool { return strings.HasPrefix(upload, o.prefix) }
+
 func TestConformance(t *testing.T) {
 	for _, im := range impls {
 		t.Run(im.name, func(t *testing.T) {
 			for _, c := range conformance {
+				t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, im)) })
+			}
+			for _, c := range holdCases {
 				t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, im)) })
 			}
 		})

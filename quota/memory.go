@@ -41,6 +41,7 @@ type memSession struct {
 	inflTarget int64
 	seq        int64
 	lease      time.Time
+	hold       time.Time // a hold's lease end; zero for an upload session
 }
 
 var _ Ledger = (*Memory)(nil)
@@ -78,7 +79,56 @@ func (m *Memory) user(ctx context.Context, op string, id int64) (*Usage, error) 
 }
 
 func (m *Memory) Reserve(ctx context.Context, user int64, upload string, declared int64) (Usage, error) {
-	const op = "quota.Reserve"
+	return m.reserve(ctx, "quota.Reserve", user, upload, declared, time.Time{})
+}
+
+func (m *Memory) Hold(ctx context.Context, user int64, upload string, declared int64, until time.Time) (Usage, error) {
+	if until.IsZero() {
+		return Usage{}, errs.Errorf("quota.Hold", errs.Invalid, "hold %q without a lease", upload)
+	}
+	return m.reserve(ctx, "quota.Hold", user, upload, declared, until)
+}
+
+func (m *Memory) Renew(ctx context.Context, user int64, upload string, until time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return false, lost("quota.Renew")
+	}
+	s := m.sessions[upload]
+	if s == nil || s.hold.IsZero() {
+		return false, nil
+	}
+	if s.user != user {
+		return false, errs.Errorf("quota.Renew", errs.Permission, "upload %s belongs to another user", upload)
+	}
+	s.hold = until
+	return true, nil
+}
+
+func (m *Memory) ExpireHolds(ctx context.Context, now time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reconciled {
+		return 0, lost("quota.ExpireHolds")
+	}
+	n := 0
+	for id, s := range m.sessions {
+		if s.hold.IsZero() || s.hold.After(now) {
+			continue
+		}
+		if u := m.users[s.user]; u != nil {
+			u.Uploading -= s.declared
+			u.Unfinished -= s.received
+		}
+		m.due.unschedule(s)
+		delete(m.sessions, id)
+		n++
+	}
+	return n, nil
+}
+
+func (m *Memory) reserve(ctx context.Context, op string, user int64, upload string, declared int64, hold time.Time) (Usage, error) {
 	if declared < 0 || upload == "" {
 		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
 	}
@@ -95,13 +145,16 @@ func (m *Memory) Reserve(ctx context.Context, user int64, upload string, declare
 		if s.user != user || s.declared != declared {
 			return *u, errs.Errorf(op, errs.Conflict, "upload %s already reserved with another size", upload)
 		}
+		if !s.hold.IsZero() && !hold.IsZero() {
+			s.hold = hold
+		}
 		return *u, nil
 	}
 	if !admits(*u, declared) {
 		return *u, overQuota(op, *u, declared)
 	}
 	u.Uploading += declared
-	m.sessions[upload] = &memSession{id: upload, user: user, declared: declared, have: map[int]bool{}, slot: -1}
+	m.sessions[upload] = &memSession{id: upload, user: user, declared: declared, have: map[int]bool{}, slot: -1, hold: hold}
 	return *u, nil
 }
 
@@ -302,16 +355,23 @@ func (m *Memory) ack(ctx context.Context, c claimed) error {
 	return nil
 }
 
-// Reconcile rebuilds the whole ledger from SQLite.
+// Reconcile rebuilds the whole ledger from SQLite, keeping the live holds.
 func (m *Memory) Reconcile(ctx context.Context, truth Truth) error {
+	now := m.cfg.Clock.Now()
 	m.mu.Lock()
 	m.reconciled = false // every call answers ErrStateLost until done
+	var live []Session
+	for _, s := range m.sessions {
+		if s.hold.After(now) {
+			live = append(live, Session{User: s.user, Upload: s.id, Declared: s.declared, Lease: s.hold})
+		}
+	}
 	m.mu.Unlock()
 	users, sessions, recs, err := readTruth(ctx, m.cfg.Sink, truth)
 	if err != nil {
 		return err
 	}
-	now := m.cfg.Clock.Now()
+	sessions = withLiveHolds(sessions, live, truth)
 	us := make(map[int64]*Usage, len(users))
 	for _, t := range users {
 		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
@@ -325,7 +385,7 @@ func (m *Memory) Reconcile(ctx context.Context, truth Truth) error {
 		}
 		rec := recs[x.Upload]
 		s := &memSession{id: x.Upload, user: x.User, declared: x.Declared, received: x.Received, flushed: rec.Flushed,
-			have: make(map[int]bool, len(x.Have)), seq: reconcileSeq(rec), due: now, slot: -1}
+			have: make(map[int]bool, len(x.Have)), seq: reconcileSeq(rec), due: now, slot: -1, hold: x.Lease}
 		for _, i := range x.Have {
 			s.have[i] = true
 		}

@@ -68,7 +68,8 @@
 //	abort/expire: SQLite tx { settle(user, upload); close session }
 //	        then Release(user, upload)
 //	delete file / non-session write: SQLite tx, then AddFinished(user, ±n)
-//	        (a non-session write of n bytes is better a Reserve + Commit)
+//	        (a non-session write of n bytes is better a leased Hold + Commit,
+//	        renewed while its bytes arrive: Guard does it)
 //	startup, and whenever an operation fails with ErrStateLost: Reconcile(truth)
 //
 // Chunk is idempotent per (upload, index): a retried or duplicated chunk is
@@ -164,13 +165,16 @@ type Released struct {
 	Pending  int64 // never written to SQLite, dropped
 }
 
-// Session is an open upload session as SQLite (the truth) records it.
+// Session is an open upload session as SQLite (the truth) records it, or a
+// hold a Guard keeps (Lease set).
 type Session struct {
 	User     int64
 	Upload   string
 	Declared int64
 	Received int64 // sum of the sizes of the chunks held
 	Have     []int // indexes of the chunks held (their sizes sum to Received)
+	// Lease is a hold's lease end (Ledger.Hold); zero for an upload session.
+	Lease time.Time
 }
 
 // UserTotals is a user's quota and finished bytes as SQLite records them.
@@ -226,6 +230,22 @@ type Ledger interface {
 	// Reserve admits a new session (see the admission rule). Reserving the
 	// same upload again with the same size is a no-op that succeeds.
 	Reserve(ctx context.Context, user int64, upload string, declared int64) (Usage, error)
+	// Hold is Reserve for bytes entering outside upload sessions (a WebDAV
+	// PUT): no database row lists it, so it carries a lease until `until`,
+	// which its node renews (Renew) while the bytes stream. Reconcile keeps
+	// a hold it does not find in the truth while its lease runs (another
+	// node's PUT in progress) and drops it once the lease has expired (its
+	// node died). Holding an upload again renews it.
+	Hold(ctx context.Context, user int64, upload string, declared int64, until time.Time) (Usage, error)
+	// Renew moves a hold's lease end to until; false when the ledger does
+	// not know the hold (ended, lost with the ledger's state, or dropped
+	// after its lease expired).
+	Renew(ctx context.Context, user int64, upload string, until time.Time) (bool, error)
+	// ExpireHolds releases the holds whose lease ended at or before now
+	// (their nodes died) and returns how many, so their space comes back
+	// without waiting for a Reconcile. Production calls it from the flush
+	// rounds (Guard.Flush).
+	ExpireHolds(ctx context.Context, now time.Time) (int, error)
 	// Chunk counts n bytes of chunk index received by the upload and pushes
 	// its flush later. A chunk index already counted is not counted again.
 	Chunk(ctx context.Context, user int64, upload string, index int, n int64) error
@@ -248,7 +268,9 @@ type Ledger interface {
 	// flushes it wrote. Production calls it from Run; tests call it directly.
 	ScanDue(ctx context.Context, now time.Time) (int, error)
 	// Reconcile rebuilds the ledger from SQLite: users from the sink, open
-	// sessions from truth. Run it at startup and after ErrStateLost.
+	// sessions from truth, plus the holds the ledger has whose lease has not
+	// expired at the ledger clock's now (see Hold). Run it at startup and
+	// after ErrStateLost.
 	Reconcile(ctx context.Context, truth Truth) error
 	// Ready returns nil when the ledger holds reconciled state, an
 	// ErrStateLost error when Reconcile must run, Unavailable when it
@@ -368,3 +390,31 @@ func scanDue(ctx context.Context, s scanner, sink Sink, now time.Time, batch int
 // Reconcile: past the last applied one and past the one claim that may still
 // be in flight from before, so that claim, if it lands late, is fenced out.
 func reconcileSeq(rec FlushRecord) int64 { return rec.Seq + 2 }
+
+// HoldOwner is implemented by a Truth that speaks for one node's holds (a
+// Guard's): Reconcile takes the holds it owns from its list alone. One it
+// owns and does not list has ended, or was left by the node's previous
+// process (killed mid-PUT): no lease need be waited for.
+type HoldOwner interface {
+	OwnsHold(upload string) bool
+}
+
+// withLiveHolds adds to the truth's sessions the live holds the ledger had
+// that the truth does not list and does not own: other nodes' PUTs in
+// progress.
+func withLiveHolds(sessions []Session, live []Session, truth Truth) []Session {
+	if len(live) == 0 {
+		return sessions
+	}
+	owner, _ := truth.(HoldOwner)
+	listed := make(map[string]bool, len(sessions))
+	for _, s := range sessions {
+		listed[s.Upload] = true
+	}
+	for _, h := range live {
+		if !listed[h.Upload] && (owner == nil || !owner.OwnsHold(h.Upload)) {
+			sessions = append(sessions, h)
+		}
+	}
+	return sessions
+}

@@ -39,6 +39,7 @@ func NewRedis(rdb redis.UniversalClient, prefix string, cfg Config) *Redis {
 func (r *Redis) kEpoch() string            { return r.prefix + "epoch" }
 func (r *Redis) kLock() string             { return r.prefix + "reconciling" }
 func (r *Redis) kDue() string              { return r.prefix + "due" }
+func (r *Redis) kHolds() string            { return r.prefix + "holds" }
 func (r *Redis) kUser(id int64) string     { return r.prefix + "u:" + strconv.FormatInt(id, 10) }
 func (r *Redis) kSession(up string) string { return r.prefix + "s:" + up }
 func (r *Redis) kBitmap(up string) string  { return r.prefix + "b:" + up }
@@ -142,7 +143,63 @@ func (r *Redis) Reserve(ctx context.Context, user int64, upload string, declared
 	if err := checkSize(op, "a reservation", declared); err != nil {
 		return Usage{}, err
 	}
-	res, err := r.runUser(ctx, op, user, reserveScript, []string{r.kEpoch(), r.kUser(user), r.kSession(upload)}, user, declared)
+	return r.reserve(ctx, op, user, upload, declared, "0")
+}
+
+func (r *Redis) Hold(ctx context.Context, user int64, upload string, declared int64, until time.Time) (Usage, error) {
+	const op = "quota.Hold"
+	if until.IsZero() {
+		return Usage{}, errs.Errorf(op, errs.Invalid, "hold %q without a lease", upload)
+	}
+	if declared < 0 || upload == "" {
+		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
+	}
+	if err := checkSize(op, "a reservation", declared); err != nil {
+		return Usage{}, err
+	}
+	return r.reserve(ctx, op, user, upload, declared, ms(until))
+}
+
+func (r *Redis) Renew(ctx context.Context, user int64, upload string, until time.Time) (bool, error) {
+	const op = "quota.Renew"
+	st, err := renewScript.Run(ctx, r.rdb, []string{r.kEpoch(), r.kSession(upload), r.kHolds()}, user, ms(until), upload).Int64()
+	if err != nil {
+		return false, redisErr(op, err)
+	}
+	switch st {
+	case 0:
+		return true, nil
+	case 3:
+		return false, nil
+	case -1:
+		return false, lost(op)
+	case -5:
+		return false, errs.Errorf(op, errs.Permission, "upload %s belongs to another user", upload)
+	}
+	return false, errs.Errorf(op, errs.Other, "unexpected status %d", st)
+}
+
+func (r *Redis) ExpireHolds(ctx context.Context, now time.Time) (int, error) {
+	const op = "quota.ExpireHolds"
+	total := 0
+	for {
+		n, err := expireHoldsScript.Run(ctx, r.rdb, []string{r.kEpoch(), r.kHolds()}, ms(now), r.cfg.Batch, r.prefix).Int()
+		if err != nil {
+			return total, redisErr(op, err)
+		}
+		if n == -1 {
+			return total, lost(op)
+		}
+		total += n
+		if n < r.cfg.Batch {
+			return total, nil
+		}
+	}
+}
+
+func (r *Redis) reserve(ctx context.Context, op string, user int64, upload string, declared int64, holdMs string) (Usage, error) {
+	res, err := r.runUser(ctx, op, user, reserveScript, []string{r.kEpoch(), r.kUser(user), r.kSession(upload), r.kHolds()},
+		user, declared, holdMs, upload)
 	if err != nil {
 		return Usage{}, err
 	}
@@ -185,7 +242,7 @@ func (r *Redis) Chunk(ctx context.Context, user int64, upload string, index int,
 }
 
 func (r *Redis) end(ctx context.Context, op string, user int64, upload string, size int64) (Released, error) {
-	v, err := endScript.Run(ctx, r.rdb, r.sessKeys(user, upload), user, upload, size).Result()
+	v, err := endScript.Run(ctx, r.rdb, append(r.sessKeys(user, upload), r.kHolds()), user, upload, size).Result()
 	if err != nil {
 		return Released{}, redisErr(op, err)
 	}
@@ -328,7 +385,14 @@ func (r *Redis) Reconcile(ctx context.Context, truth Truth) error {
 	if err := r.rdb.Del(ctx, r.kEpoch()).Err(); err != nil {
 		return redisErr(op, err)
 	}
-	// Drop the old state (the epoch key is gone, so nobody changes it now).
+	// The epoch key is gone, so nobody changes the state now: read the
+	// holds whose lease runs (other nodes' PUTs in progress), which no
+	// database row lists, then drop the old state.
+	now := r.cfg.Clock.Now()
+	live, err := r.liveHolds(ctx, now)
+	if err != nil {
+		return err
+	}
 	iter := r.rdb.Scan(ctx, 0, r.prefix+"*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
@@ -355,7 +419,7 @@ func (r *Redis) Reconcile(ctx context.Context, truth Truth) error {
 	if err != nil {
 		return err
 	}
-	now := r.cfg.Clock.Now()
+	sessions = withLiveHolds(sessions, live, truth)
 	us := make(map[int64]*Usage, len(users))
 	for _, t := range users {
 		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
@@ -371,6 +435,10 @@ func (r *Redis) Reconcile(ctx context.Context, truth Truth) error {
 			rec := recs[s.Upload]
 			p.HSet(ctx, r.kSession(s.Upload), "user", s.User, "declared", s.Declared, "received", s.Received,
 				"flushed", rec.Flushed, "infl", 0, "target", 0, "seq", reconcileSeq(rec), "lease", 0, "due", ms(now))
+			if !s.Lease.IsZero() {
+				p.HSet(ctx, r.kSession(s.Upload), "hold", ms(s.Lease))
+				p.ZAdd(ctx, r.kHolds(), redis.Z{Score: float64(s.Lease.UnixMilli()), Member: s.Upload})
+			}
 			if len(s.Have) > 0 {
 				p.Set(ctx, r.kBitmap(s.Upload), bitmap(s.Have), 0)
 			}
@@ -385,6 +453,34 @@ func (r *Redis) Reconcile(ctx context.Context, truth Truth) error {
 		return nil
 	})
 	return redisErr(op, err)
+}
+
+// liveHolds reads the holds whose lease ends after now.
+func (r *Redis) liveHolds(ctx context.Context, now time.Time) ([]Session, error) {
+	const op = "quota.Reconcile"
+	ids, err := r.rdb.ZRangeByScore(ctx, r.kHolds(), &redis.ZRangeBy{Min: "(" + ms(now), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, redisErr(op, err)
+	}
+	var out []Session
+	for _, id := range ids {
+		v, err := r.rdb.HMGet(ctx, r.kSession(id), "user", "declared", "hold").Result()
+		if err != nil {
+			return nil, redisErr(op, err)
+		}
+		var f [3]int64
+		ok := true
+		for i, x := range v {
+			str, isStr := x.(string)
+			n, perr := strconv.ParseInt(str, 10, 64)
+			ok = ok && isStr && perr == nil
+			f[i] = n
+		}
+		if ok {
+			out = append(out, Session{User: f[0], Upload: id, Declared: f[1], Lease: time.UnixMilli(f[2])})
+		}
+	}
+	return out, nil
 }
 
 // bitmap encodes chunk indexes as a Redis bitmap (bit 0 is the high bit of

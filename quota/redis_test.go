@@ -203,3 +203,46 @@ func TestRedisDaemonsScanConcurrently(t *testing.T) {
 	}
 	t.Logf("%d chunks → %d flushes, %d users-table writes", sessions*chunks, len(e.sink.seen), e.sink.Writes())
 }
+
+// Two daemons' Guards on one Redis: daemon A's hold (a PUT streaming to it)
+// survives daemon B's start (its Reconcile) as long as A renews it on its
+// rounds (Tick), here past several of its first leases; A's commit then finds
+// it. When A stops renewing (it died), B's next Reconcile after the lease
+// gives the space back. Time is the injected clock throughout.
+func TestRedisGuardsKeepEachOthersHolds(t *testing.T) {
+	e := redisEnv(t)
+	const mib = 1 << 20
+	u := e.user("ann", 200*mib)
+	guard := func() *quota.Guard {
+		g := quota.NewGuard(e.newLedger(), e.sink.SQLiteSink, nil)
+		g.SetTruth(e)
+		g.SetHoldLease(e.clock, time.Minute)
+		return g
+	}
+	a, b := guard(), guard()
+	h := a.NewHold(u)
+	e.must(h.Grow(e.ctx, 150*mib))
+	for range 4 {
+		e.clock.Advance(40 * time.Second)
+		a.Tick(e.ctx, e.clock.Now()) // renews: past half its lease
+		e.must(b.Reconcile(e.ctx))   // B starts
+		if got := e.usage(u); got.Uploading != 150*mib {
+			t.Fatalf("after B's reconcile: %+v; want A's 150 MiB hold kept", got)
+		}
+		wantKind(t, b.NewHold(u).Grow(e.ctx, 100*mib), errs.Quota)
+	}
+	done := a.Step()
+	h.CommitInStep(e.ctx, 150*mib)
+	done()
+	if got := e.usage(u); got.Finished != 150*mib || got.Uploading != 0 {
+		t.Fatalf("A's commit of its hold: %+v; want 150 MiB finished (the ledger knew the hold)", got)
+	}
+
+	dead := a.NewHold(u)
+	e.must(dead.Grow(e.ctx, 40*mib))
+	e.clock.Advance(61 * time.Second) // A died: no renewal
+	e.must(b.Reconcile(e.ctx))
+	if got := e.usage(u); got.Uploading != 0 {
+		t.Fatalf("a dead daemon's hold past its lease: %+v; want dropped", got)
+	}
+}

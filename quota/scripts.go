@@ -12,7 +12,8 @@ import "github.com/redis/go-redis/v9"
 // unfinished}; P s:<upload> hash {user declared received flushed infl
 // target seq lease due}; P b:<upload> bitmap of the chunk indexes counted;
 // P due, the ZSET of tasks scored by due time in ms (or lease end while
-// claimed). Keys built inside scripts from the prefix are not declared in
+// claimed); P holds, the ZSET of holds (sessions with a hold field) scored by
+// their lease end in ms. Keys built inside scripts from the prefix are not declared in
 // KEYS, so the ledger needs one Redis (or one cluster slot), not a cluster.
 //
 // Status codes (first element of the reply): 0 ok, 1 over quota, 2 duplicate
@@ -26,15 +27,21 @@ import "github.com/redis/go-redis/v9"
 // computes past it too, and a sum within it is exact: the comparisons below
 // decide exactly as the Go ledger's int64 arithmetic does.
 
-// KEYS epoch, u, s. ARGV user, declared.
+// Reserve, or Hold when ARGV holdMs is not '0': a hold's session has the
+// field hold (its lease end in ms) and is in the holds ZSET scored by it.
+// KEYS epoch, u, s, holds. ARGV user, declared, holdMs, upload.
 var reserveScript = redis.NewScript(luaAdmits + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 local u = redis.call('HMGET', KEYS[2], 'total', 'finished', 'uploading', 'unfinished')
 if not u[1] then return {-2} end
-local s = redis.call('HMGET', KEYS[3], 'user', 'declared')
+local s = redis.call('HMGET', KEYS[3], 'user', 'declared', 'hold')
 if s[1] then
   -- compared as strings: both are canonical decimal integers
   if s[1] ~= ARGV[1] or s[2] ~= ARGV[2] then return {-3, u[1], u[2], u[3], u[4]} end
+  if s[3] and ARGV[3] ~= '0' then
+    redis.call('HSET', KEYS[3], 'hold', ARGV[3])
+    redis.call('ZADD', KEYS[4], ARGV[3], ARGV[4])
+  end
   return {0, u[1], u[2], u[3], u[4]}
 end
 if not admits(tonumber(u[1]), tonumber(u[2]), tonumber(u[3]), tonumber(ARGV[2])) then
@@ -43,7 +50,22 @@ end
 local uploading = redis.call('HINCRBY', KEYS[2], 'uploading', ARGV[2])
 redis.call('HSET', KEYS[3], 'user', ARGV[1], 'declared', ARGV[2], 'received', 0, 'flushed', 0,
   'infl', 0, 'target', 0, 'seq', 0, 'lease', 0, 'due', 0)
+if ARGV[3] ~= '0' then
+  redis.call('HSET', KEYS[3], 'hold', ARGV[3])
+  redis.call('ZADD', KEYS[4], ARGV[3], ARGV[4])
+end
 return {0, u[1], u[2], uploading, u[4]}
+`)
+
+// Renew a hold's lease. KEYS epoch, s, holds. ARGV user, holdMs, upload.
+var renewScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local s = redis.call('HMGET', KEYS[2], 'user', 'hold')
+if not s[1] or not s[2] then return 3 end
+if s[1] ~= ARGV[1] then return -5 end
+redis.call('HSET', KEYS[2], 'hold', ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+return 0
 `)
 
 // luaAdmits is the admission rule (Go: admits), shared by the scripts.
@@ -129,7 +151,7 @@ return 1
 // End a session (merge if size >= 0, else abort/expiry): remove the task and
 // its pending bytes, release the reservation, move a merge's bytes to
 // finished, and say what had been flushed — one step.
-// KEYS epoch, u, s, b, due. ARGV user, upload, size.
+// KEYS epoch, u, s, b, due, holds. ARGV user, upload, size.
 // Reply {0, declared, received, flushed, infl, target} or {status}.
 var endScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
@@ -147,6 +169,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
 end
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('ZREM', KEYS[5], ARGV[2])
+redis.call('ZREM', KEYS[6], ARGV[2])
 return {0, s[2], s[3], s[4], s[5], s[6]}
 `)
 
@@ -186,4 +209,32 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 local u = redis.call('HMGET', KEYS[2], 'total', 'finished', 'uploading', 'unfinished')
 if not u[1] then return {-2} end
 return {0, u[1], u[2], u[3], u[4]}
+`)
+
+// Release the holds whose lease ended at or before nowMs, as endScript does
+// without a merge. KEYS epoch, holds. ARGV nowMs, limit, prefix.
+// Reply: the number released, or -1.
+var expireHoldsScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local now = tonumber(ARGV[1])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local n = 0
+for _, id in ipairs(ids) do
+  local sk = ARGV[3] .. 's:' .. id
+  local s = redis.call('HMGET', sk, 'user', 'declared', 'received', 'hold')
+  if s[1] and s[4] and tonumber(s[4]) <= now then
+    local uk = ARGV[3] .. 'u:' .. s[1]
+    if redis.call('EXISTS', uk) == 1 then
+      if s[2] ~= '0' then redis.call('HINCRBY', uk, 'uploading', '-' .. s[2]) end
+      if s[3] ~= '0' then redis.call('HINCRBY', uk, 'unfinished', '-' .. s[3]) end
+    end
+    redis.call('DEL', sk, ARGV[3] .. 'b:' .. id)
+    redis.call('ZREM', ARGV[3] .. 'due', id)
+    n = n + 1
+  end
+  if not s[1] or not s[4] or tonumber(s[4]) <= now then
+    redis.call('ZREM', KEYS[2], id)
+  end
+end
+return n
 `)

@@ -294,8 +294,10 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g},
 		Instant: o.Instant})
 	// SQLite is the truth: the ledger is rebuilt from it at every start, so a
-	// kill -9 (a reservation of a write that died with the process, a
-	// session ended in SQLite but not in the ledger) leaves nothing behind.
+	// kill -9 (a session ended in SQLite but not in the ledger) leaves
+	// nothing behind; the hold of a write that died with the process goes
+	// once its lease expires, while other nodes' live holds are kept
+	// (quota.Guard).
 	if err := l.Reconcile(ctx, up); err != nil {
 		if rdb == nil {
 			return fail(fmt.Errorf("quota: %w", err))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"netdisk/errs"
 )
 
 // Metrics are the daemon's Prometheus collectors.
@@ -83,12 +85,20 @@ func (m *Metrics) wrap(h http.Handler) http.Handler {
 			r = r.WithContext(r.Context())
 			r.Body = cr
 		}
+		// Deferred: a response aborted after its status (errs.AbortResponse
+		// panics) is counted too, with its failure's status.
+		defer func() {
+			code := cw.status
+			if cw.failed != 0 {
+				code = cw.failed
+			}
+			m.requests.WithLabelValues(surface, r.Method, strconv.Itoa(code)).Inc()
+			m.bytesOut.WithLabelValues(surface).Add(float64(cw.n))
+			if cr != nil {
+				m.bytesIn.WithLabelValues(surface).Add(float64(cr.n))
+			}
+		}()
 		h.ServeHTTP(cw, r)
-		m.requests.WithLabelValues(surface, r.Method, strconv.Itoa(cw.status)).Inc()
-		m.bytesOut.WithLabelValues(surface).Add(float64(cw.n))
-		if cr != nil {
-			m.bytesIn.WithLabelValues(surface).Add(float64(cr.n))
-		}
 	})
 }
 
@@ -107,9 +117,16 @@ func (c *countingReader) Read(p []byte) (int, error) {
 type countingWriter struct {
 	http.ResponseWriter
 	status int
+	failed int // the status of a failure after the status was sent
 	n      int64
 	wrote  bool
 }
+
+var _ errs.FailureRecorder = (*countingWriter)(nil)
+
+// RecordFailure counts the response as failed with status, whatever status
+// it had sent.
+func (c *countingWriter) RecordFailure(status int) { c.failed = status }
 
 func (c *countingWriter) WriteHeader(code int) {
 	if !c.wrote {

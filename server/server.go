@@ -206,6 +206,7 @@ func (s *Server) davUnauthorized(w http.ResponseWriter, _ *http.Request, err err
 	if errs.Is(err, errs.Unauthenticated) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="netdisk", charset="UTF-8"`)
 	}
+	errs.SetErrorHeaders(w.Header(), dav.Status(err))
 	http.Error(w, errs.Message(err), dav.Status(err))
 }
 
@@ -213,6 +214,7 @@ func (s *Server) apiUnauthorized(w http.ResponseWriter, r *http.Request, err err
 	if errs.Is(err, errs.Unauthenticated) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="netdisk", charset="UTF-8"`)
 	}
+	errs.SetErrorHeaders(w.Header(), api.Status(err))
 	api.WriteJSON(w, api.Status(err), api.ErrorBody(err))
 }
 

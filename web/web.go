@@ -200,6 +200,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // WriteError answers an API-shaped error (no WWW-Authenticate: a browser
 // would pop its own password dialog over the page).
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	errs.SetErrorHeaders(w.Header(), status)
 	writeJSON(w, status, apitype.Error{Error: msg, Code: code})
 }
 

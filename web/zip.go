@@ -55,14 +55,41 @@ func (h *Handler) ServeZip(w http.ResponseWriter, r *http.Request, u meta.User) 
 	if root.Path == "/" {
 		name = u.Name
 	}
+	if err := h.firstReadable(r.Context(), u, nodes); err != nil {
+		h.writeErr(w, err) // before the status: 503 while the store is away
+		return
+	}
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(name+".zip"))
 	w.Header().Set("Cache-Control", "no-store")
 	dav.ProtectHeaders(w.Header())
 	if err := h.writeZip(r.Context(), w, u, root, nodes, name); err != nil {
-		h.log.Warn("zip download aborted", "user", u.Name, "path", root.Path, "err", err)
-		panic(http.ErrAbortHandler)
+		// A failure of ours carries a kind; a write to a client that left
+		// does not.
+		if errs.Is(err, errs.Canceled) || !errs.Classified(err) || r.Context().Err() != nil {
+			h.log.Warn("zip download aborted", "user", u.Name, "path", root.Path, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		h.log.Error("zip download cut after its status", "user", u.Name, "path", root.Path, "err", err)
+		errs.AbortResponse(w, err)
 	}
+}
+
+// firstReadable opens the first chunk of the first file with content, so a
+// chunk store that is away fails the download before its status is sent.
+func (h *Handler) firstReadable(ctx context.Context, u meta.User, nodes []meta.Node) error {
+	for _, n := range nodes {
+		if n.IsDir || n.Size == 0 {
+			continue
+		}
+		f, err := h.d.Open(ctx, u.ID, n.Path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Ready()
+	}
+	return nil
 }
 
 func (h *Handler) writeZip(ctx context.Context, w io.Writer, u meta.User, root meta.Node, nodes []meta.Node, top string) error {

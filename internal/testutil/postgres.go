@@ -28,6 +28,7 @@ const pgBinDir = "/usr/lib/postgresql/15/bin"
 type Postgres struct {
 	Addr string // 127.0.0.1:PORT
 	dir  string
+	cred *syscall.Credential
 	proc *proc
 	dbs  atomic.Int64
 }
@@ -53,6 +54,43 @@ func SharedPostgres(t testing.TB) *Postgres {
 	return p
 }
 
+// StartPostgres starts a private cluster for a test that restarts it
+// (Down, Up); it is stopped at cleanup. Skips and failures as SharedPostgres.
+func StartPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(pgBinDir, "initdb")); err != nil {
+		if InCI() {
+			t.Fatalf("PostgreSQL 15 is required under CI but %s/initdb is missing (see .ci/run)", pgBinDir)
+		}
+		t.Skipf("PostgreSQL 15 not installed (%s)", pgBinDir)
+	}
+	p, err := LaunchPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// Down stops the server with a fast shutdown (SIGINT: every session is
+// ended with "terminating connection due to administrator command",
+// SQLSTATE 57P01, as an operator's restart does) and waits for it; its
+// address then refuses connections until Up.
+func (p *Postgres) Down() { p.proc.kill(syscall.SIGINT) }
+
+// Up starts a server that is Down again, on the same address and data.
+func (p *Postgres) Up(t testing.TB) {
+	t.Helper()
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = p.start(p.Addr, filepath.Join(p.dir, "data"), p.cred); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the port may linger a moment
+	}
+	t.Fatalf("restart postgres: %v", err)
+}
+
 // LaunchPostgres initialises and starts a cluster; the caller stops it
 // (Stop). initdb and postgres refuse to run as root, so as root they run as
 // the postgres user, in a directory it owns.
@@ -67,6 +105,7 @@ func LaunchPostgres() (*Postgres, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	p.cred = cred
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(pgBinDir, "initdb"), "-D", data, "-U", "postgres",
 		"--auth=trust", "--locale=C", "--encoding=UTF8", "--no-sync")

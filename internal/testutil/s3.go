@@ -41,6 +41,7 @@ func VersityGWDir() string {
 type S3 struct {
 	Endpoint string // 127.0.0.1:PORT
 	dir      string
+	bin      string
 	proc     *proc
 	buckets  atomic.Int64
 }
@@ -86,6 +87,41 @@ func SharedS3(t *testing.T) *S3 {
 	return s
 }
 
+// StartS3 starts a private S3 server for a test that takes it away (Kill,
+// Restart); it is stopped at cleanup and sets the credentials as SharedS3
+// does.
+func StartS3(t *testing.T) *S3 {
+	t.Helper()
+	s, err := LaunchS3()
+	if err != nil {
+		if InCI() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(s.Stop)
+	t.Setenv("AWS_ACCESS_KEY_ID", S3AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", S3SecretKey)
+	return s
+}
+
+// Kill kills the server (SIGKILL) and waits for it, keeping its buckets on
+// disk: until Restart, its address refuses connections, as an S3 outage.
+func (s *S3) Kill() { s.proc.kill(syscall.SIGKILL) }
+
+// Restart starts a killed server again on its address, with its buckets.
+func (s *S3) Restart(t testing.TB) {
+	t.Helper()
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = s.start(s.bin, s.Endpoint); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the port may linger a moment
+	}
+	t.Fatalf("restart versitygw: %v", err)
+}
+
 // LaunchS3 starts versitygw in posix mode over a temp dir; the caller stops
 // it (Stop).
 func LaunchS3() (*S3, error) {
@@ -97,7 +133,7 @@ func LaunchS3() (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &S3{dir: dir}
+	s := &S3{dir: dir, bin: bin}
 	if err := onFreePort(func(addr string) error { return s.start(bin, addr) }); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start versitygw: %w", err)
