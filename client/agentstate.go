@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/internal/atomicfile"
 )
 
 // outcome is a delivery's report the daemon has not taken yet, and until
@@ -47,26 +48,10 @@ func (j *outcomeJournal) put(o outcome) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(j.dir, ".outcome-*.tmp")
-	if err != nil {
+	return atomicfile.Write(j.name(o.Report.TaskID), 0o600, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	}
-	defer os.Remove(f.Name()) // after the rename, nothing
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), j.name(o.Report.TaskID)); err != nil {
-		return err
-	}
-	return syncDir(j.dir)
+	})
 }
 
 func (j *outcomeJournal) drop(taskID string) error {

@@ -11,13 +11,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"netdisk/apitype"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"netdisk/apitype"
+	"netdisk/internal/atomicfile"
 
 	"netdisk/async"
 )
@@ -211,51 +213,19 @@ func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node,
 	return placeInRoot(root, cached, path.Join(dir, name))
 }
 
-// placeInRoot copies cached to rel under root atomically: a temp file in the
-// target directory, fsync, rename, directory fsync. root refuses any path
-// that leaves it, through ".." or a symlink.
+// placeInRoot copies cached to rel under root atomically and durably
+// (atomicfile.WriteIn). root refuses any path that leaves it, through ".."
+// or a symlink.
 func placeInRoot(root *os.Root, cached, rel string) error {
-	dir := path.Dir(rel)
-	if err := root.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	src, err := os.Open(cached)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	b := make([]byte, 6)
-	rand.Read(b)
-	tmp := path.Join(dir, "."+path.Base(rel)+"."+hex.EncodeToString(b)+".tmp")
-	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
+	return atomicfile.WriteIn(root, rel, 0o644, func(w io.Writer) error {
+		_, err := io.Copy(w, src)
 		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			root.Remove(tmp)
-		}
-	}()
-	if _, err := io.Copy(f, src); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := root.Rename(tmp, rel); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := root.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	})
 }
 
 // cacheIdentity returns the cache folder's ID, created by the first agent

@@ -19,6 +19,7 @@ import (
 	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/errs"
+	"netdisk/internal/atomicfile"
 )
 
 // Downloads go over WebDAV GET (docs/API.md): Range resumes a partial file,
@@ -222,7 +223,7 @@ func (c *Client) pullFile(ctx context.Context, remote, local string, chunkSize i
 		os.Remove(etagFile)
 		return fmt.Errorf("download %s: content hash %s does not match the server's %s (removed; run pull again)", remote, got, want)
 	}
-	if err := os.Rename(part, local); err != nil {
+	if err := atomicfile.Rename(part, local); err != nil {
 		return err
 	}
 	os.Remove(etagFile)

@@ -10,12 +10,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"netdisk/apitype"
 	"os"
 	"path"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"netdisk/apitype"
+	"netdisk/internal/atomicfile"
 
 	"netdisk/lock"
 )
@@ -327,10 +329,7 @@ func (c *Client) fetchVerified(ctx context.Context, src sharedSource, cached, dl
 		}
 		return pr, fmt.Errorf("%s changed while it was pulled: try again", src.lockPath)
 	}
-	if err := os.Rename(dl, cached); err != nil {
-		return pr, err
-	}
-	return pr, syncDir(filepath.Dir(cached))
+	return pr, atomicfile.Rename(dl, cached)
 }
 
 // trustCachedNow is trustCached with the server's chunk size.
@@ -382,53 +381,16 @@ func hashFile(p string, chunkSize int64) (string, error) {
 	return h.Sum(), nil
 }
 
-// copyOut copies the cached file to local atomically (temp name, fsync,
-// rename): the cache stays the cache's, whatever is done to local.
+// copyOut copies the cached file to local atomically and durably: the cache
+// stays the cache's, whatever is done to local.
 func copyOut(cached, local string) error {
 	src, err := os.Open(cached)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dir := filepath.Dir(local)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return atomicfile.Write(local, 0o644, func(w io.Writer) error {
+		_, err := io.Copy(w, src)
 		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(local)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := io.Copy(tmp, src); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), local); err != nil {
-		return err
-	}
-	ok = true
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	})
 }

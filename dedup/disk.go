@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"netdisk/internal/atomicfile"
 	"netdisk/internal/crashpoint"
 )
 
@@ -118,7 +119,7 @@ func (s *DiskStore) put(b []byte, p string, f *os.File) (err error) {
 		}
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), p)
+		err = atomicfile.Rename(f.Name(), p)
 	}
 	if err != nil {
 		if f != nil {
@@ -126,7 +127,8 @@ func (s *DiskStore) put(b []byte, p string, f *os.File) (err error) {
 		}
 		return err
 	}
-	return syncDir(dir)
+	crashpoint.Synced()
+	return nil
 }
 
 // writeSync writes b into the empty file f and fsyncs it. The bytes go to the
@@ -202,12 +204,7 @@ func (s *DiskStore) takeSpare() *os.File {
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("dedup: fsync dir: %w", err)
 	}
 	crashpoint.Synced()
