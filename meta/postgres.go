@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
 	"strings"
 	"time"
 
@@ -74,51 +72,33 @@ func (p *Postgres) migrate(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ns BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("meta: migrate: %w", err)
 	}
-	names, err := fs.Glob(pgMigrations, "pgmigrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		var n int
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
-			return fmt.Errorf("meta: migrate: %w", err)
-		}
-		if n > 0 {
-			continue
-		}
-		body, err := pgMigrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("meta: migration %s: %w", name, err)
-		}
-		err = func() error {
-			for _, stmt := range splitSQL(string(body)) {
+	return migrationSet{
+		files: pgMigrations,
+		glob:  "pgmigrations/*.sql",
+		db:    conn,
+		inTx: func(ctx context.Context, _ string, fn func(*sql.Tx) error) error {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(tx); err != nil {
+				tx.Rollback()
+				return err
+			}
+			return tx.Commit()
+		},
+		// The driver runs one statement per call.
+		exec: func(ctx context.Context, tx *sql.Tx, body string) error {
+			for _, stmt := range splitSQL(body) {
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return err
 				}
 			}
-			if fill := pgPostMigration[name]; fill != nil {
-				if err := fill(ctx, tx); err != nil {
-					return err
-				}
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_ns) VALUES (?, ?)`, name, p.now().UnixNano())
-			return err
-		}()
-		if err == nil {
-			err = tx.Commit()
-		} else {
-			tx.Rollback()
-		}
-		if err != nil {
-			return fmt.Errorf("meta: migration %s: %w", name, err)
-		}
-	}
-	return nil
+			return nil
+		},
+		after: pgPostMigration,
+		now:   p.now,
+	}.applyPending(ctx)
 }
 
 // pgPostMigration is postMigration (sqlite.go) for the PostgreSQL schema:

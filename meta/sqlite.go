@@ -7,8 +7,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -98,50 +96,26 @@ func (s *SQLite) migrate(ctx context.Context) error {
 			return fmt.Errorf("meta: migrate: %w", err)
 		}
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		var n int
-		if err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
-			return fmt.Errorf("meta: migrate: %w", err)
-		}
-		if n > 0 {
-			continue
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
+	return migrationSet{
+		files: migrations,
+		glob:  "migrations/*.sql",
+		db:    s.w,
+		before: map[string]func(context.Context) error{
+			"migrations/005_users_name_nocase.sql": func(ctx context.Context) error { return checkNameCase(ctx, s.w) },
+		},
+		inTx: func(ctx context.Context, name string, fn func(*sql.Tx) error) error {
+			if rebuildMigrations[name] {
+				return s.txWithoutForeignKeys(ctx, fn)
+			}
+			return s.tx(ctx, fn)
+		},
+		exec: func(ctx context.Context, tx *sql.Tx, body string) error {
+			_, err := tx.ExecContext(ctx, body)
 			return err
-		}
-		if check := preMigration[name]; check != nil {
-			if err := check(ctx, s.w); err != nil {
-				return fmt.Errorf("meta: migration %s: %w", name, err)
-			}
-		}
-		apply := func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-				return err
-			}
-			if fill := postMigration[name]; fill != nil {
-				if err := fill(ctx, tx); err != nil {
-					return err
-				}
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_ns) VALUES (?, ?)`, name, s.now().UnixNano())
-			return err
-		}
-		if rebuildMigrations[name] {
-			err = s.txWithoutForeignKeys(ctx, apply)
-		} else {
-			err = s.tx(ctx, apply)
-		}
-		if err != nil {
-			return fmt.Errorf("meta: migration %s: %w", name, err)
-		}
-	}
-	return nil
+		},
+		after: postMigration,
+		now:   s.now,
+	}.applyPending(ctx)
 }
 
 // renamedMigrations maps the names migrations were recorded under to their
@@ -207,12 +181,6 @@ func (s *SQLite) txWithoutForeignKeys(ctx context.Context, fn func(*sql.Tx) erro
 		return fmt.Errorf("meta: commit: %w", err)
 	}
 	return nil
-}
-
-// preMigration holds checks that run before a migration to explain, in the
-// operator's terms, why it cannot apply.
-var preMigration = map[string]func(context.Context, *sql.DB) error{
-	"migrations/005_users_name_nocase.sql": checkNameCase,
 }
 
 // checkNameCase refuses to make names unique without regard to case while
