@@ -34,9 +34,9 @@ import (
 //
 // These times are real time, not the drive's clock (Config.Now): the wait
 // shares the CPU, and a timer wakes it. On a test's frozen clock it would
-// never end (upload's tests of the pass froze that way); the tests of the
-// wait itself set sumQuiet and sumDefer to 0 or an hour instead, so none
-// depends on how long anything takes.
+// never end, and tests that freeze it to check the pass would hang; the
+// tests of the wait itself set sumQuiet and sumDefer to 0 or an hour
+// instead, so none depends on how long anything takes.
 const (
 	sumDefer = 5 * time.Second        // Drive.sumDefer unless a test sets it
 	sumQuiet = 250 * time.Millisecond // Drive.sumQuiet unless a test sets it

@@ -18,7 +18,7 @@ import (
 	"netdisk/internal/testutil"
 )
 
-// Async downloads (issue 12) with real `netdisk agent` processes.
+// Async downloads with real `netdisk agent` processes.
 
 const asyncWindow = 3 // seconds
 

@@ -20,7 +20,7 @@ import (
 	"netdisk/internal/testutil"
 )
 
-// Coordinated pulls (issue 11): many `netdisk pull --shared-cache` of one
+// Coordinated pulls: many `netdisk pull --shared-cache` of one
 // file on one host transfer it from the server once.
 
 const sharedSize = 256 << 20

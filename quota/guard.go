@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Guard is how the daemon uses a Ledger (issue 5). It adds three things the
+// Guard is how the daemon uses a Ledger. It adds three things the
 // ledger alone cannot know:
 //
 //   - Steps. Every SQLite change that moves a user's figures and the ledger

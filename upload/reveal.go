@@ -8,7 +8,7 @@ import (
 	"netdisk/meta"
 )
 
-// Instant upload without an existence oracle (issue 16; docs/API.md,
+// Instant upload without an existence oracle (docs/API.md,
 // "Instant upload and privacy"). patchHash on another user's content is a
 // question "does anyone here hold this?": answered truthfully, it lets any
 // account test whether a given document, or one with a guessable field, is
@@ -30,8 +30,8 @@ const (
 	// secret threshold (the default).
 	InstantPrivate InstantMode = iota
 	// InstantShared reveals any content another user holds, sessions
-	// included (the behaviour before issue 16): most bandwidth saved, for
-	// installations whose users trust each other.
+	// included: most bandwidth saved, at the price of the existence oracle,
+	// for installations whose users trust each other.
 	InstantShared
 	// InstantOff never reveals others' content: only a user's own is instant.
 	InstantOff

@@ -248,8 +248,8 @@ func TestOwnContentStaysInstant(t *testing.T) {
 	}
 }
 
-// The modes: shared reveals anyone's content at once (sessions included, as
-// before issue 16); off never reveals others' content however common; the
+// The modes: shared reveals anyone's content at once (sessions included);
+// off never reveals others' content however common; the
 // default counts owners, and chunks of open sessions never count.
 func TestInstantModes(t *testing.T) {
 	ctx := context.Background()

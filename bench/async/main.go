@@ -1,4 +1,4 @@
-// Command async measures async downloads (issue 12, seed 002):
+// Command async measures async downloads (seed 002):
 //
 //  1. tasks created per second, embedded (SQLite) and Redis stores side by
 //     side: through the service in process (the store's cost), and over

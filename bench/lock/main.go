@@ -1,4 +1,4 @@
-// Command lock measures the per-operation FIFO lock manager (issue 11),
+// Command lock measures the per-operation FIFO lock manager,
 // with the in-process state and the Redis state side by side:
 //
 //  1. acquire/release pairs per second, uncontended (each worker its own

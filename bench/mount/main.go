@@ -47,7 +47,7 @@ func run() error {
 	randReads := flag.Int("randreads", 2000, "4 KiB random reads")
 	srcTree := flag.String("src", "./mount", "source tree copied with cp -r (all of it)")
 	work := flag.String("work", "", "scratch directory (default a temp dir, removed)")
-	smallFiles := flag.Int("small", 10000, "small files created, written and closed (issue 14's goal)")
+	smallFiles := flag.Int("small", 10000, "small files created, written and closed (the small-file goal below)")
 	smallSize := flag.Int("small-size", 1024, "size of each small file (≤ 1 MiB)")
 	writeBack := flag.Bool("write-back", true, "run netdisk mount with --write-back (as rclone's --vfs-cache-mode writes: close before the upload; fsync still waits)")
 	flag.Parse()
@@ -180,8 +180,8 @@ func run() error {
 			fmt.Sprintf("%.0f IOPS", float64(*randReads)/rr.Seconds()), ls.Round(time.Millisecond), cp.Round(time.Millisecond))
 	}
 
-	// The goals of issue 14, as ratios in this run.
-	fmt.Printf("\nissue 14 goals (netdisk mount vs rclone mount --vfs-cache-mode writes, this run)\n")
+	// The mount's performance goals, as ratios in this run.
+	fmt.Printf("\nmount goals (netdisk mount vs rclone mount --vfs-cache-mode writes, this run)\n")
 	wn, wr := writeTime["netdisk mount"], writeTime["rclone mount"]
 	fmt.Printf("%-46s netdisk %6.0f MB/s  rclone %6.0f MB/s  %.2f× (goal ≥ 0.80×)\n", "sequential write + fsync",
 		float64(size)/wn.Seconds()/1e6, float64(size)/wr.Seconds()/1e6, wr.Seconds()/wn.Seconds())

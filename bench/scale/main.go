@@ -1,5 +1,5 @@
 // Command scale runs one workload on the two shapes netdisk deploys in
-// (issue 15) and compares them:
+// and compares them:
 //
 //   - single: one node, SQLite + the local chunk directory;
 //   - scaled: two nodes on PostgreSQL + S3 (versitygw, posix) + Redis,

@@ -78,8 +78,8 @@ func TestKind(t *testing.T) {
 }
 
 // TestStoresAgree: a Redis that cannot take writes (a replica during a
-// failover) is Unavailable (503) through every store kept in Redis. The lock
-// state used to call it a bug (500) where the quota ledger called it 503.
+// failover) is Unavailable (503) through every store kept in Redis: one
+// outage, one answer, whichever store meets it first.
 func TestStoresAgree(t *testing.T) {
 	ctx := context.Background()
 	rdb := readOnlyReplica(t)

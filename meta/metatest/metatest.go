@@ -1,5 +1,6 @@
-// Package metatest is the conformance suite every meta.Store runs: the SQLite
-// store today, the PostgreSQL store when it comes. It checks the contract the
+// Package metatest is the conformance suite every meta.Store runs, the SQLite
+// and the PostgreSQL store alike, so callers may rely on the contract
+// whichever engine holds the metadata. It checks the contract the
 // interfaces in package meta document (results and error kinds), never an
 // implementation's tables.
 package metatest
