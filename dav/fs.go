@@ -1,7 +1,21 @@
-// Package dav adapts the drive core to WebDAV: a webdav.FileSystem bound to one
-// user, and the handler that fronts golang.org/x/net/webdav. It holds no
-// business rules; it translates between WebDAV and drive calls and maps
-// error kinds to what x/net/webdav expects.
+// Package dav is netdisk's WebDAV server (RFC 4918, class 1 and 2) over the
+// drive core, for one authenticated user per request.
+//
+// It answers the verbs itself: GET/HEAD of a file, PUT, DELETE, PROPFIND,
+// PROPPATCH, COPY/MOVE, MKCOL, LOCK and UNLOCK, and the If header. Only
+// what it does not need to change (OPTIONS, GET of a folder) goes on to
+// golang.org/x/net/webdav, over FS, a webdav.FileSystem bound to the user.
+// It answers them itself because x/net/webdav cannot do what the drive
+// needs: a file's GET is served with sendfile from the chunk store (not
+// copied through a webdav.File); PUT streams the body into a new version
+// committed only once all of it arrived; a PROPFIND of a folder reads all its children and their dead
+// properties in one batch (x/net/webdav asks per child, one query each);
+// and locks are the drive's one table (davlock), which the HTTP API and the
+// mount check as well, where x/net/webdav keeps a lock table of its own
+// that no other surface sees.
+//
+// It holds no business rules: it translates between WebDAV and drive
+// calls, and error kinds to WebDAV statuses.
 package dav
 
 import (
