@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strings"
 
-	"netdisk/api"
-	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/web"
 )
@@ -30,7 +28,7 @@ func (s *Server) mountWeb() {
 		Logger:   s.log,
 		Login: func(w http.ResponseWriter, r *http.Request, name, pass string) (meta.User, bool) {
 			return s.login(w, r, name, pass, func(w http.ResponseWriter, r *http.Request, err error) {
-				web.WriteError(w, api.Status(err), errs.Code(err), errs.Message(err))
+				web.WriteError(w, err)
 			})
 		},
 	})
@@ -58,7 +56,7 @@ func (s *Server) cookieUser(w http.ResponseWriter, r *http.Request) (u meta.User
 			// The page after its cookie expired in the browser: answer
 			// without WWW-Authenticate, so the page can show its sign-in
 			// form instead of the browser's password dialog.
-			web.WriteError(w, http.StatusUnauthorized, "unauthenticated", "your session has ended: sign in again")
+			web.WriteError(w, web.ErrSessionEnded)
 			return meta.User{}, false, true
 		}
 		return meta.User{}, false, false

@@ -197,12 +197,30 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// WriteError answers an API-shaped error (no WWW-Authenticate: a browser
-// would pop its own password dialog over the page).
-func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	errs.SetErrorHeaders(w.Header(), status)
-	writeJSON(w, status, apitype.Error{Error: msg, Code: code})
+// WriteError answers err as an API-shaped error: its status from the errs
+// table (errs.HTTPStatus), its code and message from errs, as the JSON API
+// answers it. No WWW-Authenticate: a browser would pop its own password
+// dialog over the page.
+func WriteError(w http.ResponseWriter, err error) {
+	writeError(w, errs.HTTPStatus(errs.KindOf(err)), err)
 }
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	errs.SetErrorHeaders(w.Header(), status)
+	writeJSON(w, status, apitype.Error{Error: errs.Message(err), Code: errs.Code(err)})
+}
+
+// The web edge's own refusals, in the errs table's kinds.
+var (
+	errNotJSON     = errs.Errorf("web.login", errs.Invalid, "sign-in expects a JSON body")
+	errCrossSite   = errs.Errorf("web.login", errs.Permission, "cross-site sign-in refused")
+	errNoPassword  = errs.Errorf("web.login", errs.Invalid, "user name and password required")
+	errCSRF        = errs.Errorf("web", errs.Permission, "missing or wrong CSRF token")
+	errNotSignedIn = errs.Errorf("web.session", errs.Unauthenticated, "not signed in")
+	// ErrSessionEnded answers a request whose session cookie names no
+	// session (expired, signed out, its user deleted).
+	ErrSessionEnded = errs.Errorf("web", errs.Unauthenticated, "your session has ended: sign in again")
+)
 
 type sessionBody struct {
 	Name    string `json:"name"`
@@ -223,11 +241,13 @@ func sameOrigin(r *http.Request) bool {
 
 func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		WriteError(w, http.StatusUnsupportedMediaType, "invalid", "sign-in expects a JSON body")
+		// 415, not Invalid's 400: the request is well formed, in a media
+		// type this endpoint does not take (RFC 9110 §15.5.16).
+		writeError(w, http.StatusUnsupportedMediaType, errNotJSON)
 		return
 	}
 	if !sameOrigin(r) {
-		WriteError(w, http.StatusForbidden, "permission_denied", "cross-site sign-in refused")
+		WriteError(w, errCrossSite)
 		return
 	}
 	var body struct {
@@ -235,7 +255,7 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 		Password string `json:"password"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil || body.Name == "" {
-		WriteError(w, http.StatusBadRequest, "invalid", "user name and password required")
+		WriteError(w, errNoPassword)
 		return
 	}
 	u, ok := h.login(w, r, body.Name, body.Password)
@@ -283,7 +303,7 @@ func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil && !ss.CSRFOK(r.Header.Get(CSRFHeader)) {
-		WriteError(w, http.StatusForbidden, "permission_denied", "missing or wrong CSRF token")
+		WriteError(w, errCSRF)
 		return
 	}
 	if err := h.sessions.Delete(r.Context(), c.Value); err != nil {
@@ -297,7 +317,7 @@ func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request) {
 	ss, u, err := h.sessionUser(r)
 	if errs.Is(err, errs.NotFound) {
-		WriteError(w, http.StatusUnauthorized, "unauthenticated", "not signed in")
+		WriteError(w, errNotSignedIn)
 		return
 	}
 	if err != nil {
@@ -328,7 +348,7 @@ func (h *Handler) sessionUser(r *http.Request) (Session, meta.User, error) {
 // stays in the log), never as a sign-out the user did not ask for.
 func (h *Handler) storeError(w http.ResponseWriter, what string, err error) {
 	h.log.Error("web: "+what, "err", err)
-	WriteError(w, errs.HTTPStatus(errs.KindOf(err)), errs.Code(err), errs.Message(err))
+	WriteError(w, err)
 }
 
 // HasCookie says whether the request carries a session cookie at all.
@@ -345,7 +365,7 @@ func HasCookie(r *http.Request) bool {
 func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (meta.User, bool) {
 	ss, u, err := h.sessionUser(r)
 	if errs.Is(err, errs.NotFound) {
-		WriteError(w, http.StatusUnauthorized, "unauthenticated", "your session has ended: sign in again")
+		WriteError(w, ErrSessionEnded)
 		return meta.User{}, false
 	}
 	if err != nil {
@@ -356,7 +376,7 @@ func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (meta.Use
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
 		if !ss.CSRFOK(r.Header.Get(CSRFHeader)) {
-			WriteError(w, http.StatusForbidden, "permission_denied", "missing or wrong CSRF token")
+			WriteError(w, errCSRF)
 			return meta.User{}, false
 		}
 	}

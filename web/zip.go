@@ -3,7 +3,6 @@ package web
 import (
 	"archive/zip"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -39,7 +38,7 @@ func (h *Handler) ServeZip(w http.ResponseWriter, r *http.Request, u meta.User) 
 		return
 	}
 	if !root.IsDir {
-		WriteError(w, http.StatusConflict, "not_a_directory", "not a folder: "+p)
+		WriteError(w, errs.Errorf("web.zip", errs.NotDir, "not a folder: %s", p))
 		return
 	}
 	nodes, err := h.d.Tree(r.Context(), u.ID, root.Path, MaxZipEntries)
@@ -48,7 +47,7 @@ func (h *Handler) ServeZip(w http.ResponseWriter, r *http.Request, u meta.User) 
 		return
 	}
 	if len(nodes) > MaxZipEntries {
-		WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("folder has more than %d entries: download it in parts", MaxZipEntries))
+		WriteError(w, errs.Errorf("web.zip", errs.TooLarge, "folder has more than %d entries: download it in parts", MaxZipEntries))
 		return
 	}
 	name := path.Base(root.Path)
@@ -134,9 +133,8 @@ func (h *Handler) writeZip(ctx context.Context, w io.Writer, u meta.User, root m
 // writeErr answers err with the API's status table (one translation for
 // both edges) and its safe message.
 func (h *Handler) writeErr(w http.ResponseWriter, err error) {
-	status := api.Status(err)
-	if status >= 500 {
+	if api.Status(err) >= 500 {
 		h.log.Error("web", "err", err)
 	}
-	WriteError(w, status, errs.Code(err), errs.Message(err))
+	WriteError(w, err)
 }
