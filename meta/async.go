@@ -289,19 +289,8 @@ func (s *SQLite) AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, ta
 
 func (s *SQLite) asyncStrings(ctx context.Context, op, q string, args ...any) ([]string, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, wrap(op, "", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, wrap(op, "", err)
-		}
-		out = append(out, v)
-	}
-	return out, wrap(op, "", rows.Err())
+	out, err := scanAll(rows, err, scanString)
+	return out, wrap(op, "", err)
 }
 
 func (s *SQLite) AsyncTouch(ctx context.Context, jobID string, tasks []string, work [][2]string, expires, now time.Time) error {

@@ -11,19 +11,13 @@ import (
 const chunkCols = `id, sha256, md5, size`
 
 func scanChunks(rows *sql.Rows, err error) ([]Chunk, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Chunk
-	for rows.Next() {
-		var c Chunk
-		if err := rows.Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanChunk)
+}
+
+func scanChunk(r rowScanner) (Chunk, error) {
+	var c Chunk
+	err := r.Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size)
+	return c, err
 }
 
 // ChunksByMD5 returns every chunk with that MD5 (usually zero or one).
@@ -84,8 +78,8 @@ func (s *SQLite) EachChunk(ctx context.Context, fn func(Chunk) error) error {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var c Chunk
-		if err := rows.Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size); err != nil {
+		c, err := scanChunk(rows)
+		if err != nil {
 			return wrap("meta.EachChunk", "", err)
 		}
 		if err := fn(c); err != nil {

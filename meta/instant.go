@@ -119,22 +119,12 @@ func drawFile(ctx context.Context, tx *sql.Tx, fileHash string) error {
 // drawExisting gives every chunk and file content recorded before migration
 // 007 its draw, inside the migration's transaction.
 func drawExisting(ctx context.Context, tx *sql.Tx) error {
-	ids, err := func() ([]int64, error) {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM chunks WHERE reveal_draw = ?`, NoDraw)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return nil, err
-			}
-			ids = append(ids, id)
-		}
-		return ids, rows.Err()
-	}()
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM chunks WHERE reveal_draw = ?`, NoDraw)
+	ids, err := scanAll(rows, err, func(r rowScanner) (int64, error) {
+		var id int64
+		err := r.Scan(&id)
+		return id, err
+	})
 	if err != nil {
 		return err
 	}
@@ -143,22 +133,8 @@ func drawExisting(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	hashes, err := func() ([]string, error) {
-		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT file_hash FROM nodes WHERE is_dir = 0 AND file_hash != ''`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var hs []string
-		for rows.Next() {
-			var h string
-			if err := rows.Scan(&h); err != nil {
-				return nil, err
-			}
-			hs = append(hs, h)
-		}
-		return hs, rows.Err()
-	}()
+	rows, err = tx.QueryContext(ctx, `SELECT DISTINCT file_hash FROM nodes WHERE is_dir = 0 AND file_hash != ''`)
+	hashes, err := scanAll(rows, err, scanString)
 	if err != nil {
 		return err
 	}

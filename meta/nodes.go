@@ -19,7 +19,7 @@ type querier interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
 }
 
-func scanNode(row interface{ Scan(...any) error }) (Node, error) {
+func scanNode(row rowScanner) (Node, error) {
 	var n Node
 	var mtime int64
 	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1)
@@ -51,19 +51,8 @@ func (s *SQLite) List(ctx context.Context, uid int64, dir string) ([]Node, error
 		return nil, errs.E(op, errs.NotDir, dir, nil)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND parent = ? ORDER BY name`, uid, dir)
-	if err != nil {
-		return nil, wrap(op, dir, err)
-	}
-	defer rows.Close()
-	var out []Node
-	for rows.Next() {
-		n, err := scanNode(rows)
-		if err != nil {
-			return nil, wrap(op, dir, err)
-		}
-		out = append(out, n)
-	}
-	return out, wrap(op, dir, rows.Err())
+	out, err := scanAll(rows, err, scanNode)
+	return out, wrap(op, dir, err)
 }
 
 // subtree returns the SQL condition and arguments selecting the nodes strictly
@@ -567,40 +556,26 @@ func (s *SQLite) SetModTime(ctx context.Context, uid int64, path string, mtime t
 // FileChunks returns a file's chunks in order with their offsets.
 func (s *SQLite) FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT fc.idx, c.id, c.sha256, c.md5, c.size FROM file_chunks fc JOIN chunks c ON c.id = fc.chunk_id WHERE fc.node_id = ? ORDER BY fc.idx`, nodeID)
-	if err != nil {
-		return nil, wrap("meta.FileChunks", "", err)
-	}
-	defer rows.Close()
-	var out []FileChunk
 	var off int64
-	for rows.Next() {
+	out, err := scanAll(rows, err, func(r rowScanner) (FileChunk, error) {
 		var fc FileChunk
-		if err := rows.Scan(&fc.Index, &fc.ID, &fc.SHA256, &fc.MD5, &fc.Size); err != nil {
-			return nil, wrap("meta.FileChunks", "", err)
-		}
+		err := r.Scan(&fc.Index, &fc.ID, &fc.SHA256, &fc.MD5, &fc.Size)
 		fc.Offset = off
 		off += fc.Size
-		out = append(out, fc)
-	}
-	return out, wrap("meta.FileChunks", "", rows.Err())
+		return fc, err
+	})
+	return out, wrap("meta.FileChunks", "", err)
 }
 
 // Props returns a node's dead properties.
 func (s *SQLite) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT ns, name, value, lang FROM props WHERE node_id = ? ORDER BY ns, name`, nodeID)
-	if err != nil {
-		return nil, wrap("meta.Props", "", err)
-	}
-	defer rows.Close()
-	var out []Prop
-	for rows.Next() {
+	out, err := scanAll(rows, err, func(r rowScanner) (Prop, error) {
 		var p Prop
-		if err := rows.Scan(&p.Space, &p.Local, &p.InnerXML, &p.Lang); err != nil {
-			return nil, wrap("meta.Props", "", err)
-		}
-		out = append(out, p)
-	}
-	return out, wrap("meta.Props", "", rows.Err())
+		err := r.Scan(&p.Space, &p.Local, &p.InnerXML, &p.Lang)
+		return p, err
+	})
+	return out, wrap("meta.Props", "", err)
 }
 
 // PatchProps applies a PROPPATCH in one transaction, within the bounds on a
@@ -708,19 +683,8 @@ func nullStr(s string) any {
 func (s *SQLite) PendingChecksums(ctx context.Context, afterID int64, limit int) ([]Node, error) {
 	const op = "meta.PendingChecksums"
 	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE is_dir = 0 AND content_md5 IS NULL AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
-	if err != nil {
-		return nil, wrap(op, "", err)
-	}
-	defer rows.Close()
-	var out []Node
-	for rows.Next() {
-		n, err := scanNode(rows)
-		if err != nil {
-			return nil, wrap(op, "", err)
-		}
-		out = append(out, n)
-	}
-	return out, wrap(op, "", rows.Err())
+	out, err := scanAll(rows, err, scanNode)
+	return out, wrap(op, "", err)
 }
 
 // SetChecksums records checksums computed from the version (fileHash, size)

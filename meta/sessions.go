@@ -147,19 +147,12 @@ func (s *SQLite) SessionChunks(ctx context.Context, id string) ([]SessionChunk, 
 	const op = "meta.SessionChunks"
 	rows, err := s.r.QueryContext(ctx, `SELECT sc.idx, c.id, c.sha256, c.md5, c.size FROM session_chunks sc
 		JOIN chunks c ON c.id = sc.chunk_id WHERE sc.session_id = ? ORDER BY sc.idx`, id)
-	if err != nil {
-		return nil, wrap(op, "", err)
-	}
-	defer rows.Close()
-	var out []SessionChunk
-	for rows.Next() {
+	out, err := scanAll(rows, err, func(r rowScanner) (SessionChunk, error) {
 		var sc SessionChunk
-		if err := rows.Scan(&sc.Index, &sc.ID, &sc.SHA256, &sc.MD5, &sc.Size); err != nil {
-			return nil, wrap(op, "", err)
-		}
-		out = append(out, sc)
-	}
-	return out, wrap(op, "", rows.Err())
+		err := r.Scan(&sc.Index, &sc.ID, &sc.SHA256, &sc.MD5, &sc.Size)
+		return sc, err
+	})
+	return out, wrap(op, "", err)
 }
 
 // SessionChunkAt returns the chunk session id holds at idx, and whether it
@@ -325,19 +318,8 @@ const idle = `((state = 'open' AND touched_ns < ?) OR (state = 'merged' AND touc
 func (s *SQLite) IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error) {
 	const op = "meta.IdleSessions"
 	rows, err := s.r.QueryContext(ctx, `SELECT id FROM upload_sessions WHERE `+idle+` LIMIT ?`, openBefore.UnixNano(), mergedBefore.UnixNano(), limit)
-	if err != nil {
-		return nil, wrap(op, "", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, wrap(op, "", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, wrap(op, "", rows.Err())
+	ids, err := scanAll(rows, err, scanString)
+	return ids, wrap(op, "", err)
 }
 
 // DropIdleSession is DropSession of a session that is still idle (open and

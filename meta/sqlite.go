@@ -188,19 +188,8 @@ func (s *SQLite) txWithoutForeignKeys(ctx context.Context, fn func(*sql.Tx) erro
 // operator's decision, so the daemon stops and names them.
 func checkNameCase(ctx context.Context, db *sql.DB) error {
 	rows, err := db.QueryContext(ctx, `SELECT group_concat(name, ', ') FROM users GROUP BY name COLLATE NOCASE HAVING count(*) > 1 ORDER BY 1`)
+	dups, err := scanAll(rows, err, scanString)
 	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var dups []string
-	for rows.Next() {
-		var d string
-		if err := rows.Scan(&d); err != nil {
-			return err
-		}
-		dups = append(dups, d)
-	}
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	if len(dups) > 0 {
@@ -259,7 +248,7 @@ func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 const userCols = `id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, use_space_meta, created_ns`
 
-func scanUser(row interface{ Scan(...any) error }) (User, error) {
+func scanUser(row rowScanner) (User, error) {
 	var u User
 	var created int64
 	err := row.Scan(&u.ID, &u.Name, &u.PassHash, &u.IsAdmin, &u.QuotaTotal, &u.Finished, &u.Unfinished, &u.Meta, &created)
@@ -317,19 +306,8 @@ func (s *SQLite) UserByID(ctx context.Context, id int64) (User, error) {
 // ListUsers returns every user, by name.
 func (s *SQLite) ListUsers(ctx context.Context) ([]User, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+userCols+` FROM users ORDER BY name`)
-	if err != nil {
-		return nil, wrap("meta.ListUsers", "", err)
-	}
-	defer rows.Close()
-	var out []User
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, wrap("meta.ListUsers", "", err)
-		}
-		out = append(out, u)
-	}
-	return out, wrap("meta.ListUsers", "", rows.Err())
+	out, err := scanAll(rows, err, scanUser)
+	return out, wrap("meta.ListUsers", "", err)
 }
 
 // DeleteUser removes a user with their whole tree, upload sessions and web
