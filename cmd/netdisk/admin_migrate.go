@@ -2,20 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"netdisk/dedup"
 	"netdisk/drive"
 	"netdisk/meta"
-	"netdisk/quota"
 )
 
 func newAdminMigrateCmd() *cobra.Command {
@@ -45,6 +39,9 @@ The source is left as it was: keep it until the nodes run on the copy.`,
 			if toMeta == "" || toBlobs == "" {
 				return errors.New("--to-meta and --to-blobs are both required")
 			}
+			if !meta.IsPostgresURL(toMeta) {
+				return fmt.Errorf("--to-meta %q: want postgres://…", toMeta)
+			}
 			return migrate(cmd.Context(), cmd.OutOrStdout(), dataDir, toMeta, toBlobs)
 		},
 	}
@@ -55,127 +52,40 @@ The source is left as it was: keep it until the nodes run on the copy.`,
 	return cmd
 }
 
+// migrate runs drive.Migrate and prints its progress: each phase's result
+// as it ends, and every problem the final fsck found.
 func migrate(ctx context.Context, out io.Writer, dataDir, toMeta, toBlobs string) error {
-	dbPath := filepath.Join(dataDir, "meta.db")
-	if _, err := os.Stat(dbPath); err != nil {
-		return fmt.Errorf("no drive in %s: %w", dataDir, err)
-	}
-	if !meta.IsPostgresURL(toMeta) {
-		return fmt.Errorf("--to-meta %q: want postgres://…", toMeta)
-	}
-	src, err := meta.OpenSQLite(ctx, dbPath, nil)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	srcBlobs, err := dedup.NewDiskStore(filepath.Join(dataDir, "chunks"))
-	if err != nil {
-		return err
-	}
-	dstBlobs, err := dedup.OpenS3(ctx, toBlobs)
-	if err != nil {
-		return err
-	}
-	dst, err := meta.OpenPostgres(ctx, toMeta, nil)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-
-	// 1. Chunks: every chunk the metadata references, verified on the way.
-	// Small chunks kept inline in the metadata go with it (step 2).
-	var copied, present, inline, bytes int64
-	err = src.EachChunk(ctx, func(c meta.Chunk) error {
-		k := dedup.Key(c.SHA256)
-		if _, ok, err := src.ChunkData(ctx, c.SHA256); err != nil {
-			return err
-		} else if ok {
-			inline++
-			return nil
+	var chunksSaid, metaSaid bool
+	say := func(r drive.MigrateReport) {
+		c := r.Chunks
+		switch {
+		case r.Meta != nil && !metaSaid:
+			metaSaid = true
+			if r.Meta.Copied {
+				fmt.Fprintln(out, "metadata: copied")
+			} else {
+				fmt.Fprintln(out, "metadata: already copied (row counts match); checking")
+			}
+			for _, t := range r.Meta.Tables {
+				fmt.Fprintf(out, "  %-18s %d rows\n", t.Table, t.Dst)
+			}
+		case r.ChunksDone && !chunksSaid:
+			chunksSaid = true
+			fmt.Fprintf(out, "chunks: %d copied (%s), %d already there, %d inline (they go with the metadata)\n", c.Copied, ibytes(c.Bytes), c.Present, c.Inline)
+		case !r.ChunksDone:
+			fmt.Fprintf(out, "chunks: %d copied (%s), %d already there\n", c.Copied, ibytes(c.Bytes), c.Present)
 		}
-		ok, err := dstBlobs.Has(ctx, k)
-		if err != nil {
-			return err
-		}
-		if ok {
-			present++
-			return nil
-		}
-		r, err := srcBlobs.Open(ctx, k)
-		if err != nil {
-			return fmt.Errorf("chunk %s: %w (run `netdisk admin fsck` on the source first)", k, err)
-		}
-		b, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			return fmt.Errorf("chunk %s: %w", k, err)
-		}
-		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.SHA256 || int64(len(b)) != c.Size {
-			return fmt.Errorf("chunk %s is corrupt in the source (run `netdisk admin fsck` on it first)", k)
-		}
-		if err := dstBlobs.Put(ctx, k, b); err != nil {
-			return err
-		}
-		copied++
-		bytes += int64(len(b))
-		if copied%100 == 0 {
-			fmt.Fprintf(out, "chunks: %d copied (%s), %d already there\n", copied, ibytes(bytes), present)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("copying chunks: %w", err)
 	}
-	fmt.Fprintf(out, "chunks: %d copied (%s), %d already there, %d inline (they go with the metadata)\n", copied, ibytes(bytes), present, inline)
-
-	// 2. Metadata, in one transaction.
-	res, err := src.CopyTo(ctx, dst)
-	if err != nil {
-		return fmt.Errorf("copying metadata: %w", err)
-	}
-	if res.Copied {
-		fmt.Fprintln(out, "metadata: copied")
-	} else {
-		fmt.Fprintln(out, "metadata: already copied (row counts match); checking")
-	}
-	for _, t := range res.Tables {
-		fmt.Fprintf(out, "  %-18s %d rows\n", t.Table, t.Dst)
-	}
-
-	// 3. Check the result as the nodes will see it.
-	want, err := src.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	got, err := dst.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	if got != want {
-		return fmt.Errorf("the copy's figures differ from the source's: %+v, want %+v", got, want)
-	}
-	tmp, err := os.MkdirTemp("", "netdisk-migrate-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: tmp, MetaURL: toMeta, BlobStore: dstBlobs,
-		Ledger: func(cfg quota.Config) quota.Ledger { return quota.NewMemory(cfg) }})
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	fr, err := l.Drive.Fsck(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("fsck of the copy: %w", err)
-	}
-	if len(fr.Problems) > 0 {
-		for _, p := range fr.Problems {
+	rep, err := drive.Migrate(ctx, drive.MigrateConfig{DataDir: dataDir, ToMeta: toMeta, ToBlobs: toBlobs, Progress: say})
+	if rep.Fsck != nil {
+		for _, p := range rep.Fsck.Problems {
 			fmt.Fprintf(out, "fsck: %s %s %s\n", p.SHA256, p.Problem, p.Detail)
 		}
-		return fmt.Errorf("fsck of the copy found %d problems", len(fr.Problems))
+	}
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "verified: %d users, %d files, %d chunks (%s); fsck read every chunk back from the bucket: no problems\n",
-		got.Users, got.Files, fr.Checked, ibytes(fr.Bytes))
+		rep.Stats.Users, rep.Stats.Files, rep.Fsck.Checked, ibytes(rep.Fsck.Bytes))
 	return nil
 }
