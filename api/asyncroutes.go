@@ -3,11 +3,11 @@ package api
 import (
 	"io"
 	"net/http"
-	"netdisk/apitype"
 	"regexp"
 	"strconv"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/async"
 	"netdisk/drive"
 	"netdisk/errs"

@@ -3,12 +3,12 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"netdisk/apitype"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/errs"
 	"netdisk/lock"
 	"netdisk/meta"

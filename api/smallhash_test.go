@@ -8,10 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"netdisk/apitype"
 	"strings"
 	"testing"
 	"time"
+
+	"netdisk/apitype"
 )
 
 // rawUpload sends PUT /api/v1/file/upload with Expect: 100-continue over a

@@ -7,9 +7,10 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"netdisk/apitype"
 	"strconv"
 	"testing"
+
+	"netdisk/apitype"
 )
 
 // A chunk once received is final: the same bytes again are a no-op (200),

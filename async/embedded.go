@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"netdisk/internal/zero"
 	"sort"
 	"time"
 
+	"netdisk/internal/zero"
 	"netdisk/meta"
 )
 

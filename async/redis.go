@@ -3,7 +3,6 @@ package async
 import (
 	"context"
 	"errors"
-	"netdisk/internal/zero"
 	"strconv"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"netdisk/errs"
 	"netdisk/internal/rediserr"
+	"netdisk/internal/zero"
 )
 
 // Redis is the Store of daemons sharing one Redis, in the seed's layout:

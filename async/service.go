@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"netdisk/internal/zero"
 	"path"
 	"regexp"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/zero"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/vpath"

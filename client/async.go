@@ -19,9 +19,8 @@ import (
 	"time"
 
 	"netdisk/apitype"
-	"netdisk/internal/atomicfile"
-
 	"netdisk/async"
+	"netdisk/internal/atomicfile"
 )
 
 // Async downloads (seed 002, docs/API.md "Async downloads"): the requester's

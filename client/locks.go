@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"netdisk/apitype"
-	"netdisk/internal/tick"
 	"time"
 
+	"netdisk/apitype"
+	"netdisk/internal/tick"
 	"netdisk/lock"
 )
 

@@ -18,7 +18,6 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/internal/atomicfile"
-
 	"netdisk/lock"
 )
 

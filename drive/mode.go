@@ -6,7 +6,6 @@ import (
 
 	"netdisk/davlock"
 	"netdisk/errs"
-
 	"netdisk/meta"
 )
 

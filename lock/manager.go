@@ -3,11 +3,12 @@ package lock
 import (
 	"context"
 	"log/slog"
-	"netdisk/internal/tick"
-	"netdisk/internal/zero"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"netdisk/internal/tick"
+	"netdisk/internal/zero"
 )
 
 // Defaults of Config.

@@ -25,13 +25,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"netdisk/internal/zero"
 	"sync"
 	"time"
 
 	"netdisk/chunker"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/zero"
 	"netdisk/meta"
 )
 

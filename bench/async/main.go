@@ -21,7 +21,6 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"netdisk/apitype"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/redis/go-redis/v9"
 
+	"netdisk/apitype"
 	"netdisk/async"
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/fanout"

@@ -23,7 +23,6 @@ import (
 	"log"
 	"log/slog"
 	"math/rand/v2"
-	"netdisk/bench/internal/benchredis"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"netdisk/bench/internal/benchredis"
 	"netdisk/client"
 	"netdisk/errs"
 	"netdisk/lock"

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"netdisk/apitype"
 
 	"github.com/spf13/cobra"
+
+	"netdisk/apitype"
 )
 
 func init() { extraCommands = append(extraCommands, newAsyncCmd) }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"netdisk/apitype"
 	"os"
 
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/lock"
 )
