@@ -43,7 +43,7 @@ func (s *Server) Web() *web.Handler { return s.web }
 
 // cookieUser authenticates by session cookie when the request has no Basic
 // credentials and carries one. handled is false when the cookie does not
-// apply (then Basic auth decides, as before).
+// apply (then Basic auth decides, as for a client that has no cookie).
 func (s *Server) cookieUser(w http.ResponseWriter, r *http.Request) (u meta.User, ok, handled bool) {
 	if s.web == nil || !cookieRoute(r.URL.Path) {
 		return meta.User{}, false, false

@@ -172,7 +172,7 @@ func TestWebCSRF(t *testing.T) {
 		t.Fatalf("mkdir with token: %d %s", resp.StatusCode, b)
 	}
 	// The cookie writes nothing through WebDAV: only GET and HEAD (downloads)
-	// take it there, the rest wants Basic credentials as before.
+	// take it there, the rest wants Basic credentials, as from any client.
 	resp, _ := c.do("PUT", "/dav/x.txt", []byte("x"), map[string]string{web.CSRFHeader: c.csrf})
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("PUT /dav/ with cookie: %d", resp.StatusCode)
@@ -192,7 +192,7 @@ func TestWebCSRF(t *testing.T) {
 
 // TestWebBasicUnchanged: Basic credentials decide alone when present (a
 // stale cookie beside them changes nothing), and without any credentials
-// /api/ and /dav/ answer 401 with WWW-Authenticate as before.
+// /api/ and /dav/ answer 401 with WWW-Authenticate, as to any client.
 func TestWebBasicUnchanged(t *testing.T) {
 	_, hs := newTestServer(t, testutil.NewClock(time.Unix(1_800_000_000, 0)))
 	if code, _, h := get(t, hs.URL+"/api/v1/quota", "", ""); code != 401 || h.Get("WWW-Authenticate") == "" {
