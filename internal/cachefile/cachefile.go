@@ -1,6 +1,7 @@
 // Package cachefile writes the files of local caches: whole or not at all
 // to any reader, but not durable (no fsync), because a cache may lose an
-// entry in a crash and checks what it reads against its key anyway.
+// entry in a crash and checks what it reads against its key anyway. What
+// must survive a crash is written by internal/atomicfile instead.
 package cachefile
 
 import (
