@@ -16,8 +16,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
-	"netdisk/lock"
 )
 
 // SharedPull is a pull coordinated with the other nodes sharing a cache
@@ -63,7 +61,7 @@ type SharedPullResult struct {
 }
 
 // PullOp is the lock op of pulls.
-const PullOp = lock.PullOp
+const PullOp = apitype.LockOpPull
 
 // errLockLost ends a transfer whose lock passed on (its lease ran out).
 var errLockLost = errors.New("pull lock lost: the lease ran out")
@@ -145,7 +143,7 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 	if resource == "" {
 		resource = ContentResource(src.hash)
 	}
-	key := lock.Key(PullOp, resource)
+	key := apitype.LockKey(PullOp, resource)
 	alone := func(cause error) (string, bool, error) {
 		c.lockOutage(log, o.Node, key, cause)
 		pr, err := c.fetchVerified(ctx, src, cached, privateDL(cached, o.Node))
@@ -190,8 +188,8 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 		}
 		c.lockBack(log, o.Node, key)
 		granted = false
-		switch lock.Status(a.Status) {
-		case lock.Acquired:
+		switch a.Status {
+		case apitype.LockAcquired:
 			stream.Close()
 			ok, err := trustCached(cached, src, info.ChunkSize, log)
 			if err != nil {
@@ -213,7 +211,7 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 			}
 			res.Fetched = true
 			return cached, false, nil
-		case lock.Refused:
+		case apitype.LockRefused:
 			stream.Close()
 			return "", true, nil
 		default: // queued
