@@ -81,7 +81,7 @@ func agentOf(q interface{ Get(string) string }) (agent, container string) {
 }
 
 // asyncEvents streams the agent's work as Server-Sent Events ("work", data
-// async.Work): first what is handed to it now, then what comes; an item
+// apitype.AsyncWork): first what is handed to it now, then what comes; an item
 // still unanswered is sent again every asyncReofferEvery rechecks, and a
 // reconnecting agent gets every unanswered item at once. Opening the stream
 // registers the agent (async.Service.Seen).
@@ -127,7 +127,7 @@ func (a *API) asyncEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 				continue
 			}
 			sent[it.TaskID] = now
-			s.event("work", it)
+			s.event("work", async.WorkWire(it))
 			told = true
 		}
 		for id := range sent {

@@ -280,7 +280,7 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 			return
 		}
 		st := a.lockAnswer(t, res)
-		st.Event = "state"
+		st.Event = apitype.LockEventState
 		states = append(states, st)
 	}
 	s.begin()
@@ -305,7 +305,7 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 			if k := lock.Key(t.op, t.resource); res.Status != last[k] {
 				last[k] = res.Status
 				st := a.lockAnswer(t, res)
-				st.Event = "state"
+				st.Event = apitype.LockEventState
 				s.event(st.Event, st)
 				told = true
 			}

@@ -2,8 +2,10 @@
 // every request body, answer body and the error body, each declared once.
 // The server (api, server) and the Go client (client, mount, cmd/netdisk)
 // both import it, so a field's JSON name is spelled in one place and the two
-// sides cannot drift apart. Nothing else is in it: no behaviour beyond the
-// encoding of a type, and no import of another netdisk package.
+// sides cannot drift apart; so are the values a field takes that clients
+// decide on (lock statuses and events). Nothing else is in it: no behaviour
+// beyond the encoding of a type (and of a lock key), and no import of another
+// netdisk package, so a client that imports it links no server code.
 package apitype
 
 import (

@@ -2,6 +2,7 @@ package apitype
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +44,23 @@ func TestTimeOutOfRange(t *testing.T) {
 	var n Node
 	if err := json.Unmarshal([]byte(`{"name":"x","mtime":"10000-01-01T00:00:00Z","size":3}`), &n); err != nil || n.Size != 3 || !n.MTime.IsZero() {
 		t.Fatalf("unparsable mtime: %+v, %v", n, err)
+	}
+}
+
+// The async work body is pinned: agents of earlier builds read it.
+func TestAsyncWorkJSON(t *testing.T) {
+	w := AsyncWork{TaskID: "t", JobID: "j", Path: "/a/b", FileName: "b", FileHash: "h", Size: 3, Agent: "a",
+		TargetDir: "d", Deadline: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	b, err := json.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"taskId":"t","jobId":"j","path":"/a/b","fileName":"b","fileHash":"h","size":3,"agentId":"a","targetDir":"d","deadline":"2026-01-02T03:04:05Z"}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	w.Container, w.Deadline = "c", time.Time{}
+	if b, _ := json.Marshal(w); !strings.Contains(string(b), `"containerId":"c"`) || strings.Contains(string(b), "deadline") {
+		t.Fatalf("container set, no deadline: %s", b)
 	}
 }

@@ -50,3 +50,20 @@ type AsyncProgress struct {
 	TaskID    string `json:"taskId"`
 	Bytes     int64  `json:"bytes"`
 }
+
+// AsyncWork is the data of a "work" event of GET /api/v1/async/agent/work: a
+// target handed to its agent, what to fetch and where to put it.
+type AsyncWork struct {
+	TaskID    string `json:"taskId"`
+	JobID     string `json:"jobId"`
+	Path      string `json:"path"`
+	FileName  string `json:"fileName"`
+	FileHash  string `json:"fileHash"`
+	Size      int64  `json:"size"`
+	Agent     string `json:"agentId"`
+	Container string `json:"containerId,omitempty"`
+	TargetDir string `json:"targetDir"` // relative to the agent's root (vpath.CleanRel)
+	// Deadline is the job's: an answer after it is not recorded, so an
+	// agent keeps retrying its report until then.
+	Deadline time.Time `json:"deadline,omitzero"`
+}

@@ -33,3 +33,28 @@ type LockAnswer struct {
 	Deadline  *time.Time `json:"deadline,omitempty"` // lease end, when acquired or granted
 	LeaseMs   int64      `json:"leaseMs"`            // the lease to heart-beat within
 }
+
+// The values of LockAnswer.Status: where the node stands on the key.
+const (
+	LockAcquired = "acquired" // holds the lock: do the work, heart-beat the lease
+	LockGranted  = "granted"  // the lock passed to the node: claim it with try within a lease
+	LockQueued   = "queued"   // waits in the key's queue at Position (1 = head)
+	LockRefused  = "refused"  // held by another node and multi-node mode is off
+	LockNone     = "none"     // neither holds nor waits for the key
+)
+
+// The values of LockAnswer.Event on GET /api/v1/lock/events.
+const (
+	LockEventState    = "state"    // the standing, when the stream opens or it changed unseen
+	LockEventGranted  = "granted"  // the holder failed: the lock is the node's, to claim
+	LockEventReleased = "released" // the holder succeeded: re-check the resource
+	LockEventLost     = "lost"     // the node's lease ran out: the lock passed on
+)
+
+// LockOpPull is the op of pull locks: a fetch of content that several nodes
+// want (seed 003).
+const LockOpPull = "pull"
+
+// LockKey is a lock's key, op + ":" + resource, as the events stream's keys
+// parameter names it.
+func LockKey(op, resource string) string { return op + ":" + resource }

@@ -127,25 +127,6 @@ type Request struct {
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// CleanTargetDir checks a target directory: relative, no "." or ".."
-// segments, no NUL; "" and "/" mean the agent's root. It returns the
-// cleaned form ("" for the root).
-func CleanTargetDir(d string) (string, error) {
-	d = strings.Trim(d, "/")
-	if d == "" {
-		return "", nil
-	}
-	if strings.ContainsRune(d, 0) || len(d) > 1024 {
-		return "", errs.Errorf("async.Add", errs.Invalid, "targetDir: invalid")
-	}
-	for _, seg := range strings.Split(d, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "", errs.Errorf("async.Add", errs.Invalid, "targetDir: no empty, '.' or '..' segments")
-		}
-	}
-	return d, nil
-}
-
 // Add creates the task of r in the job of its file and the current window
 // and returns it. A path that is no file of the user's, or an agent the
 // user never ran (unless r.WaitForAgent), is errs.NotFound at once; bad
@@ -158,9 +139,9 @@ func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 	if r.Container != "" && !nameRe.MatchString(r.Container) {
 		return Task{}, errs.Errorf(op, errs.Invalid, "container: want 1–128 of A-Z a-z 0-9 . _ -")
 	}
-	dir, err := CleanTargetDir(r.TargetDir)
+	dir, err := vpath.CleanRel(r.TargetDir)
 	if err != nil {
-		return Task{}, err
+		return Task{}, errs.Errorf(op, errs.Invalid, "targetDir: %w", err)
 	}
 	p, err := vpath.Clean(r.Path)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"netdisk/apitype"
-	"netdisk/async"
 )
 
 // The agent of async downloads (`netdisk agent`): RunAgent and how it keeps
@@ -35,7 +34,7 @@ type AgentOptions struct {
 	Log      *slog.Logger
 	// OnResult is told every outcome once it is delivered (tests, progress
 	// output), before it is reported.
-	OnResult func(w async.Work, err error)
+	OnResult func(w apitype.AsyncWork, err error)
 	// OnReported is told every outcome the daemon took (tests).
 	OnReported func(taskID string)
 }
@@ -187,7 +186,7 @@ func (a *agent) release(taskID string) {
 	a.mu.Unlock()
 }
 
-func (a *agent) deliverAndReport(ctx context.Context, w async.Work) {
+func (a *agent) deliverAndReport(ctx context.Context, w apitype.AsyncWork) {
 	select {
 	case a.slots <- struct{}{}:
 	case <-ctx.Done():

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"netdisk/apitype"
-	"netdisk/async"
 	"netdisk/internal/atomicfile"
+	"netdisk/vpath"
 )
 
 // Async downloads (seed 002, docs/API.md "Async downloads"): the requester's
@@ -96,14 +96,14 @@ func (b *idleBody) Close() error {
 }
 
 // Next returns the next work item; an error means the stream ended.
-func (s *WorkStream) Next() (async.Work, error) {
+func (s *WorkStream) Next() (apitype.AsyncWork, error) {
 	_, data, err := s.next()
 	if err != nil {
-		return async.Work{}, err
+		return apitype.AsyncWork{}, err
 	}
-	var w async.Work
+	var w apitype.AsyncWork
 	if err := json.Unmarshal([]byte(data), &w); err != nil {
-		return async.Work{}, fmt.Errorf("async work event: %w", err)
+		return apitype.AsyncWork{}, fmt.Errorf("async work event: %w", err)
 	}
 	return w, nil
 }
@@ -172,14 +172,14 @@ func (c *Client) fetchContent(ctx context.Context, taskID, hash string, dst stri
 }
 
 // deliver brings one item into the cache and copies it into place.
-func (c *Client) deliver(ctx context.Context, root *os.Root, w async.Work, node, cacheID string, o AgentOptions, progress func(int64)) error {
+func (c *Client) deliver(ctx context.Context, root *os.Root, w apitype.AsyncWork, node, cacheID string, o AgentOptions, progress func(int64)) error {
 	name := w.FileName
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return fmt.Errorf("bad file name %q", name)
 	}
-	dir, err := async.CleanTargetDir(w.TargetDir)
+	dir, err := vpath.CleanRel(w.TargetDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("targetDir: %w", err)
 	}
 	if !isFileHash(w.FileHash) {
 		return fmt.Errorf("bad file hash %q", w.FileHash) // it names a file in the cache

@@ -10,7 +10,6 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/internal/tick"
-	"netdisk/lock"
 )
 
 // The lock endpoints (docs/API.md, "Locks"): TryLock, Heartbeat, Unlock and
@@ -115,12 +114,12 @@ func (s *EventStream) WaitWhileQueued(onEvent func(apitype.LockAnswer)) (granted
 		if onEvent != nil {
 			onEvent(ev)
 		}
-		if ev.Event == "state" && (opening || lock.Status(ev.Status) == lock.Queued) {
+		if ev.Event == apitype.LockEventState && (opening || ev.Status == apitype.LockQueued) {
 			opening = false // one opening state per key: the callers wait on one
 			continue
 		}
 		opening = false
-		return ev.Event == string(lock.EventGranted) || lock.Status(ev.Status) == lock.Granted, nil
+		return ev.Event == apitype.LockEventGranted || ev.Status == apitype.LockGranted, nil
 	}
 }
 

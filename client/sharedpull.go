@@ -18,7 +18,6 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/internal/atomicfile"
-	"netdisk/lock"
 )
 
 // SharedPull is a pull coordinated with the other nodes sharing a cache
@@ -64,7 +63,7 @@ type SharedPullResult struct {
 }
 
 // PullOp is the lock op of pulls.
-const PullOp = lock.PullOp
+const PullOp = apitype.LockOpPull
 
 // errLockLost ends a transfer whose lock passed on (its lease ran out).
 var errLockLost = errors.New("pull lock lost: the lease ran out")
@@ -146,7 +145,7 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 	if resource == "" {
 		resource = ContentResource(src.hash)
 	}
-	key := lock.Key(PullOp, resource)
+	key := apitype.LockKey(PullOp, resource)
 	alone := func(cause error) (string, bool, error) {
 		c.lockOutage(log, o.Node, key, cause)
 		pr, err := c.fetchVerified(ctx, src, cached, privateDL(cached, o.Node))
@@ -191,8 +190,8 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 		}
 		c.lockBack(log, o.Node, key)
 		granted = false
-		switch lock.Status(a.Status) {
-		case lock.Acquired:
+		switch a.Status {
+		case apitype.LockAcquired:
 			stream.Close()
 			ok, err := trustCached(cached, src, info.ChunkSize, log)
 			if err != nil {
@@ -214,7 +213,7 @@ func (c *Client) intoSharedCache(ctx context.Context, src sharedSource, o Shared
 			}
 			res.Fetched = true
 			return cached, false, nil
-		case lock.Refused:
+		case apitype.LockRefused:
 			stream.Close()
 			return "", true, nil
 		default: // queued

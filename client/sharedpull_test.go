@@ -16,7 +16,6 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/internal/testutil"
-	"netdisk/lock"
 	"netdisk/server"
 )
 
@@ -91,7 +90,7 @@ func TestSharedPullGrantedWaiterReleasesQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res := ContentResource(e.hash)
-	if a, err := e.c.TryLock(ctx, PullOp, res, "holder", "/f.bin"); err != nil || lock.Status(a.Status) != lock.Acquired {
+	if a, err := e.c.TryLock(ctx, PullOp, res, "holder", "/f.bin"); err != nil || a.Status != apitype.LockAcquired {
 		t.Fatalf("holder: %+v %v", a, err)
 	}
 	cache, outDir := t.TempDir(), t.TempDir()
@@ -105,7 +104,7 @@ func TestSharedPullGrantedWaiterReleasesQueue(t *testing.T) {
 		}()
 		waitFor(t, node+" queued", func() bool {
 			a, err := e.c.LockState(ctx, PullOp, res, node)
-			return err == nil && lock.Status(a.Status) == lock.Queued && a.Position == i
+			return err == nil && a.Status == apitype.LockQueued && a.Position == i
 		})
 	}
 	// The holder's transfer reached the cache; then it vanished.
@@ -133,7 +132,7 @@ func TestSharedPullGrantedWaiterReleasesQueue(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"holder", "w1", "w2", "w3", "w4"} {
-		if a, err := e.c.LockState(ctx, PullOp, res, n); err != nil || lock.Status(a.Status) != lock.None {
+		if a, err := e.c.LockState(ctx, PullOp, res, n); err != nil || a.Status != apitype.LockNone {
 			t.Errorf("%s still on the lock: %+v %v", n, a, err)
 		}
 	}
@@ -193,7 +192,7 @@ func TestSharedPullRefusesPoisonedCache(t *testing.T) {
 	}()
 	waitFor(t, "w queued", func() bool {
 		a, err := e.c.LockState(ctx, PullOp, res, "w")
-		return err == nil && lock.Status(a.Status) == lock.Queued
+		return err == nil && a.Status == apitype.LockQueued
 	})
 	if err := os.WriteFile(filepath.Join(cache, e.hash), bytes.Repeat([]byte{'y'}, len(e.file)), 0o644); err != nil {
 		t.Fatal(err)
@@ -238,14 +237,14 @@ func TestSharedPullLockServiceDown(t *testing.T) {
 	res := ContentResource(e.hash)
 	waitFor(t, "the lock service back", func() bool {
 		a, err := e.c.TryLock(ctx, PullOp, res, "holder", "/f.bin")
-		return err == nil && lock.Status(a.Status) == lock.Acquired
+		return err == nil && a.Status == apitype.LockAcquired
 	})
 	queued := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.c.SharedPull(ctx, "/f.bin", filepath.Join(t.TempDir(), "out"), SharedPullOptions{Cache: t.TempDir(), Node: "n1", Log: log,
 			OnWait: func(a apitype.LockAnswer) {
-				if lock.Status(a.Status) == lock.Queued {
+				if a.Status == apitype.LockQueued {
 					select {
 					case queued <- struct{}{}:
 					default:

@@ -38,11 +38,13 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"netdisk/apitype"
 )
 
 // Key is the seed's lock key: op + ":" + resource. Each key has its own
 // holder and its own FIFO queue.
-func Key(op, resource string) string { return op + ":" + resource }
+func Key(op, resource string) string { return apitype.LockKey(op, resource) }
 
 // SplitKey is the inverse of Key.
 func SplitKey(key string) (op, resource string) {
@@ -73,17 +75,17 @@ type Status string
 const (
 	// Acquired: the node holds the lock and should do the work, renewing
 	// its lease with Heartbeat until it unlocks.
-	Acquired Status = "acquired"
+	Acquired Status = apitype.LockAcquired
 	// Granted: the lock passed to the node (it was the queue head when the
 	// holder failed) but the node has not claimed it with TryLock yet.
-	Granted Status = "granted"
+	Granted Status = apitype.LockGranted
 	// Queued: the node waits in the key's queue at Position (1 = head).
-	Queued Status = "queued"
+	Queued Status = apitype.LockQueued
 	// Refused: held by another node and multi-node mode is off; nothing
 	// was queued.
-	Refused Status = "refused"
+	Refused Status = apitype.LockRefused
 	// None: the node neither holds nor waits for the key.
-	None Status = "none"
+	None Status = apitype.LockNone
 )
 
 // Result is a node's standing on a key after a call.
@@ -100,12 +102,12 @@ type EventType string
 const (
 	// EventGranted: the holder failed; the lock is the node's now, to claim
 	// with TryLock within a lease.
-	EventGranted EventType = "granted"
+	EventGranted EventType = apitype.LockEventGranted
 	// EventReleased: the holder succeeded; the queue is dissolved. The
 	// node re-checks the resource and asks again only if it is missing.
-	EventReleased EventType = "released"
+	EventReleased EventType = apitype.LockEventReleased
 	// EventLost: the node's lease ran out; the lock passed on.
-	EventLost EventType = "lost"
+	EventLost EventType = apitype.LockEventLost
 )
 
 // Event wakes one node about one key.

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/errs"
 	"netdisk/internal/tick"
 )
 
 // PullOp is the op of pull locks: a fetch of content that several nodes want.
-const PullOp = "pull"
+const PullOp = apitype.LockOpPull
 
 // Pull does a piece of one-time work (fetch a chunk into a cache several
 // processes share) once among the nodes asking for it at the same time, by

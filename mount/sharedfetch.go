@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/lock"
 )
 
 // Mounts sharing one --cache-dir (several mounts, containers on one host)
@@ -98,7 +98,7 @@ func (l *HTTPChunkLocks) Take(ctx context.Context, path, sha256 string) (func(bo
 // take asks for the lock once: done when acquired (or refused: fetch alone),
 // granted when woken as the queue's new head (ask again to claim).
 func (l *HTTPChunkLocks) take(ctx context.Context, path, res string) (done func(bool), granted bool, err error) {
-	stream, err := l.C.LockEvents(ctx, l.Node, lock.Key(client.PullOp, res))
+	stream, err := l.C.LockEvents(ctx, l.Node, apitype.LockKey(client.PullOp, res))
 	if err != nil {
 		return nil, false, err
 	}
@@ -107,14 +107,14 @@ func (l *HTTPChunkLocks) take(ctx context.Context, path, res string) (done func(
 	if err != nil {
 		return nil, false, err
 	}
-	switch lock.Status(a.Status) {
-	case lock.Acquired:
+	switch a.Status {
+	case apitype.LockAcquired:
 		_, stop := l.C.KeepLock(client.PullOp, res, l.Node, time.Duration(a.LeaseMs)*time.Millisecond)
 		return func(success bool) {
 			stop()
 			l.unlock(res, success)
 		}, false, nil
-	case lock.Refused:
+	case apitype.LockRefused:
 		return func(bool) {}, false, nil // multi-node mode off: fetch alone
 	}
 	// Reading the stream ends with ctx (the stream's request context).

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/internal/testutil"
-	"netdisk/lock"
 	"netdisk/mount"
 	"netdisk/server"
 )
@@ -49,7 +49,7 @@ func TestChunkLockGrantedMountReleasesQueue(t *testing.T) {
 	c := client.New(hs.URL, "admin", "admin-pass")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if a, err := c.TryLock(ctx, client.PullOp, res, "holder", "/f.bin"); err != nil || lock.Status(a.Status) != lock.Acquired {
+	if a, err := c.TryLock(ctx, client.PullOp, res, "holder", "/f.bin"); err != nil || a.Status != apitype.LockAcquired {
 		t.Fatalf("holder: %+v %v", a, err)
 	}
 	type took struct {
@@ -67,7 +67,7 @@ func TestChunkLockGrantedMountReleasesQueue(t *testing.T) {
 		}()
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			a, err := c.LockState(ctx, client.PullOp, res, node)
-			if err == nil && lock.Status(a.Status) == lock.Queued && a.Position == i {
+			if err == nil && a.Status == apitype.LockQueued && a.Position == i {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -83,7 +83,7 @@ func TestChunkLockGrantedMountReleasesQueue(t *testing.T) {
 	if head.err != nil || head.node != "m1" || head.done == nil {
 		t.Fatalf("queue head: %s done=%v err=%v; want m1 to claim the granted lock", head.node, head.done != nil, head.err)
 	}
-	if a, err := c.LockState(ctx, client.PullOp, res, "m1"); err != nil || lock.Status(a.Status) != lock.Acquired {
+	if a, err := c.LockState(ctx, client.PullOp, res, "m1"); err != nil || a.Status != apitype.LockAcquired {
 		t.Fatalf("m1 after Take: %+v %v; want acquired", a, err)
 	}
 	head.done(true) // the chunk is in the cache: done at once

@@ -24,6 +24,7 @@ import (
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/internal/crashpoint"
+	"netdisk/internal/pprofserve"
 	"netdisk/internal/tick"
 	"netdisk/lock"
 	"netdisk/meta"
@@ -451,7 +452,7 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	// uses the stores once Serve returned.
 	defer d.stopBackground()
 	if d.opts.Pprof != "" {
-		ps, err := ServePprof(d.opts.Pprof, log)
+		ps, err := pprofserve.Start(ctx, d.opts.Pprof, log)
 		if err != nil {
 			ln.Close()
 			return err

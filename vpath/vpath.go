@@ -73,3 +73,35 @@ func IsBelow(p, dir string) bool {
 	}
 	return strings.HasPrefix(p, dir+"/")
 }
+
+// MaxRelLen bounds a relative directory CleanRel accepts.
+const MaxRelLen = 1024
+
+// relError is a CleanRel refusal: its text is the reason alone, for the
+// caller to name the field it checked.
+type relError string
+
+func (e relError) Error() string { return string(e) }
+func (e relError) Unwrap() error { return ErrInvalid }
+
+// CleanRel checks a directory relative to a root that is not the drive's (an
+// async agent's target directory, under the agent's own root): no NUL, no
+// empty, "." or ".." segments, at most MaxRelLen bytes; leading and trailing
+// slashes are dropped, so "" and "/" mean the root. It returns the cleaned
+// form ("" for the root). Both the server (on the request) and the agent (on
+// what it is handed) check with it, so neither trusts the other.
+func CleanRel(d string) (string, error) {
+	d = strings.Trim(d, "/")
+	if d == "" {
+		return "", nil
+	}
+	if strings.ContainsRune(d, 0) || len(d) > MaxRelLen {
+		return "", relError("invalid")
+	}
+	for _, seg := range strings.Split(d, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", relError("no empty, '.' or '..' segments")
+		}
+	}
+	return d, nil
+}

@@ -27,3 +27,20 @@ func TestIsBelow(t *testing.T) {
 		t.Fatal("IsBelow wrong")
 	}
 }
+
+func TestCleanRel(t *testing.T) {
+	ok := map[string]string{"": "", "/": "", "//": "", "a": "a", "/a/b/": "a/b", "a/.b/c..": "a/.b/c..", "ü/日本": "ü/日本",
+		strings.Repeat("x", MaxRelLen): strings.Repeat("x", MaxRelLen)}
+	for in, want := range ok {
+		got, err := CleanRel(in)
+		if err != nil || got != want {
+			t.Errorf("CleanRel(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	bad := []string{"..", "/../x", "a/..", "a/./b", ".", "a//b", "a/\x00", strings.Repeat("x", MaxRelLen+1)}
+	for _, in := range bad {
+		if got, err := CleanRel(in); !errors.Is(err, ErrInvalid) {
+			t.Errorf("CleanRel(%q) = %q, %v; want ErrInvalid", in, got, err)
+		}
+	}
+}

@@ -16,8 +16,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"netdisk/internal/pprofserve"
 	"netdisk/mount"
-	"netdisk/server"
 )
 
 func init() { extraCommands = append(extraCommands, newMountCmd) }
@@ -82,7 +82,7 @@ others wait for it and read it from the shared cache. --node names the mount
 				}
 			}
 			if pprofAddr != "" {
-				ps, err := server.ServePprof(pprofAddr, slog.Default())
+				ps, err := pprofserve.Start(cmd.Context(), pprofAddr, slog.Default())
 				if err != nil {
 					return err
 				}

@@ -9,7 +9,6 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/lock"
 )
 
 // sharedPull runs `netdisk pull --shared-cache`: the pull coordinated with
@@ -26,7 +25,7 @@ func sharedPull(ctx context.Context, c *client.Client, remote, local, cache, nod
 			case outJSON:
 				enc.Encode(map[string]any{"type": "lock", "event": a.Event, "status": a.Status, "position": a.Position})
 			case outBar:
-				if lock.Status(a.Status) == lock.Queued {
+				if a.Status == apitype.LockQueued {
 					fmt.Fprintf(stderr, "another node is pulling this file; waiting (position %d)\n", a.Position)
 				}
 			}

@@ -1,0 +1,141 @@
+// Package deptest keeps the client side of netdisk free of server code: its
+// test lists the dependencies of the Go client, the mount and the packages
+// the CLI's client commands import, and fails naming the import chain that
+// brings back a storage engine (go-sqlite3 with its cgo, pgx, go-redis,
+// minio) or a server package. A user's machine runs the client and the
+// mount; what they link is what they ship, build (cgo) and trust.
+//
+// The CLI is one binary and its serve and admin migrate commands link the
+// server by design, so the check starts from the packages its other commands
+// import (read from their source files) rather than from cmd/netdisk.
+package deptest
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Package is a node of the import graph, as go list -json prints it.
+type Package struct {
+	ImportPath string
+	Imports    []string
+}
+
+// Deps lists roots and every package they depend on, run in the module
+// directory dir.
+func Deps(dir string, roots ...string) (map[string]Package, error) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(goBin, append([]string{"list", "-deps", "-json=ImportPath,Imports"}, roots...)...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -deps %s: %w", strings.Join(roots, " "), err)
+	}
+	pkgs := map[string]Package{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p Package
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go list output: %w", err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs, nil
+}
+
+// Bad reports whether path is one of the forbidden packages or below one
+// ("netdisk/meta" covers "netdisk/meta/metatest").
+func Bad(path string, forbidden []string) bool {
+	for _, f := range forbidden {
+		if path == f || strings.HasPrefix(path, f+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Chains returns, for every forbidden package reachable from a root, one
+// shortest import chain to it: "root -> … -> forbidden", sorted.
+func Chains(pkgs map[string]Package, roots, forbidden []string) []string {
+	var chains []string
+	seen := map[string]bool{}
+	for _, root := range roots {
+		prev := map[string]string{root: ""}
+		queue := []string{root}
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			if Bad(p, forbidden) {
+				if !seen[p] {
+					seen[p] = true
+					chain := []string{p}
+					for q := prev[p]; q != ""; q = prev[q] {
+						chain = append(chain, q)
+					}
+					slices.Reverse(chain)
+					chains = append(chains, strings.Join(chain, " -> "))
+				}
+				continue // the first forbidden package on a path says enough
+			}
+			for _, imp := range pkgs[p].Imports {
+				if _, ok := prev[imp]; !ok {
+					prev[imp] = p
+					queue = append(queue, imp)
+				}
+			}
+		}
+	}
+	sort.Strings(chains)
+	return chains
+}
+
+// FileImports lists the packages the non-test Go files of dir import, but
+// for the files skip names.
+func FileImports(dir string, skip ...string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || slices.Contains(skip, filepath.Base(f)) {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			return nil, err
+		}
+		for _, im := range af.Imports {
+			p, err := strconv.Unquote(im.Path.Value)
+			if err != nil {
+				return nil, err
+			}
+			set[p] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
