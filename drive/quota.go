@@ -171,9 +171,15 @@ func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 // (OnUserDeleted), their async downloads. The id is never given again, so
 // whatever still names it can never become another user's.
 func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
+	return d.deleteUserWith(ctx, uid, d.meta.DeleteUser)
+}
+
+// deleteUserWith is deleteUser with the metadata delete given (the plain one
+// or the one that keeps an admin).
+func (d *Drive) deleteUserWith(ctx context.Context, uid int64, del func(context.Context, int64) error) error {
 	defer d.quota.Step()()
 	defer d.staleAuth()
-	if err := d.meta.DeleteUser(ctx, uid); err != nil {
+	if err := del(ctx, uid); err != nil {
 		return err
 	}
 	d.quota.MarkDirty("Forget", d.quota.Ledger().Forget(context.WithoutCancel(ctx), uid))

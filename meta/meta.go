@@ -128,6 +128,12 @@ type Users interface {
 	// user: whatever still names it elsewhere (async records, locks, caches)
 	// can never become someone else's.
 	DeleteUser(ctx context.Context, id int64) error
+	// DeleteUserKeepingAdmin is DeleteUser, except that removing the last
+	// admin is Conflict (wrapping ErrLastAdmin) and removes nothing. The
+	// rule holds across every node sharing the store: the check and the
+	// delete are one transaction, serialised with every other write.
+	// NotFound for a missing user.
+	DeleteUserKeepingAdmin(ctx context.Context, id int64) error
 	// SetPassword replaces the password hash and ends the user's web
 	// sessions (a new password is a new sign-in everywhere).
 	SetPassword(ctx context.Context, id int64, passHash string) error

@@ -32,6 +32,24 @@ func TestPostgresConformance(t *testing.T) {
 	})
 }
 
+// Two nodes on one PostgreSQL database keep the rules that span nodes.
+func TestPostgresShared(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	metatest.RunShared(t, func(t *testing.T, now func() time.Time) (meta.Store, meta.Store) {
+		url := pg.NewDatabase(t)
+		a, err := meta.OpenPostgres(context.Background(), url, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := meta.OpenPostgres(context.Background(), url, now)
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}
+
 // Nodes starting together against a fresh database migrate it once: every
 // open succeeds, each migration is recorded exactly once, and what one node
 // writes the others read.

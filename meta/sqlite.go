@@ -371,6 +371,37 @@ func (s *SQLite) DeleteUser(ctx context.Context, id int64) error {
 	return s.execOne(ctx, "meta.DeleteUser", `DELETE FROM users WHERE id = ?`, id)
 }
 
+// DeleteUserKeepingAdmin is DeleteUser unless id is the last admin. The
+// check and the delete share one write transaction, and write transactions
+// run one at a time (SQLite's single writer; on PostgreSQL the advisory lock
+// every write transaction takes first, postgres_dialect.go), so two nodes
+// removing the last two admins at once cannot both see the other remain.
+func (s *SQLite) DeleteUserKeepingAdmin(ctx context.Context, id int64) error {
+	const op = "meta.DeleteUser"
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var admin bool
+		err := tx.QueryRowContext(ctx, `SELECT is_admin FROM users WHERE id = ?`, id).Scan(&admin)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errs.E(op, errs.NotFound, "", errors.New("no such user"))
+		}
+		if err != nil {
+			return err
+		}
+		if admin {
+			var others int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE is_admin <> 0 AND id <> ?`, id).Scan(&others); err != nil {
+				return err
+			}
+			if others == 0 {
+				return errs.E(op, errs.Conflict, "", ErrLastAdmin)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
+		return err
+	})
+	return wrap(op, "", err)
+}
+
 // SetPassword replaces a user's password hash and ends their web sessions,
 // in one transaction.
 func (s *SQLite) SetPassword(ctx context.Context, id int64, passHash string) error {

@@ -134,6 +134,7 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"Users", testUsers},
 		{"UserIDsNeverReused", testUserIDsNeverReused},
+		{"LastAdmin", testLastAdmin},
 		{"WebSessions", testWebSessions},
 		{"TreeShape", testTreeShape},
 		{"CommitAndFinishedBytes", testCommit},
