@@ -69,9 +69,22 @@ type groupTx interface {
 	GroupTx(ctx context.Context, fn func(*sql.Tx) error) error
 }
 
-// txFunc returns the store's group commit when it has one, else its Tx.
-func (d *Drive) txFunc() func(ctx context.Context, fn func(*sql.Tx) error) error {
-	if g, ok := d.meta.(groupTx); ok {
+// commitSharing says whether a change's transaction may share its commit
+// with concurrent ones (group commit). Only a change that runs to the end
+// whatever its caller does may: a statement cut short by a cancelled
+// context could roll back the shared transaction, and everyone's change in
+// it, so such a change runs on a context that cannot be cancelled.
+type commitSharing bool
+
+const (
+	ownCommit    commitSharing = false // a transaction of its own; ctx may be cancelled
+	sharedCommit commitSharing = true  // ctx cannot be cancelled (context.WithoutCancel)
+)
+
+// txFunc returns the store's group commit when share asks for it and the
+// store has one, else its Tx.
+func (d *Drive) txFunc(share commitSharing) func(ctx context.Context, fn func(*sql.Tx) error) error {
+	if g, ok := d.meta.(groupTx); ok && share == sharedCommit {
 		return g.GroupTx
 	}
 	return d.tree().Tx
