@@ -38,6 +38,10 @@ type SQLite struct {
 	// transaction, which the read then waits for (committed data only).
 	warm    bool
 	writing atomic.Int32
+
+	// detachPointReads: the engine's point queries cannot block, so they
+	// run without ctx's cancellation (pointQuery). Only SQLite in WAL mode.
+	detachPointReads bool
 }
 
 // reader is the pool a short read on the write path (a PUT's look-up of
@@ -73,7 +77,7 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &SQLite{w: w, r: r, now: now, warm: true}
+	s := &SQLite{w: w, r: r, now: now, warm: true, detachPointReads: true}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -252,12 +256,19 @@ var writeTxs atomic.Int64
 func WriteTxCount() int64 { return writeTxs.Load() }
 
 // pointQuery is ctx for a query that reads a few pages and returns at once
-// (a look-up by key): database/sql watches a cancellable context with a
+// (a look-up by key). database/sql watches a cancellable context with a
 // goroutine of its own for every query, and starting it wakes another
-// thread, a cost larger than the query's. Such a query cannot block (WAL
-// readers never wait for the writer), so cancelling it would gain nothing;
-// the caller checks ctx before.
-func pointQuery(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// thread, a cost larger than the query's. On SQLite such a query cannot
+// block (WAL readers never wait for the writer), so cancelling it would gain
+// nothing and the engine drops it (detachPointReads; the caller checks ctx
+// before). On PostgreSQL the query is a network round trip that can wait on
+// the server or the network: it keeps its cancellation.
+func (s *SQLite) pointQuery(ctx context.Context) context.Context {
+	if s.detachPointReads {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through _txlock).
 func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
