@@ -90,21 +90,17 @@ func (d *Drive) txFunc(share commitSharing) func(ctx context.Context, fn func(*s
 	return d.tree().Tx
 }
 
-// prefetchStore is a chunkStore over a blob store that reads ahead (the S3
-// read cache): the wrapper must not hide its dedup.Prefetcher, which GETs
-// look for (read.go).
-type prefetchStore struct{ chunkStore }
+// Unwrap names the blob store, so its optional upgrades (the S3 read
+// cache's dedup.Prefetcher, which GETs look for in read.go) stay visible
+// through this view.
+func (s chunkStore) Unwrap() dedup.BlobStore { return s.BlobStore }
 
-func (s prefetchStore) Prefetch(keys []dedup.Key) { s.BlobStore.(dedup.Prefetcher).Prefetch(keys) }
+var _ dedup.Unwrapper = chunkStore{}
 
 // inlineStore wraps blobs so chunks kept in m are readable beside them.
 func inlineStore(blobs dedup.BlobStore, m meta.Store) dedup.BlobStore {
 	if blobs == nil {
 		return nil
 	}
-	cs := chunkStore{BlobStore: blobs, inline: m}
-	if _, ok := blobs.(dedup.Prefetcher); ok {
-		return prefetchStore{cs}
-	}
-	return cs
+	return chunkStore{BlobStore: blobs, inline: m}
 }
