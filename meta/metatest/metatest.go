@@ -142,6 +142,7 @@ func Run(t *testing.T, open Open) {
 		{"ReplacingHint", testReplacingHint},
 		{"MoveCopyRemove", testMoveCopyRemove},
 		{"TreeTx", testTreeTx},
+		{"GroupTx", testGroupTx},
 		{"ListingsAndLimits", testListings},
 		{"ModesAndTimes", testModes},
 		{"Props", testProps},
