@@ -52,3 +52,27 @@ type BlobStore interface {
 	// Walk calls fn for every stored blob key, in no particular order.
 	Walk(ctx context.Context, fn func(Key) error) error
 }
+
+// Unwrapper is a BlobStore that wraps another and adds to it (the drive's
+// view that also reads inline chunks): it names the store it wraps, so an
+// optional upgrade of that store (Prefetcher) is found through any number of
+// wrappers without each writing it out again.
+type Unwrapper interface {
+	Unwrap() BlobStore
+}
+
+// AsPrefetcher returns s, or the first store that s wraps (Unwrapper), that
+// is a Prefetcher.
+func AsPrefetcher(s BlobStore) (Prefetcher, bool) {
+	for s != nil {
+		if p, ok := s.(Prefetcher); ok {
+			return p, true
+		}
+		u, ok := s.(Unwrapper)
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return nil, false
+}

@@ -2,28 +2,21 @@ package drive
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 
 	"netdisk/errs"
 	"netdisk/meta"
 )
 
-// userAdminMu serialises the check-then-delete of DeleteUserAs, so two admins
-// deleting each other at once cannot both pass the "another admin remains"
-// check. One Drive serves a data directory per process, so a package lock is
-// enough and keeps Drive's own struct untouched.
-var userAdminMu sync.Mutex
-
 // DeleteUserAs removes a user on behalf of actor, refusing the deletions that
 // would lock everyone out: an admin deleting their own account (they would
 // lose the session they are using) and removing the last admin (nobody could
 // manage users any more). Both are Conflict: the request is valid, the state
-// forbids it.
+// forbids it. The last-admin check is the metadata store's, in the delete's
+// own transaction, so it holds across every node sharing the store.
 func (d *Drive) DeleteUserAs(ctx context.Context, actor meta.User, name string) error {
 	const op = "drive.DeleteUser"
-	userAdminMu.Lock()
-	defer userAdminMu.Unlock()
 	u, err := d.meta.UserByName(ctx, name)
 	if err != nil {
 		return err
@@ -31,16 +24,11 @@ func (d *Drive) DeleteUserAs(ctx context.Context, actor meta.User, name string) 
 	if u.ID == actor.ID {
 		return errs.E(op, errs.Conflict, "", fmt.Errorf("refusing to delete your own account %q: sign in as another admin to do that", name))
 	}
-	if u.IsAdmin {
-		last, err := d.IsLastAdmin(ctx, u)
-		if err != nil {
-			return err
-		}
-		if last {
-			return errs.E(op, errs.Conflict, "", fmt.Errorf("refusing to delete %q: it is the last admin", name))
-		}
+	err = d.deleteUserWith(ctx, u.ID, d.meta.DeleteUserKeepingAdmin)
+	if errors.Is(err, meta.ErrLastAdmin) {
+		return errs.E(op, errs.Conflict, "", fmt.Errorf("refusing to delete %q: %w", name, meta.ErrLastAdmin))
 	}
-	return d.deleteUser(ctx, u.ID)
+	return err
 }
 
 // IsLastAdmin reports whether u is an admin and no other admin exists.

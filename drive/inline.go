@@ -69,29 +69,38 @@ type groupTx interface {
 	GroupTx(ctx context.Context, fn func(*sql.Tx) error) error
 }
 
-// txFunc returns the store's group commit when it has one, else its Tx.
-func (d *Drive) txFunc() func(ctx context.Context, fn func(*sql.Tx) error) error {
-	if g, ok := d.meta.(groupTx); ok {
+// commitSharing says whether a change's transaction may share its commit
+// with concurrent ones (group commit). Only a change that runs to the end
+// whatever its caller does may: a statement cut short by a cancelled
+// context could roll back the shared transaction, and everyone's change in
+// it, so such a change runs on a context that cannot be cancelled.
+type commitSharing bool
+
+const (
+	ownCommit    commitSharing = false // a transaction of its own; ctx may be cancelled
+	sharedCommit commitSharing = true  // ctx cannot be cancelled (context.WithoutCancel)
+)
+
+// txFunc returns the store's group commit when share asks for it and the
+// store has one, else its Tx.
+func (d *Drive) txFunc(share commitSharing) func(ctx context.Context, fn func(*sql.Tx) error) error {
+	if g, ok := d.meta.(groupTx); ok && share == sharedCommit {
 		return g.GroupTx
 	}
 	return d.tree().Tx
 }
 
-// prefetchStore is a chunkStore over a blob store that reads ahead (the S3
-// read cache): the wrapper must not hide its dedup.Prefetcher, which GETs
-// look for (read.go).
-type prefetchStore struct{ chunkStore }
+// Unwrap names the blob store, so its optional upgrades (the S3 read
+// cache's dedup.Prefetcher, which GETs look for in read.go) stay visible
+// through this view.
+func (s chunkStore) Unwrap() dedup.BlobStore { return s.BlobStore }
 
-func (s prefetchStore) Prefetch(keys []dedup.Key) { s.BlobStore.(dedup.Prefetcher).Prefetch(keys) }
+var _ dedup.Unwrapper = chunkStore{}
 
 // inlineStore wraps blobs so chunks kept in m are readable beside them.
 func inlineStore(blobs dedup.BlobStore, m meta.Store) dedup.BlobStore {
 	if blobs == nil {
 		return nil
 	}
-	cs := chunkStore{BlobStore: blobs, inline: m}
-	if _, ok := blobs.(dedup.Prefetcher); ok {
-		return prefetchStore{cs}
-	}
-	return cs
+	return chunkStore{BlobStore: blobs, inline: m}
 }

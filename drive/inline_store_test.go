@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	"netdisk/dedup"
+	"netdisk/dedup/storetest"
 	"netdisk/meta"
 )
 
 // The inline wrapper keeps a read-ahead store's Prefetch visible (GETs over
-// the S3 read cache look for it) and adds none to a store without one.
+// the S3 read cache look for it, through dedup.AsPrefetcher) and adds none
+// to a store without one; over either it passes the blob store suite,
+// read-ahead included.
 func TestInlineStoreKeepsPrefetch(t *testing.T) {
 	ctx := context.Background()
 	m, err := meta.OpenSQLite(ctx, filepath.Join(t.TempDir(), "meta.db"), nil)
@@ -18,18 +21,30 @@ func TestInlineStoreKeepsPrefetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	disk, err := dedup.NewDiskStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	newDisk := func(t *testing.T) *dedup.DiskStore {
+		disk, err := dedup.NewDiskStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return disk
 	}
-	cache, err := dedup.NewCache(disk, dedup.CacheConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	newCache := func(t *testing.T) *dedup.Cache {
+		cache, err := dedup.NewCache(newDisk(t), dedup.CacheConfig{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cache
 	}
-	if _, ok := inlineStore(cache, m).(dedup.Prefetcher); !ok {
+	if _, ok := dedup.AsPrefetcher(inlineStore(newCache(t), m)); !ok {
 		t.Fatal("the read cache's Prefetch is hidden by the inline wrapper")
 	}
-	if _, ok := inlineStore(disk, m).(dedup.Prefetcher); ok {
+	if _, ok := dedup.AsPrefetcher(inlineStore(newDisk(t), m)); ok {
 		t.Fatal("the disk store gained a Prefetch")
 	}
+	t.Run("OverCache", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) dedup.BlobStore { return inlineStore(newCache(t), m) })
+	})
+	t.Run("OverDisk", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) dedup.BlobStore { return inlineStore(newDisk(t), m) })
+	})
 }

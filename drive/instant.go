@@ -103,7 +103,7 @@ func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 	}
 	defer hold.Release(context.WithoutCancel(ctx))
 	cctx := context.WithoutCancel(ctx)
-	err = d.holdCommit(cctx, hold, func(tx *sql.Tx) (delta int64, err error) {
+	err = d.holdCommit(cctx, sharedCommit, hold, func(tx *sql.Tx) (delta int64, err error) {
 		n, delta, err = d.tree().CommitFileTx(cctx, tx, uid, p, f, hold.Reserved())
 		return delta, err
 	})

@@ -47,18 +47,16 @@ func (d *Drive) tree() txTree { return d.meta.(txTree) }
 // measuredChange runs change in a transaction inside a Step and reports its
 // effect on finished bytes to the ledger.
 func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *sql.Tx) (int64, error)) error {
-	return d.stepTx(ctx, change, func(delta int64) { d.quota.Changed(context.WithoutCancel(ctx), uid, delta) })
+	return d.stepTx(ctx, ownCommit, change, func(delta int64) { d.quota.Changed(context.WithoutCancel(ctx), uid, delta) })
 }
 
 // stepTx runs change in a transaction inside a Step and, once it committed,
 // hands how it moved the user's finished bytes to ledger, still inside the
-// Step.
-func (d *Drive) stepTx(ctx context.Context, change func(tx *sql.Tx) (int64, error), ledger func(delta int64)) error {
+// Step. share says whether the transaction may share its commit.
+func (d *Drive) stepTx(ctx context.Context, share commitSharing, change func(tx *sql.Tx) (int64, error), ledger func(delta int64)) error {
 	defer d.quota.Step()()
 	var delta int64
-	// A change whose context cannot be cancelled (a commit once every byte
-	// arrived) may share its WAL fsync with concurrent ones (group commit).
-	err := d.txFunc()(ctx, func(tx *sql.Tx) (err error) {
+	err := d.txFunc(share)(ctx, func(tx *sql.Tx) (err error) {
 		delta, err = change(tx)
 		return err
 	})
@@ -97,7 +95,7 @@ func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, ov
 	if err := h.Grow(ctx, need); err != nil {
 		return err
 	}
-	err = d.holdCommit(ctx, h, func(tx *sql.Tx) (int64, error) {
+	err = d.holdCommit(ctx, ownCommit, h, func(tx *sql.Tx) (int64, error) {
 		return d.tree().CopyTx(ctx, tx, uid, src, dst, overwrite, recursive, h.Reserved())
 	})
 	if err != nil {
@@ -117,7 +115,7 @@ func (d *Drive) mkdirCharged(ctx context.Context, op string, uid int64, p string
 		return meta.Node{}, err
 	}
 	var n meta.Node
-	err := d.holdCommit(ctx, h, func(tx *sql.Tx) (delta int64, err error) {
+	err := d.holdCommit(ctx, ownCommit, h, func(tx *sql.Tx) (delta int64, err error) {
 		n, delta, err = d.tree().MkdirTx(ctx, tx, uid, p, d.now(), mode, h.Reserved())
 		return delta, err
 	})
@@ -138,7 +136,7 @@ func (d *Drive) patchPropsCharged(ctx context.Context, uid, id int64, set, remov
 	if err := h.Grow(ctx, grow); err != nil {
 		return err
 	}
-	err := d.holdCommit(ctx, h, func(tx *sql.Tx) (int64, error) {
+	err := d.holdCommit(ctx, ownCommit, h, func(tx *sql.Tx) (int64, error) {
 		return d.tree().PatchPropsTx(ctx, tx, id, set, remove, h.Reserved())
 	})
 	if err != nil {
@@ -148,9 +146,10 @@ func (d *Drive) patchPropsCharged(ctx context.Context, uid, id int64, set, remov
 }
 
 // holdCommit runs change (bounded by the hold) in a transaction inside a Step
-// and turns the hold into finished bytes when it commits.
-func (d *Drive) holdCommit(ctx context.Context, h *quota.Hold, change func(tx *sql.Tx) (int64, error)) error {
-	err := d.stepTx(ctx, change, func(delta int64) { h.CommitInStep(context.WithoutCancel(ctx), delta) })
+// and turns the hold into finished bytes when it commits. share says whether
+// the transaction may share its commit.
+func (d *Drive) holdCommit(ctx context.Context, share commitSharing, h *quota.Hold, change func(tx *sql.Tx) (int64, error)) error {
+	err := d.stepTx(ctx, share, change, func(delta int64) { h.CommitInStep(context.WithoutCancel(ctx), delta) })
 	return err
 }
 
@@ -171,9 +170,15 @@ func (d *Drive) setQuotaGuarded(ctx context.Context, uid, total int64) error {
 // (OnUserDeleted), their async downloads. The id is never given again, so
 // whatever still names it can never become another user's.
 func (d *Drive) deleteUser(ctx context.Context, uid int64) error {
+	return d.deleteUserWith(ctx, uid, d.meta.DeleteUser)
+}
+
+// deleteUserWith is deleteUser with the metadata delete given (the plain one
+// or the one that keeps an admin).
+func (d *Drive) deleteUserWith(ctx context.Context, uid int64, del func(context.Context, int64) error) error {
 	defer d.quota.Step()()
 	defer d.staleAuth()
-	if err := d.meta.DeleteUser(ctx, uid); err != nil {
+	if err := del(ctx, uid); err != nil {
 		return err
 	}
 	d.quota.MarkDirty("Forget", d.quota.Ledger().Forget(context.WithoutCancel(ctx), uid))

@@ -75,7 +75,7 @@ func (r *Reader) Segments(off, n int64) []Segment {
 		out = append(out, Segment{Key: dedup.Key(c.SHA256), Offset: in, Length: l, Size: c.Size})
 		off += l
 	}
-	if p, ok := r.d.blobs.(dedup.Prefetcher); ok && len(out) > 1 {
+	if p, ok := dedup.AsPrefetcher(r.d.blobs); ok && len(out) > 1 {
 		// A remote store (S3): keep the next chunks on their way while
 		// the caller sends these in order.
 		keys := make([]dedup.Key, len(out))

@@ -156,7 +156,8 @@ func (d *Drive) ReserveEntries(ctx context.Context, uid int64, path string) (*qu
 
 // mkdirParentsInStep creates the missing folders above path inside the
 // caller's quota Step (no Step of its own: Steps do not nest), and returns
-// what they were charged.
+// what they were charged. ctx cannot be cancelled: the folders go in with
+// the session's merge, which runs to the end once begun.
 func (d *Drive) mkdirParentsInStep(ctx context.Context, uid int64, path string) (int64, error) {
 	var missing []string
 	for p := vpath.Parent(path); p != "/" && p != ""; p = vpath.Parent(p) {
@@ -179,7 +180,7 @@ func (d *Drive) mkdirParentsInStep(ctx context.Context, uid int64, path string) 
 			return charged, err
 		}
 		var delta int64
-		err := d.txFunc()(ctx, func(tx *sql.Tx) (err error) {
+		err := d.txFunc(sharedCommit)(ctx, func(tx *sql.Tx) (err error) {
 			_, delta, err = d.tree().MkdirTx(ctx, tx, uid, p, d.now(), 0, meta.NoGrowthLimit)
 			return err
 		})

@@ -417,7 +417,7 @@ func (w *Writer) Commit() (meta.Node, error) {
 		}
 	}
 	var n meta.Node
-	err := w.d.holdCommit(ctx, w.hold, func(tx *sql.Tx) (delta int64, err error) {
+	err := w.d.holdCommit(ctx, sharedCommit, w.hold, func(tx *sql.Tx) (delta int64, err error) {
 		n, delta, err = w.d.tree().CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
 		return delta, err
 	})

@@ -20,3 +20,21 @@ func TestSQLiteConformance(t *testing.T) {
 		return s
 	})
 }
+
+// Two SQLite stores on one file (two processes on one data directory) keep
+// the rules that span stores.
+func TestSQLiteShared(t *testing.T) {
+	metatest.RunShared(t, func(t *testing.T, now func() time.Time) (meta.Store, meta.Store) {
+		path := filepath.Join(t.TempDir(), "meta.db")
+		a, err := meta.OpenSQLite(context.Background(), path, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := meta.OpenSQLite(context.Background(), path, now)
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}

@@ -27,6 +27,9 @@ var (
 	// ErrChunkGone: a chunk record named by id no longer exists (garbage
 	// collected). Kind NotFound.
 	ErrChunkGone = errors.New("chunk record no longer exists")
+	// ErrLastAdmin: the user is the last admin, and removing them would
+	// leave nobody to manage users. Kind Conflict.
+	ErrLastAdmin = errors.New("it is the last admin")
 )
 
 // wrap gives an error an op and a kind. It is the one place where database

@@ -3,9 +3,11 @@ package meta
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 
+	"netdisk/errs"
 	"netdisk/internal/crashpoint"
 )
 
@@ -41,17 +43,18 @@ type groupCommit struct {
 }
 
 // GroupTx runs fn in a write transaction like Tx, possibly sharing the
-// transaction and its commit with concurrent GroupTx calls (see above). ctx
-// must not be cancellable (context.WithoutCancel): a statement interrupted by
-// a cancelled context can roll back the whole shared transaction, so a
-// cancellable ctx falls back to a transaction of its own.
+// transaction and its commit with concurrent GroupTx calls (see above).
+// Calling it is the choice to share: ctx must not be cancellable
+// (context.WithoutCancel), since a statement interrupted by a cancelled
+// context can roll back the whole shared transaction; a cancellable ctx is
+// Invalid and runs nothing (a caller that may be cancelled uses Tx).
 //
 // Each batch is committed by its first member, which then hands the next
 // batch to the first caller queued meanwhile: no caller commits for others
 // longer than its own batch (callers may hold locks, e.g. a quota Step).
 func (s *SQLite) GroupTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if ctx.Done() != nil {
-		return s.Tx(ctx, fn)
+		return errs.E("meta.Tx", errs.Invalid, "", errors.New("group commit needs a context that cannot be cancelled"))
 	}
 	s.writing.Add(1) // queued writers keep reads off the writer (reader)
 	defer s.writing.Add(-1)

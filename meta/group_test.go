@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"netdisk/errs"
 	"netdisk/internal/testutil"
 )
 
@@ -111,15 +112,16 @@ func testGroupCommit(t *testing.T, s *SQLite) {
 			t.Fatalf("member %d committed %v (stat: %v)", i, want, serr)
 		}
 	}
-	// A cancellable context runs alone (a statement it interrupts could roll
-	// the shared transaction back), and still commits.
+	// A cancellable context is refused, not silently given a transaction
+	// of its own (a statement it interrupts could roll the shared
+	// transaction back): sharing is the caller's explicit choice.
 	cctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := s.GroupTx(cctx, mkdir("/alone")); err != nil {
-		t.Fatal(err)
+	if err := s.GroupTx(cctx, mkdir("/alone")); !errs.Is(err, errs.Invalid) {
+		t.Fatalf("GroupTx with a cancellable context: %v, want Invalid", err)
 	}
-	if _, err := s.Stat(ctx, u.ID, "/alone"); err != nil {
-		t.Fatal(err)
+	if _, err := s.Stat(ctx, u.ID, "/alone"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("/alone after a refused GroupTx: %v, want NotFound", err)
 	}
 	// A failing statement is that member's error.
 	if err := s.GroupTx(ctx, mkdir("/d1")); err == nil {

@@ -128,6 +128,12 @@ type Users interface {
 	// user: whatever still names it elsewhere (async records, locks, caches)
 	// can never become someone else's.
 	DeleteUser(ctx context.Context, id int64) error
+	// DeleteUserKeepingAdmin is DeleteUser, except that removing the last
+	// admin is Conflict (wrapping ErrLastAdmin) and removes nothing. The
+	// rule holds across every node sharing the store: the check and the
+	// delete are one transaction, serialised with every other write.
+	// NotFound for a missing user.
+	DeleteUserKeepingAdmin(ctx context.Context, id int64) error
 	// SetPassword replaces the password hash and ends the user's web
 	// sessions (a new password is a new sign-in everywhere).
 	SetPassword(ctx context.Context, id int64, passHash string) error
@@ -215,26 +221,92 @@ type Chunks interface {
 	Stats(ctx context.Context) (Stats, error)
 }
 
-// Sessions are the upload sessions of the chunked upload API (sessions.go
-// documents each method's contract).
+// Sessions are the upload sessions of the chunked upload API: the rows
+// package upload keeps its protocol state in. A session's chunks are
+// referenced from the session, so garbage collection keeps them until it
+// merges, is dropped or expires. Every method that closes a session
+// (MergeSession, DropSession, DropIdleSession) settles the upload's quota
+// flushes in the same transaction (QuotaRecords), as the ledger requires.
+// Times are the caller's (now, notBefore, …): the store reads no clock for
+// sessions. Besides the kinds named below, any method may return the
+// store-wide ones (Unavailable, NoSpace, Other).
 type Sessions interface {
+	// ResumeSession finds the newest open session of uid for path and
+	// size, touched at or after notBefore, whose file hash is fileHash or
+	// unknown (fileHash "" matches any), touches it at now (recording
+	// fileHash when given) and returns its id; "" and no error when there
+	// is none.
 	ResumeSession(ctx context.Context, uid int64, path string, size int64, fileHash string, notBefore, now time.Time) (string, error)
+	// CreateSession inserts ss (open, touched at now) unless a session
+	// ResumeSession would find exists: then it touches that one instead.
+	// It returns the id of the session in use, ss.ID or the other one. A
+	// taken ss.ID is Exists; an unknown user is Other.
 	CreateSession(ctx context.Context, ss Session, notBefore, now time.Time) (string, error)
+	// Session returns uid's session id. A missing session, or another
+	// user's, is NotFound wrapping ErrNoSession (the two look the same).
 	Session(ctx context.Context, uid int64, id string) (Session, error)
+	// SessionChunks returns the chunks session id holds, by index (none for
+	// a missing session).
 	SessionChunks(ctx context.Context, id string) ([]SessionChunk, error)
+	// SessionChunkAt returns the chunk session id holds at idx, and whether
+	// it holds one.
 	SessionChunkAt(ctx context.Context, id string, idx int64) (Chunk, bool, error)
+	// AddSessionChunk records c as the chunk at idx of open session id,
+	// counts its bytes in Received and touches the session at now, in one
+	// transaction. With c.ID zero the chunk record is found or inserted by
+	// SHA-256 (the caller stored the blob durably first and pins it); with
+	// c.ID set the record must still exist with that SHA-256, else
+	// ErrChunkGone (NotFound). The same chunk at the same index again is
+	// success and changes nothing; another chunk there is ErrIndexTaken
+	// (Conflict); a missing session is ErrNoSession (NotFound), a merged
+	// one ErrSessionClosed (Conflict).
 	AddSessionChunk(ctx context.Context, id string, idx int64, c Chunk, now time.Time) error
+	// MergeSession commits f as the file at open session id's path and
+	// closes the session, in one transaction: the file version is committed
+	// as TreeTx.CommitFileTx does, its growth of the user's finished bytes
+	// bounded by the session's declared size (Quota beyond); the upload's
+	// quota flushes are settled; the session becomes merged with
+	// resultHash, Received 0, touched at now. It returns the node, the
+	// growth of the finished bytes and that of the metadata charge (not
+	// checked against the total here: the caller reserved it before). A
+	// session missing or no longer open is ErrNoSession (NotFound): it
+	// expired or was aborted meanwhile. Tree errors are CommitFile's.
 	MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, int64, error)
-	DropSession(ctx context.Context, id string, now time.Time) (Session, bool, error)
+	// DropSession deletes session id (its chunk references and challenges
+	// with it) in one transaction with the settlement of an open one's
+	// quota flushes, and returns it as it was. A missing session is
+	// success with found false: a drop is idempotent.
+	DropSession(ctx context.Context, id string, now time.Time) (s Session, found bool, err error)
+	// IdleSessions returns the ids of up to limit sessions DropIdleSession
+	// would drop: open ones untouched since openBefore, merged ones
+	// untouched since mergedBefore.
 	IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error)
-	DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (Session, bool, error)
+	// DropIdleSession is DropSession of a session that is still idle when
+	// its transaction looks (a chunk that touched it meanwhile keeps it);
+	// dropped reports whether it was dropped.
+	DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (s Session, dropped bool, err error)
+	// OpenSessions returns every open session with the chunks it holds, by
+	// id (the quota ledger rebuilds its holds from them).
 	OpenSessions(ctx context.Context) ([]OpenSession, error)
+	// PutChallenge stores ch for session id, replacing any challenge at the
+	// same index. A missing session is Other.
 	PutChallenge(ctx context.Context, id string, ch Challenge) error
+	// TakeChallenge removes and returns the challenge of session id at idx
+	// (single use: it is gone whatever the caller decides), and whether
+	// there was one. Expiry is the caller's to check.
 	TakeChallenge(ctx context.Context, id string, idx int64) (Challenge, bool, error)
+	// DeleteExpiredChallenges removes the challenges that expired before t
+	// and returns how many.
 	DeleteExpiredChallenges(ctx context.Context, t time.Time) (int64, error)
-	// ChunksHeld and FileHeld answer instant upload's questions (instant.go),
-	// each in one read whatever the content.
+	// ChunksHeld returns every chunk with that MD5 and size (usually zero
+	// or one) with who holds it: Own for uid, Owners counted up to limit.
+	// It answers instant upload in one read whatever the content.
 	ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]HeldChunk, error)
+	// FileHeld finds a file version of fileHash and size, uid's own when
+	// uid has one, else any user's, and returns its node id (for
+	// FileChunks) with who holds that content: Own for uid, Owners counted
+	// up to limit, the draw of the file hash. found is false when no file
+	// has it.
 	FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h Holders, found bool, err error)
 }
 

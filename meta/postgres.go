@@ -49,6 +49,8 @@ func OpenPostgres(ctx context.Context, url string, now func() time.Time) (*Postg
 	w.SetMaxIdleConns(8)
 	r.SetMaxOpenConns(16)
 	r.SetMaxIdleConns(16)
+	// Point queries keep their cancellation (detachPointReads false): each
+	// is a round trip to the server.
 	p := &Postgres{SQLite: &SQLite{w: w, r: r, now: now}}
 	if err := p.migrate(ctx); err != nil {
 		p.Close()

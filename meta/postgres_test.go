@@ -2,6 +2,7 @@ package meta_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -29,6 +30,24 @@ func TestPostgresConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
+	})
+}
+
+// Two nodes on one PostgreSQL database keep the rules that span nodes.
+func TestPostgresShared(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	metatest.RunShared(t, func(t *testing.T, now func() time.Time) (meta.Store, meta.Store) {
+		url := pg.NewDatabase(t)
+		a, err := meta.OpenPostgres(context.Background(), url, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := meta.OpenPostgres(context.Background(), url, now)
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
 	})
 }
 
@@ -328,5 +347,77 @@ func TestPostgresRestartIsUnavailable(t *testing.T) {
 		if attempt == 5 {
 			t.Fatalf("the store still fails after the restart: %v", err)
 		}
+	}
+}
+
+// A look-up waiting on the PostgreSQL server ends when its context is
+// cancelled: on PostgreSQL every query is a round trip that can wait (here
+// on a table lock another session holds), so none drops its cancellation.
+func TestPostgresPointQueryCancels(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	url := pg.NewDatabase(t)
+	ctx := context.Background()
+	s, err := meta.OpenPostgres(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u, err := s.CreateUser(ctx, "carol", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locker, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	ltx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ltx.Rollback(ctx)
+	if _, err := ltx.Exec(ctx, `LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, _, err := s.StatWithParent(qctx, u.ID, "/a/b")
+		done <- err
+	}()
+	// Wait until the look-up is queued behind the lock in the server (it may
+	// wait while its statement is parsed, before its text shows). A session
+	// of its own watches: inside a transaction pg_stat_activity is frozen at
+	// its first read.
+	watch, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the look-up never reached the server's lock queue")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled look-up: %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		// Release the lock so the look-up can end, then report it.
+		ltx.Rollback(ctx)
+		t.Fatalf("a cancelled look-up still waited on the server (then returned %v)", <-done)
 	}
 }

@@ -36,6 +36,10 @@ type SQLite struct {
 	// transaction, which the read then waits for (committed data only).
 	warm    bool
 	writing atomic.Int32
+
+	// detachPointReads: the engine's point queries cannot block, so they
+	// run without ctx's cancellation (pointQuery). Only SQLite in WAL mode.
+	detachPointReads bool
 }
 
 // reader is the pool a short read on the write path (a PUT's look-up of
@@ -71,7 +75,7 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &SQLite{w: w, r: r, now: now, warm: true}
+	s := &SQLite{w: w, r: r, now: now, warm: true, detachPointReads: true}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -209,12 +213,19 @@ var writeTxs atomic.Int64
 func WriteTxCount() int64 { return writeTxs.Load() }
 
 // pointQuery is ctx for a query that reads a few pages and returns at once
-// (a look-up by key): database/sql watches a cancellable context with a
+// (a look-up by key). database/sql watches a cancellable context with a
 // goroutine of its own for every query, and starting it wakes another
-// thread, a cost larger than the query's. Such a query cannot block (WAL
-// readers never wait for the writer), so cancelling it would gain nothing;
-// the caller checks ctx before.
-func pointQuery(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// thread, a cost larger than the query's. On SQLite such a query cannot
+// block (WAL readers never wait for the writer), so cancelling it would gain
+// nothing and the engine drops it (detachPointReads; the caller checks ctx
+// before). On PostgreSQL the query is a network round trip that can wait on
+// the server or the network: it keeps its cancellation.
+func (s *SQLite) pointQuery(ctx context.Context) context.Context {
+	if s.detachPointReads {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through _txlock).
 func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -315,6 +326,37 @@ func (s *SQLite) ListUsers(ctx context.Context) ([]User, error) {
 // someone else references them. The id is never given again (migration 010).
 func (s *SQLite) DeleteUser(ctx context.Context, id int64) error {
 	return s.execOne(ctx, "meta.DeleteUser", `DELETE FROM users WHERE id = ?`, id)
+}
+
+// DeleteUserKeepingAdmin is DeleteUser unless id is the last admin. The
+// check and the delete share one write transaction, and write transactions
+// run one at a time (SQLite's single writer; on PostgreSQL the advisory lock
+// every write transaction takes first, postgres_dialect.go), so two nodes
+// removing the last two admins at once cannot both see the other remain.
+func (s *SQLite) DeleteUserKeepingAdmin(ctx context.Context, id int64) error {
+	const op = "meta.DeleteUser"
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var admin bool
+		err := tx.QueryRowContext(ctx, `SELECT is_admin FROM users WHERE id = ?`, id).Scan(&admin)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errs.E(op, errs.NotFound, "", errors.New("no such user"))
+		}
+		if err != nil {
+			return err
+		}
+		if admin {
+			var others int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE is_admin <> 0 AND id <> ?`, id).Scan(&others); err != nil {
+				return err
+			}
+			if others == 0 {
+				return errs.E(op, errs.Conflict, "", ErrLastAdmin)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
+		return err
+	})
+	return wrap(op, "", err)
 }
 
 // SetPassword replaces a user's password hash and ends their web sessions,

@@ -14,7 +14,7 @@ func (s *SQLite) StatWithParent(ctx context.Context, uid int64, path string) (n 
 	if err := ctx.Err(); err != nil {
 		return n, false, parent, false, wrap("meta.Stat", path, err)
 	}
-	n, found, parent, parentFound, err = statPair(pointQuery(ctx), s.reader(), uid, path)
+	n, found, parent, parentFound, err = statPair(s.pointQuery(ctx), s.reader(), uid, path)
 	return n, found, parent, parentFound, wrap("meta.Stat", path, err)
 }
 

@@ -1,8 +1,9 @@
 // Package storetest is the conformance suite every async.Store runs: the
 // embedded (SQLite) store and the Redis store. It checks the contract of
 // async.Store (SetNX creation, push order, first outcome stands, work sets,
-// TTL expiry, the one-step AddTask, Touch, progress, known agents), never
-// an implementation's keys or tables.
+// TTL expiry, the one-step AddTask, Touch, progress, known agents, and the
+// optional Purge of a store that has it), never an implementation's keys or
+// tables.
 package storetest
 
 import (
@@ -26,6 +27,58 @@ func Run(t *testing.T, open Open) {
 	t.Run("AddTask", func(t *testing.T) { testAddTask(t, open(t, async.DefaultTTL)) })
 	t.Run("TouchProgressAgents", func(t *testing.T) { testTouch(t, open(t, async.DefaultTTL)) })
 	t.Run("PurgeOwner", func(t *testing.T) { testPurgeOwner(t, open(t, async.DefaultTTL)) })
+	// Optional upgrades the service finds by type assertion: a store that
+	// has one is held to its contract too.
+	t.Run("Purger", func(t *testing.T) { testPurger(t, open(t, async.DefaultTTL)) })
+}
+
+// purger is the optional upgrade of a store that deletes expired records
+// itself (the scheduler calls it every pass).
+type purger interface {
+	Purge(ctx context.Context, now time.Time) error
+}
+
+// testPurger: Purge at now deletes what expired by now and nothing live.
+// Reads take their time from the caller, so a read at a time before the
+// expiry tells a purged record from one merely past its TTL.
+func testPurger(t *testing.T, s async.Store) {
+	p, ok := s.(purger)
+	if !ok {
+		t.Skip("the store's records expire by themselves")
+	}
+	ctx, ttl := context.Background(), async.DefaultTTL
+	t0 := time.Now()
+	put := func(name string, at time.Time) (string, string) {
+		id := async.JobKey(1, "/"+name, 3)
+		_, err := s.CreateJob(ctx, job(id), at)
+		must(t, err)
+		task := async.TaskKey(1, "/"+name, "uuid")
+		must(t, s.PushTarget(ctx, id, async.Target{TaskID: task}, at))
+		must(t, s.PutTask(ctx, async.Task{ID: task, JobID: id, User: 1}, at))
+		return id, task
+	}
+	oldJob, oldTask := put("old", t0)
+	youngJob, youngTask := put("young", t0.Add(ttl/2))
+	must(t, p.Purge(ctx, t0.Add(ttl+time.Second)))
+	if _, err := s.Job(ctx, oldJob, t0); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("expired job after Purge: %v, want NotFound", err)
+	}
+	if _, err := s.Task(ctx, oldTask, t0); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("expired task after Purge: %v, want NotFound", err)
+	}
+	if ts, err := s.Targets(ctx, oldJob, t0); err != nil || len(ts) != 0 {
+		t.Fatalf("expired targets after Purge: %v, %v", ts, err)
+	}
+	at := t0.Add(ttl / 2)
+	if _, err := s.Job(ctx, youngJob, at); err != nil {
+		t.Fatalf("live job after Purge: %v", err)
+	}
+	if _, err := s.Task(ctx, youngTask, at); err != nil {
+		t.Fatalf("live task after Purge: %v", err)
+	}
+	if ts, err := s.Targets(ctx, youngJob, at); err != nil || len(ts) != 1 {
+		t.Fatalf("live targets after Purge: %v, %v", ts, err)
+	}
 }
 
 func testAddTask(t *testing.T, s async.Store) {

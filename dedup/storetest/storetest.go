@@ -101,4 +101,43 @@ func Run(t *testing.T, newStore func(t *testing.T) dedup.BlobStore) {
 			}
 		}
 	})
+	// Optional upgrades, found as the drive finds them (through wrappers
+	// that name what they wrap): a store that has one is held to its
+	// contract too.
+	t.Run("Prefetcher", func(t *testing.T) {
+		s := newStore(t)
+		p, ok := dedup.AsPrefetcher(s)
+		if !ok {
+			t.Skip("the store does not read ahead")
+		}
+		var keys []dedup.Key
+		var blobs [][]byte
+		for i := range 5 {
+			b := []byte{byte(i), 'p', 'r', 'e'}
+			k := key(b)
+			if err := s.Put(ctx, k, b); err != nil {
+				t.Fatal(err)
+			}
+			keys, blobs = append(keys, k), append(blobs, b)
+		}
+		missing := key([]byte("never stored"))
+		// Read-ahead is a hint: empty, missing or repeated keys are harmless,
+		// and every read still returns the blob's bytes (or ErrNotFound).
+		p.Prefetch(nil)
+		p.Prefetch(append(append([]dedup.Key{missing}, keys...), keys[0]))
+		for i, k := range keys {
+			r, err := s.Open(ctx, k)
+			if err != nil {
+				t.Fatalf("Open %d after Prefetch: %v", i, err)
+			}
+			got, err := io.ReadAll(r)
+			r.Close()
+			if err != nil || string(got) != string(blobs[i]) {
+				t.Fatalf("blob %d after Prefetch: %q, %v", i, got, err)
+			}
+		}
+		if _, err := s.Open(ctx, missing); !errors.Is(err, dedup.ErrNotFound) {
+			t.Fatalf("Open of a prefetched missing blob: %v, want ErrNotFound", err)
+		}
+	})
 }

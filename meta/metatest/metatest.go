@@ -135,6 +135,7 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"Users", testUsers},
 		{"UserIDsNeverReused", testUserIDsNeverReused},
+		{"LastAdmin", testLastAdmin},
 		{"WebSessions", testWebSessions},
 		{"TreeShape", testTreeShape},
 		{"CommitAndFinishedBytes", testCommit},
@@ -142,6 +143,7 @@ func Run(t *testing.T, open Open) {
 		{"ReplacingHint", testReplacingHint},
 		{"MoveCopyRemove", testMoveCopyRemove},
 		{"TreeTx", testTreeTx},
+		{"GroupTx", testGroupTx},
 		{"ListingsAndLimits", testListings},
 		{"ModesAndTimes", testModes},
 		{"Props", testProps},
