@@ -83,7 +83,7 @@ func (s *Service) step(ctx context.Context, id string, now time.Time) error {
 	case Pending:
 		return s.start(ctx, j, now)
 	case Running:
-		if err := s.ensurePinned(j); err != nil {
+		if err := s.ensurePinned(ctx, j); err != nil {
 			return err
 		}
 		if err := s.dispatch(ctx, &j, now); err != nil {
@@ -259,11 +259,11 @@ func (s *Service) end(ctx context.Context, j Job, now time.Time) error {
 
 // ensurePinned pins a running job's recorded version if this daemon does
 // not yet (it took the job over after a restart).
-func (s *Service) ensurePinned(j Job) error {
+func (s *Service) ensurePinned(ctx context.Context, j Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.pins[j.ID]; !ok {
-		s.pins[j.ID] = s.files.PinChunks(j.Chunks)
+		s.pins[j.ID] = s.files.PinChunks(ctx, j.Chunks)
 		s.log.Info("async: job resumed", "job", j.ID)
 	}
 	return nil

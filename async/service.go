@@ -29,7 +29,7 @@ type Files interface {
 	// chunks, kept from garbage collection until unpin is called.
 	PinVersion(ctx context.Context, uid int64, p string) (n meta.Node, chunks []meta.FileChunk, unpin func(), err error)
 	// PinChunks keeps a recorded version's chunks until unpin is called.
-	PinChunks(chunks []meta.FileChunk) (unpin func())
+	PinChunks(ctx context.Context, chunks []meta.FileChunk) (unpin func())
 }
 
 // Config wires a Service.

@@ -425,11 +425,11 @@ type countingFiles struct {
 	takeOver int
 }
 
-func (c *countingFiles) PinChunks(cs []meta.FileChunk) func() {
+func (c *countingFiles) PinChunks(ctx context.Context, cs []meta.FileChunk) func() {
 	c.mu.Lock()
 	c.takeOver++
 	c.mu.Unlock()
-	return c.Files.PinChunks(cs)
+	return c.Files.PinChunks(ctx, cs)
 }
 
 func (c *countingFiles) PinVersion(ctx context.Context, uid int64, p string) (meta.Node, []meta.FileChunk, func(), error) {

@@ -35,6 +35,11 @@ type DiskStore struct {
 	// NewDiskStore removes stale ones.
 	spare     chan *os.File
 	refilling atomic.Bool
+	// refill is the goroutine making the next spare, waited for by Close;
+	// closed (under mu) keeps a new one from starting after it.
+	mu     sync.Mutex
+	refill sync.WaitGroup
+	closed bool
 }
 
 var _ BlobStore = (*DiskStore)(nil)
@@ -186,7 +191,15 @@ func (s *DiskStore) takeSpare() *os.File {
 	default:
 	}
 	if s.refilling.CompareAndSwap(false, true) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return f // Puts after Close make their own temp files
+		}
+		s.refill.Add(1)
+		s.mu.Unlock()
 		go func() {
+			defer s.refill.Done()
 			defer s.refilling.Store(false)
 			nf, err := os.CreateTemp(s.tmp, "spare-*")
 			if err != nil {
@@ -201,6 +214,22 @@ func (s *DiskStore) takeSpare() *os.File {
 		}()
 	}
 	return f
+}
+
+// Close waits for the spare being made and removes the one waiting. Puts
+// may still follow (they make their own temp files).
+func (s *DiskStore) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.refill.Wait()
+	select {
+	case f := <-s.spare:
+		f.Close()
+		os.Remove(f.Name())
+	default:
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -31,18 +31,19 @@ func TestDiskStore(t *testing.T) {
 func TestPinsBlockDeletion(t *testing.T) {
 	p := dedup.NewPins()
 	k := dedup.Key("aa")
-	p.Pin(k)
-	ran, _ := p.IfUnpinned(k, func() error { return nil })
+	ctx := context.Background()
+	p.Pin(ctx, k)
+	ran, _ := p.IfUnpinned(ctx, k, func() error { return nil })
 	if ran {
 		t.Fatal("IfUnpinned ran on a pinned key")
 	}
-	p.Pin(k)
-	p.Unpin(k)
-	if ran, _ := p.IfUnpinned(k, func() error { return nil }); ran {
+	p.Pin(ctx, k)
+	p.Unpin(ctx, k)
+	if ran, _ := p.IfUnpinned(ctx, k, func() error { return nil }); ran {
 		t.Fatal("one pin is still held")
 	}
-	p.Unpin(k)
-	if ran, _ := p.IfUnpinned(k, func() error { return nil }); !ran {
+	p.Unpin(ctx, k)
+	if ran, _ := p.IfUnpinned(ctx, k, func() error { return nil }); !ran {
 		t.Fatal("IfUnpinned did not run on an unpinned key")
 	}
 }

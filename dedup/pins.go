@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"context"
 	"hash/fnv"
 	"sync"
 )
@@ -34,7 +35,7 @@ func (p *Pins) stripe(k Key) *pinStripe {
 }
 
 // Pin adds a reference to k. It waits for a GC deletion of k in progress.
-func (p *Pins) Pin(k Key) {
+func (p *Pins) Pin(_ context.Context, k Key) {
 	s := p.stripe(k)
 	s.mu.Lock()
 	s.refs[k]++
@@ -42,7 +43,7 @@ func (p *Pins) Pin(k Key) {
 }
 
 // Unpin drops a reference taken by Pin.
-func (p *Pins) Unpin(k Key) {
+func (p *Pins) Unpin(_ context.Context, k Key) {
 	s := p.stripe(k)
 	s.mu.Lock()
 	if s.refs[k] <= 1 {
@@ -55,7 +56,7 @@ func (p *Pins) Unpin(k Key) {
 
 // IfUnpinned runs fn while holding k's stripe, only if k has no pin; it
 // reports whether fn ran. fn should be short: it blocks pins of that stripe.
-func (p *Pins) IfUnpinned(k Key, fn func() error) (bool, error) {
+func (p *Pins) IfUnpinned(_ context.Context, k Key, fn func() error) (bool, error) {
 	s := p.stripe(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()

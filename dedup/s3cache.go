@@ -81,7 +81,19 @@ type Cache struct {
 	ahead    map[Key][]Key
 	fetching map[Key]bool // background fetches under way
 	fetches  chan struct{}
+
+	// The fetches the cache runs beyond any one caller (read-ahead, and
+	// the shared fetch a caller may leave) end with Close: stop cancels
+	// them, bg waits for them, and closed (under mu) keeps new ones from
+	// starting, so none outlives the lock service its Puller calls.
+	stop    context.CancelFunc
+	stopCtx context.Context
+	bg      sync.WaitGroup
+	closed  bool
 }
+
+// errCacheClosed answers a fetch asked of a closed cache.
+var errCacheClosed = errors.New("dedup: read cache closed")
 
 // Prefetcher is a BlobStore that can fetch blobs ahead of their reads: a
 // reader about to read keys in order says so, and the store keeps a few of
@@ -130,6 +142,7 @@ var _ BlobStore = (*Cache)(nil)
 func NewCache(remote BlobStore, cc CacheConfig) (*Cache, error) {
 	c := &Cache{remote: remote, dir: cc.Dir, max: cc.Size, now: time.Now, entries: map[Key]*cacheEntry{},
 		ahead: map[Key][]Key{}, fetching: map[Key]bool{}, fetches: make(chan struct{}, readAheadFetches)}
+	c.stopCtx, c.stop = context.WithCancel(context.Background())
 	if c.max <= 0 {
 		c.max = DefaultCacheSize
 	}
@@ -293,12 +306,17 @@ func (c *Cache) startFetches(keys []Key) {
 			continue
 		}
 		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
 		_, cached := c.entries[k]
 		busy := cached || c.fetching[k]
 		if !busy {
 			select {
 			case c.fetches <- struct{}{}:
 				c.fetching[k] = true
+				c.bg.Add(1)
 			default:
 				busy = true // all background fetches taken: the read fetches it
 			}
@@ -308,13 +326,14 @@ func (c *Cache) startFetches(keys []Key) {
 			continue
 		}
 		go func() {
+			defer c.bg.Done()
 			defer func() {
 				c.mu.Lock()
 				delete(c.fetching, k)
 				c.mu.Unlock()
 				<-c.fetches
 			}()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(c.stopCtx, time.Minute)
 			defer cancel()
 			c.get(ctx, k) // an error is met again, and reported, by the read itself
 		}()
@@ -329,12 +348,19 @@ func (c *Cache) startFetches(keys []Key) {
 func (c *Cache) get(ctx context.Context, key Key) ([]byte, error) {
 	ch := c.fetch.DoChan(string(key), func() (any, error) {
 		// The fetch serves every waiter: it must not die with the first
-		// caller's request.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pullTimeout)
-		defer cancel()
+		// caller's request, only with the cache.
 		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, errCacheClosed
+		}
+		c.bg.Add(1)
 		p := c.puller
 		c.mu.Unlock()
+		defer c.bg.Done()
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pullTimeout)
+		defer cancel()
+		defer context.AfterFunc(c.stopCtx, cancel)()
 		if p == nil {
 			return c.fetchRemote(fctx, key)
 		}
@@ -355,6 +381,18 @@ func (c *Cache) get(ctx context.Context, key Key) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// Close cancels the fetches the cache runs in the background and waits for
+// them; reads that miss fail after it. Close it before the lock service its
+// Puller uses. The cached files stay for the next run.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stop()
+	c.bg.Wait()
+	return nil
 }
 
 // Fetches is how many chunk reads the cache sent the remote store (a metric:

@@ -15,13 +15,17 @@ import (
 // through IfUnpinned. Pins is the in-process Pinner; SharedPins extends it
 // to every node sharing a blob store.
 type Pinner interface {
-	// Pin adds a reference to k, waiting for a GC deletion of k in progress.
-	Pin(k Key)
-	// Unpin drops a reference taken by Pin.
-	Unpin(k Key)
+	// Pin adds a reference to k, waiting for a GC deletion of k in progress
+	// until ctx ends (the reference is taken either way: the caller's work
+	// then fails with its ctx, and Unpin drops it).
+	Pin(ctx context.Context, k Key)
+	// Unpin drops a reference taken by Pin. It completes even when ctx is
+	// cancelled (a request that ends must still drop its pins); ctx gives
+	// only its values.
+	Unpin(ctx context.Context, k Key)
 	// IfUnpinned runs fn, unless k is pinned, so that no Pin of k completes
 	// while fn runs; it reports whether fn ran.
-	IfUnpinned(k Key, fn func() error) (bool, error)
+	IfUnpinned(ctx context.Context, k Key, fn func() error) (bool, error)
 }
 
 var (
@@ -100,8 +104,8 @@ return 1`)
 
 // Pin takes a local pin and, on this node's first for k, registers it in
 // Redis, waiting while another node's GC is deleting k.
-func (p *SharedPins) Pin(k Key) {
-	p.local.Pin(k)
+func (p *SharedPins) Pin(ctx context.Context, k Key) {
+	p.local.Pin(ctx, k)
 	p.mu.Lock()
 	p.refs[k]++
 	first := p.refs[k] == 1
@@ -111,9 +115,12 @@ func (p *SharedPins) Pin(k Key) {
 	}
 	deadline := time.Now().Add(gcMarkerTTL + 5*time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		n, err := pinScript.Run(ctx, p.rdb, []string{pinKey(k), gcDelKey(k)}, p.node, p.lease.Milliseconds()).Int()
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		n, err := pinScript.Run(rctx, p.rdb, []string{pinKey(k), gcDelKey(k)}, p.node, p.lease.Milliseconds()).Int()
 		cancel()
+		if ctx.Err() != nil {
+			return // the caller gave up: its work ends with ctx
+		}
 		if err != nil {
 			p.log.Warn("shared pins: Redis unavailable; pin kept on this node only", "chunk", k, "err", err)
 			return
@@ -125,12 +132,17 @@ func (p *SharedPins) Pin(k Key) {
 			p.log.Warn("shared pins: a GC deletion marker outlived its TTL", "chunk", k)
 			return
 		}
-		time.Sleep(10 * time.Millisecond) // another node's GC is deleting k right now: milliseconds
+		// Another node's GC is deleting k right now: milliseconds.
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
 // Unpin drops a local pin and, with this node's last for k, its Redis field.
-func (p *SharedPins) Unpin(k Key) {
+func (p *SharedPins) Unpin(ctx context.Context, k Key) {
 	p.mu.Lock()
 	p.refs[k]--
 	last := p.refs[k] <= 0
@@ -139,22 +151,22 @@ func (p *SharedPins) Unpin(k Key) {
 	}
 	p.mu.Unlock()
 	if last {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := p.rdb.HDel(ctx, pinKey(k), p.node).Err(); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		if err := p.rdb.HDel(rctx, pinKey(k), p.node).Err(); err != nil {
 			p.log.Warn("shared pins: cannot drop a pin; it lapses with its lease", "chunk", k, "err", err)
 		}
 		cancel()
 	}
-	p.local.Unpin(k)
+	p.local.Unpin(ctx, k)
 }
 
 // IfUnpinned runs fn when no node pins k, holding k's local stripe and its
 // Redis deletion marker meanwhile.
-func (p *SharedPins) IfUnpinned(k Key, fn func() error) (bool, error) {
+func (p *SharedPins) IfUnpinned(ctx context.Context, k Key, fn func() error) (bool, error) {
 	var claimed bool
-	ran, err := p.local.IfUnpinned(k, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		n, err := gcScript.Run(ctx, p.rdb, []string{pinKey(k), gcDelKey(k)}, p.node, gcMarkerTTL.Milliseconds()).Int()
+	ran, err := p.local.IfUnpinned(ctx, k, func() error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		n, err := gcScript.Run(rctx, p.rdb, []string{pinKey(k), gcDelKey(k)}, p.node, gcMarkerTTL.Milliseconds()).Int()
 		cancel()
 		if err != nil {
 			return fmt.Errorf("shared pins: %w", err)
@@ -164,8 +176,9 @@ func (p *SharedPins) IfUnpinned(k Key, fn func() error) (bool, error) {
 		}
 		claimed = true
 		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			p.rdb.Del(ctx, gcDelKey(k))
+			// The marker goes even when ctx ended: it holds other nodes' pins.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			p.rdb.Del(rctx, gcDelKey(k))
 			cancel()
 		}()
 		return fn()

@@ -157,11 +157,11 @@ func (d *Drive) fillOne(ctx context.Context, n meta.Node) (bool, error) {
 		return false, err
 	}
 	for _, c := range chunks {
-		d.pins.Pin(dedup.Key(c.SHA256)) // GC must not take them mid-read
+		d.pins.Pin(ctx, dedup.Key(c.SHA256)) // GC must not take them mid-read
 	}
 	defer func() {
 		for _, c := range chunks {
-			d.pins.Unpin(dedup.Key(c.SHA256))
+			d.pins.Unpin(ctx, dedup.Key(c.SHA256))
 		}
 	}()
 	hm, hs := md5.New(), sha1.New()

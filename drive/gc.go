@@ -86,7 +86,7 @@ func (d *Drive) gcLocked(ctx context.Context) (GCResult, error) {
 			}
 			seen[c.SHA256] = true
 			progress = true
-			ran, err := d.pins.IfUnpinned(dedup.Key(c.SHA256), func() error {
+			ran, err := d.pins.IfUnpinned(ctx, dedup.Key(c.SHA256), func() error {
 				gone, err := d.meta.DeleteChunkIfUnreferenced(ctx, c.SHA256)
 				if d.retryable(err) {
 					gone, err = d.meta.DeleteChunkIfUnreferenced(ctx, c.SHA256)
@@ -114,7 +114,7 @@ func (d *Drive) gcLocked(ctx context.Context) (GCResult, error) {
 		if _, err := d.meta.ChunkBySHA256(ctx, string(k)); err == nil {
 			return nil
 		}
-		_, err := d.pins.IfUnpinned(k, func() error {
+		_, err := d.pins.IfUnpinned(ctx, k, func() error {
 			// Re-check under the stripe: a commit may have inserted it meanwhile.
 			if _, err := d.meta.ChunkBySHA256(ctx, string(k)); err == nil {
 				return nil

@@ -52,11 +52,11 @@ func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 	// are re-checked under the pins (as CommitSession does): one collected
 	// before the pin means the bytes are read instead.
 	for _, c := range fcs {
-		d.pins.Pin(dedup.Key(c.SHA256))
+		d.pins.Pin(ctx, dedup.Key(c.SHA256))
 	}
 	defer func() {
 		for _, c := range fcs {
-			d.pins.Unpin(dedup.Key(c.SHA256))
+			d.pins.Unpin(ctx, dedup.Key(c.SHA256))
 		}
 	}()
 	for _, c := range fcs {

@@ -138,8 +138,14 @@ func (l *Local) Reconcile(ctx context.Context, truth quota.Truth) error {
 	return l.Quota.Reconcile(ctx)
 }
 
-// Close closes the metadata store. Stop everything using the Drive first.
-func (l *Local) Close() error { return l.Meta.Close() }
+// Close closes the chunk store it opened (waiting for its background work)
+// and the metadata store. Stop everything using the Drive first.
+func (l *Local) Close() error {
+	if l.Blobs != nil {
+		l.Blobs.Close()
+	}
+	return l.Meta.Close()
+}
 
 // clockFunc adapts Config.Now to quota.Clock.
 type clockFunc func() time.Time

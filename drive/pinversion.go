@@ -25,20 +25,20 @@ func (d *Drive) PinVersion(ctx context.Context, uid int64, p string) (meta.Node,
 	if err != nil {
 		return meta.Node{}, nil, nil, err
 	}
-	return n, cs, d.PinChunks(cs), nil
+	return n, cs, d.PinChunks(ctx, cs), nil
 }
 
 // PinChunks pins a version's chunks (recorded earlier, e.g. by PinVersion
 // before a restart) until unpin is called.
-func (d *Drive) PinChunks(cs []meta.FileChunk) (unpin func()) {
+func (d *Drive) PinChunks(ctx context.Context, cs []meta.FileChunk) (unpin func()) {
 	for _, c := range cs {
-		d.pins.Pin(dedup.Key(c.SHA256))
+		d.pins.Pin(ctx, dedup.Key(c.SHA256))
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			for _, c := range cs {
-				d.pins.Unpin(dedup.Key(c.SHA256))
+				d.pins.Unpin(ctx, dedup.Key(c.SHA256))
 			}
 		})
 	}
@@ -48,7 +48,7 @@ func (d *Drive) PinChunks(cs []meta.FileChunk) (unpin func()) {
 // from PinVersion) whatever the file holds now. Close unpins.
 func (d *Drive) OpenVersion(ctx context.Context, n meta.Node, cs []meta.FileChunk) *Reader {
 	for _, c := range cs {
-		d.pins.Pin(dedup.Key(c.SHA256))
+		d.pins.Pin(ctx, dedup.Key(c.SHA256))
 	}
 	return &Reader{d: d, ctx: ctx, node: n, chunks: cs, curIdx: -1}
 }

@@ -46,7 +46,7 @@ func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) 
 	// Pin the version's chunks so GC cannot delete them while this reader may
 	// still open them, even if a newer version replaces the file meanwhile.
 	for _, c := range cs {
-		d.pins.Pin(dedup.Key(c.SHA256))
+		d.pins.Pin(ctx, dedup.Key(c.SHA256))
 	}
 	return &Reader{d: d, ctx: ctx, node: n, chunks: cs, curIdx: -1}, nil
 }
@@ -214,7 +214,7 @@ func (r *Reader) closeCur() {
 func (r *Reader) Close() error {
 	r.closeCur()
 	for _, c := range r.chunks {
-		r.d.pins.Unpin(dedup.Key(c.SHA256))
+		r.d.pins.Unpin(r.ctx, dedup.Key(c.SHA256))
 	}
 	r.chunks = nil
 	return nil

@@ -34,8 +34,8 @@ func chunkGone(op string) error { return errs.E(op, errs.NotFound, "", meta.ErrC
 // leaves an orphan blob for GC, never a record without bytes.
 func (d *Drive) StoreChunk(ctx context.Context, c meta.Chunk, b []byte, record func() error) error {
 	key := dedup.Key(c.SHA256)
-	d.pins.Pin(key)
-	defer d.pins.Unpin(key)
+	d.pins.Pin(ctx, key)
+	defer d.pins.Unpin(ctx, key)
 	if err := d.StoreBlob(ctx, key, b); err != nil {
 		return err
 	}
@@ -46,8 +46,8 @@ func (d *Drive) StoreChunk(ctx context.Context, c meta.Chunk, b []byte, record f
 // still there; false (and no record) when it is gone.
 func (d *Drive) ReuseChunk(ctx context.Context, c meta.Chunk, record func() error) (bool, error) {
 	key := dedup.Key(c.SHA256)
-	d.pins.Pin(key)
-	defer d.pins.Unpin(key)
+	d.pins.Pin(ctx, key)
+	defer d.pins.Unpin(ctx, key)
 	if ok, err := d.blobs.Has(ctx, key); err != nil || !ok {
 		return false, err
 	}
@@ -209,12 +209,14 @@ func (d *Drive) mkdirParentsInStep(ctx context.Context, uid int64, path string) 
 // the entries the merge creates: it is committed here.
 func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f meta.NewFile, now time.Time, entries *quota.Hold) (meta.Node, int64, error) {
 	const op = "drive.CommitSession"
+	// Not cut short by ctx (see above): the pins wait for a GC deletion.
+	pctx := context.WithoutCancel(ctx)
 	for _, c := range f.Chunks {
-		d.pins.Pin(dedup.Key(c.SHA256))
+		d.pins.Pin(pctx, dedup.Key(c.SHA256))
 	}
 	defer func() {
 		for _, c := range f.Chunks {
-			d.pins.Unpin(dedup.Key(c.SHA256))
+			d.pins.Unpin(pctx, dedup.Key(c.SHA256))
 		}
 	}()
 	for _, c := range f.Chunks {

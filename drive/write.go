@@ -294,7 +294,7 @@ func (w *Writer) hashPin(b []byte) (chunker.Sum, dedup.Key) {
 	sum := chunker.HashChunk(b)
 	<-w.hashSem
 	key := dedup.Key(sum.SHA256)
-	w.d.pins.Pin(key)
+	w.d.pins.Pin(w.ctx, key)
 	w.mu.Lock()
 	w.pinned = append(w.pinned, key)
 	w.mu.Unlock()
@@ -329,7 +329,7 @@ func (w *Writer) finish() {
 	w.pinned = nil
 	w.mu.Unlock()
 	for _, k := range pinned {
-		w.d.pins.Unpin(k)
+		w.d.pins.Unpin(w.ctx, k)
 	}
 	w.cancel()
 	w.hold.Release(context.WithoutCancel(w.ctx)) // no-op once committed

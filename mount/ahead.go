@@ -22,6 +22,7 @@ type ahead struct {
 	path func() string
 	cs   int64
 	opt  func() (context.Context, context.CancelFunc) // bounds one send
+	bg   *background                                  // owns release's goroutine; nil: none
 
 	end   int64  // bytes written in order so far
 	buf   []byte // the chunk being filled, len = end % cs
@@ -158,7 +159,7 @@ func (a *ahead) release(stop bool) {
 	hs := a.handles
 	a.handles = nil
 	a.mu.Unlock()
-	go func() {
+	run := func() {
 		if stop {
 			a.wg.Wait()
 			a.mu.Lock()
@@ -171,6 +172,18 @@ func (a *ahead) release(stop bool) {
 			defer cancel()
 			a.be.Release(ctx, hs)
 		}
+	}
+	if a.bg == nil {
+		go run()
+		return
+	}
+	if !a.bg.add() {
+		run() // closing: release here rather than leave the sessions
+		return
+	}
+	go func() {
+		defer a.bg.wg.Done()
+		run()
 	}()
 }
 

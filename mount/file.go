@@ -144,6 +144,7 @@ func (n *fileNode) restartAhead() {
 	n.ahead = newAhead(n.fsys.o.Backend, n.path, func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), n.fsys.o.OpTimeout)
 	})
+	n.ahead.bg = &n.fsys.bg
 }
 
 func (n *fileNode) stopAhead() {

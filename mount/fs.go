@@ -2,8 +2,10 @@ package mount
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,7 +45,43 @@ type FS struct {
 	flights  singleflight.Group
 	prefetch chan struct{} // bounds background fetches
 	wb       *writeBack    // nil without Options.WriteBack
+	bg       background    // fetches and releases no request waits for
 }
+
+// background owns the goroutines the filesystem starts beyond a request
+// (prefetches, the shared fetch a reader may leave, releasing sent-ahead
+// chunks): Close cancels ctx and waits for every one, and none starts
+// after it.
+type background struct {
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// add counts one more goroutine; false once closed (then do not start it).
+func (b *background) add() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Add(1)
+	return true
+}
+
+func (b *background) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.stop()
+	b.wg.Wait()
+}
+
+// errClosed answers a fetch asked once the filesystem is closed.
+var errClosed = errors.New("mount: filesystem closed")
 
 // New checks options and returns the filesystem.
 func New(o Options) (*FS, error) {
@@ -69,6 +107,7 @@ func New(o Options) (*FS, error) {
 		return nil, err
 	}
 	f := &FS{o: o, prefetch: make(chan struct{}, max(o.Prefetch, 1))}
+	f.bg.ctx, f.bg.stop = context.WithCancel(context.Background())
 	if o.WriteBack {
 		f.wb = newWriteBack(f, o.WriteBackFiles)
 	}
@@ -85,11 +124,16 @@ func (f *FS) Sync(ctx context.Context) error {
 	return f.wb.sync(ctx)
 }
 
-// Close uploads what write-back still holds and stops its workers; call it
-// once the filesystem is unmounted.
+// Close uploads what write-back still holds and stops its workers, then
+// cancels the background fetches and waits for them, and for the chunk
+// cache's writes they started; call it once the filesystem is unmounted.
 func (f *FS) Close() {
 	if f.wb != nil {
 		f.wb.close()
+	}
+	f.bg.close()
+	if f.o.Cache != nil {
+		f.o.Cache.Wait()
 	}
 }
 

@@ -16,8 +16,13 @@ func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte,
 	key := c.Key(p, fileHash)
 	// DoChan, not Do: a reader whose request is interrupted (its ctx is
 	// cancelled) returns EINTR at once; the shared fetch, detached from any
-	// one reader's ctx, goes on for the others and fills the cache.
+	// one reader's ctx, goes on for the others and fills the cache, until
+	// the filesystem closes.
 	ch := f.flights.DoChan(key, func() (any, error) {
+		if !f.bg.add() {
+			return nil, errClosed
+		}
+		defer f.bg.wg.Done()
 		data := make([]byte, c.Size)
 		// A flight that ended just before this one began (a prefetch) may
 		// have brought it after the caller missed it.
@@ -26,6 +31,7 @@ func (f *FS) fetch(ctx context.Context, p, fileHash string, c ChunkRef) ([]byte,
 		}
 		ctx, cancel := f.opCtx(context.WithoutCancel(ctx))
 		defer cancel()
+		defer context.AfterFunc(f.bg.ctx, cancel)()
 		if f.o.ChunkLocks != nil && validSHA256(key) {
 			return f.fetchCoordinated(ctx, p, fileHash, c, key)
 		}
@@ -55,9 +61,14 @@ func (f *FS) prefetchAfter(p string, cl ChunkList, from int) {
 		default:
 			return
 		}
+		if !f.bg.add() {
+			<-f.prefetch
+			return
+		}
 		go func() {
+			defer f.bg.wg.Done()
 			defer func() { <-f.prefetch }()
-			f.fetch(context.Background(), p, cl.FileHash, c)
+			f.fetch(f.bg.ctx, p, cl.FileHash, c)
 		}()
 	}
 }

@@ -114,6 +114,8 @@ type Daemon struct {
 	Quota  *quota.Guard
 	Locks  *lock.Manager
 	Async  *async.Service
+	local  *drive.Local
+	cache  io.Closer // the S3 read cache, nil without one
 	rdb    *redis.Client
 	opts   Options
 	node   string // this process's name among the nodes (pins, leases)
@@ -262,8 +264,16 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every resource opened is closed again when a later step fails.
+	cache, _ := blobs.(io.Closer)
+	closeCache := func() {
+		if cache != nil {
+			cache.Close()
+		}
+	}
 	ledger, rdb, err := redisLedger(o.Redis)
 	if err != nil {
+		closeCache()
 		return nil, err
 	}
 	node := nodeName()
@@ -280,10 +290,12 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	l, err := drive.OpenLocal(ctx, drive.LocalConfig{Dir: o.DataDir, Ledger: ledger, MetaURL: o.Meta, BlobStore: blobs, Config: dc, DiskReserve: o.DiskReserve})
 	if err != nil {
+		closeCache()
 		closeRedis(rdb)
 		return nil, err
 	}
 	fail := func(err error) (*Daemon, error) {
+		closeCache()
 		l.Close()
 		closeRedis(rdb)
 		return nil, err
@@ -315,8 +327,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	locks, err := lock.NewManager(ctx, lc)
 	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("locks: %w", err)
+		return fail(fmt.Errorf("locks: %w", err))
 	}
 	if c, ok := blobs.(*dedup.Cache); ok && rdb != nil {
 		// Processes sharing --cache-dir (and this Redis) fetch each chunk
@@ -336,6 +347,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	as, err := async.New(ctx, async.Config{Store: store, Files: d, Locks: locks, Node: node,
 		Window: o.AsyncWindow, Tick: o.AsyncTick, Timeout: o.AsyncTimeout, Now: o.Now, Log: o.Logger})
 	if err != nil {
+		closeCache() // its fetches take the pull locks
+		cache = nil
 		locks.Close()
 		return fail(fmt.Errorf("async: %w", err))
 	}
@@ -353,7 +366,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 			Help: "Chunks the read cache fetched from the shared chunk store (misses this node fetched itself).",
 		}, func() float64 { return float64(c.Fetches()) }))
 	}
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, rdb: rdb, opts: o, node: node}, nil
+	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, local: l, cache: cache, rdb: rdb, opts: o, node: node}, nil
 }
 
 func closeRedis(rdb *redis.Client) {
@@ -393,11 +406,14 @@ func (d *Daemon) Close() error {
 	d.stopBackground()
 	d.event("close")
 	d.Async.Close()
+	if d.cache != nil {
+		d.cache.Close() // its fetches take pull locks: before the lock service
+	}
 	d.Locks.Close()
 	if d.rdb != nil {
 		d.rdb.Close()
 	}
-	return d.Meta.Close()
+	return d.local.Close()
 }
 
 // Serve listens on Options.Listen and serves until ctx is cancelled (see

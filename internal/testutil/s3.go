@@ -109,6 +109,13 @@ func StartS3(t *testing.T) *S3 {
 // disk: until Restart, its address refuses connections, as an S3 outage.
 func (s *S3) Kill() { s.proc.kill(syscall.SIGKILL) }
 
+// Pause stops the server (SIGSTOP) without closing its connections: until
+// Resume, requests to it hang, as a stalled S3 does.
+func (s *S3) Pause() { s.proc.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server.
+func (s *S3) Resume() { s.proc.cmd.Process.Signal(syscall.SIGCONT) }
+
 // Restart starts a killed server again on its address, with its buckets.
 func (s *S3) Restart(t testing.TB) {
 	t.Helper()
