@@ -446,12 +446,12 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 		"fd_limit", fds, "max_conns", limits.Max, "max_conns_per_addr", limits.PerAddr)
 	if d.opts.MetricsListen != "" {
 		// Before the ready file: once it exists, everything listens.
-		ms, err := serveMetrics(d.opts.MetricsListen, d.Server.MetricsHandler(), log)
+		stopMetrics, err := serveMetrics(d.opts.MetricsListen, d.Server.MetricsHandler(), log)
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		defer ms.Close()
+		defer stopMetrics()
 	}
 	if d.opts.ReadyFile != "" {
 		if err := os.WriteFile(d.opts.ReadyFile, []byte(addr), 0o600); err != nil {
