@@ -52,7 +52,7 @@ type groupCommit struct {
 // Each batch is committed by its first member, which then hands the next
 // batch to the first caller queued meanwhile: no caller commits for others
 // longer than its own batch (callers may hold locks, e.g. a quota Step).
-func (s *SQLite) GroupTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLite) GroupTx(ctx context.Context, fn func(*Tx) error) error {
 	if ctx.Done() != nil {
 		return errs.E("meta.Tx", errs.Invalid, "", errors.New("group commit needs a context that cannot be cancelled"))
 	}

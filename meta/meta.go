@@ -326,17 +326,21 @@ type QuotaRecords interface {
 // failed commit like every method.
 type TreeTx interface {
 	// Tx runs fn in one write transaction: all of fn's changes or none.
-	Tx(ctx context.Context, fn func(*sql.Tx) error) error
-	CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error)
-	CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
-	MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
-	RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error)
-	MkdirTx(ctx context.Context, tx *sql.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error)
-	PatchPropsTx(ctx context.Context, tx *sql.Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error)
+	Tx(ctx context.Context, fn func(*Tx) error) error
+	CommitFileTx(ctx context.Context, tx *Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error)
+	CopyTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
+	MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite bool) (int64, error)
+	RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error)
+	MkdirTx(ctx context.Context, tx *Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error)
+	PatchPropsTx(ctx context.Context, tx *Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error)
 	// SubtreeSize returns what the files and folders at or below path are
 	// charged: the files' sizes and their metadata charge (charge.go).
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
 }
+
+// Tx is a write transaction of the store, open while the function given to
+// TreeTx.Tx runs.
+type Tx = sql.Tx
 
 // Store is the whole metadata contract: what the drive composes.
 type Store interface {

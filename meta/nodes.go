@@ -590,7 +590,7 @@ func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Pro
 // PatchPropsTx is PatchProps inside tx; it returns how the patch moved the
 // owner's metadata charge (charge.go), refusing growth past the total or
 // beyond maxGrowth with errs.Quota.
-func (s *SQLite) PatchPropsTx(ctx context.Context, tx *sql.Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error) {
+func (s *SQLite) PatchPropsTx(ctx context.Context, tx *Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error) {
 	const op = "meta.PatchProps"
 	for _, p := range set {
 		if n := p.Bytes(); n > MaxPropBytes {

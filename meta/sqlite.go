@@ -251,7 +251,7 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 // quota wiring: it combines the *Tx tree changes (txops.go) with its own
 // bookkeeping in one commit. An error fn returns with a kind keeps it; a
 // database error is classified as every method's (errors.go).
-func (s *SQLite) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLite) Tx(ctx context.Context, fn func(*Tx) error) error {
 	return wrap("meta.Tx", "", s.tx(ctx, fn))
 }
 

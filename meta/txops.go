@@ -13,7 +13,7 @@ import (
 // quota): the caller combines the change with its own writes (an
 // upload session closing, the ledger's Settle) in one commit, and learns by
 // how much the change moved what the user is charged (finished bytes and the
-// metadata charge of entries and properties, charge.go: FinishedTx), so the
+// metadata charge of entries and properties, charge.go: finishedTx), so the
 // ledger can be told exactly that. maxGrowth bounds that move: a change that
 // would grow it by more is refused with errs.Quota inside the
 // transaction (the caller reserved maxGrowth in the ledger; the tree may have
@@ -23,10 +23,10 @@ import (
 // NoGrowthLimit is the maxGrowth of a change the caller does not bound.
 const NoGrowthLimit = -1
 
-// FinishedTx returns what the user is charged as tx sees it: their finished
+// finishedTx returns what the user is charged as tx sees it: their finished
 // bytes and their metadata charge (charge.go), the two figures the quota
 // ledger counts as one.
-func FinishedTx(ctx context.Context, tx *sql.Tx, uid int64) (int64, error) {
+func finishedTx(ctx context.Context, tx *sql.Tx, uid int64) (int64, error) {
 	var n int64
 	err := tx.QueryRowContext(ctx, `SELECT use_space_finished + use_space_meta FROM users WHERE id = ?`, uid).Scan(&n)
 	return n, err
@@ -35,14 +35,14 @@ func FinishedTx(ctx context.Context, tx *sql.Tx, uid int64) (int64, error) {
 // measured runs change and returns how it moved the user's finished bytes,
 // refusing growth beyond maxGrowth.
 func measured(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, maxGrowth int64, change func() error) (int64, error) {
-	before, err := FinishedTx(ctx, tx, uid)
+	before, err := finishedTx(ctx, tx, uid)
 	if err != nil {
 		return 0, wrap(op, path, err)
 	}
 	if err := change(); err != nil {
 		return 0, wrap(op, path, err)
 	}
-	after, err := FinishedTx(ctx, tx, uid)
+	after, err := finishedTx(ctx, tx, uid)
 	if err != nil {
 		return 0, wrap(op, path, err)
 	}
@@ -55,7 +55,7 @@ func measured(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 
 // CommitFileTx is CommitFile inside tx; it returns the node and the change of
 // the user's finished bytes.
-func (s *SQLite) CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error) {
+func (s *SQLite) CommitFileTx(ctx context.Context, tx *Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error) {
 	const op = "meta.CommitFile"
 	// The commit knows its own effect on the finished bytes (commitFileTx),
 	// so it is not measured by reading the users row before and after: a
@@ -72,7 +72,7 @@ func (s *SQLite) CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path s
 }
 
 // CopyTx is Copy inside tx; it returns the change of the user's finished bytes.
-func (s *SQLite) CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error) {
+func (s *SQLite) CopyTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error) {
 	const op = "meta.Copy"
 	return measured(ctx, tx, op, uid, src, maxGrowth, func() error {
 		return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive, s.now())
@@ -81,7 +81,7 @@ func (s *SQLite) CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst str
 
 // MoveTx is Move inside tx; it returns the change of the user's finished
 // bytes (negative when an overwritten destination went away).
-func (s *SQLite) MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error) {
+func (s *SQLite) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite bool) (int64, error) {
 	const op = "meta.Move"
 	return measured(ctx, tx, op, uid, src, NoGrowthLimit, func() error {
 		return moveTx(ctx, tx, op, uid, src, dst, overwrite, s.now())
@@ -90,7 +90,7 @@ func (s *SQLite) MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst str
 
 // RemoveTx is Remove inside tx; it returns the change of the user's finished
 // bytes (minus the sizes of the files removed).
-func (s *SQLite) RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error) {
+func (s *SQLite) RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error) {
 	const op = "meta.Remove"
 	return measured(ctx, tx, op, uid, path, NoGrowthLimit, func() error {
 		return removeTx(ctx, tx, op, uid, path, s.now())
@@ -120,7 +120,7 @@ func (s *SQLite) SubtreeSize(ctx context.Context, uid int64, path string) (int64
 // MkdirTx is Mkdir (mode as stored: 0 the default, see StoredMode) inside
 // tx; it returns the node and the change of the user's charge (the new
 // entry's), refused beyond maxGrowth.
-func (s *SQLite) MkdirTx(ctx context.Context, tx *sql.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error) {
+func (s *SQLite) MkdirTx(ctx context.Context, tx *Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error) {
 	const op = "meta.Mkdir"
 	if c := EntryCharge(baseName(path)); maxGrowth >= 0 && c > maxGrowth {
 		return Node{}, 0, errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: the folder needs %d bytes, %d were reserved", c, maxGrowth))
