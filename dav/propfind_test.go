@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
-	"database/sql"
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
@@ -123,7 +122,7 @@ func fillTree(t testing.TB, d *testutil.Daemon, dir string, n int) {
 	if _, err := m.Mkdir(ctx, u.ID, dir, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	err = m.Tx(ctx, func(tx *sql.Tx) error {
+	err = m.Tx(ctx, func(tx *meta.Tx) error {
 		f := meta.NewFile{FileHash: "d41d8cd98f00b204e9800998ecf8427e", ModTime: time.Now()}
 		for i := range n {
 			p := fmt.Sprintf("%s/file-%05d.txt", dir, i)

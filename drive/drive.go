@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,7 +39,7 @@ type Config struct {
 	// uploads; 0 means GOMAXPROCS (at least 2).
 	HashWorkers int
 	// Quota is the quota ledger guard (drive/quota.go); required, and it
-	// needs Meta to be *meta.SQLite. OpenLocal builds both.
+	// needs Meta to be *meta.SQLStore. OpenLocal builds both.
 	Quota *quota.Guard
 	// Locks is the WebDAV lock table every mutating operation consults
 	// (drive/locks.go); nil means a new in-process one.
@@ -155,7 +154,7 @@ func New(c Config) *Drive {
 		panic("drive: Config.Quota is required (OpenLocal wires one)")
 	}
 	if _, ok := c.Meta.(txTree); !ok {
-		panic("drive: the quota guard needs a transactional metadata store (*meta.SQLite)")
+		panic("drive: the quota guard needs a transactional metadata store (*meta.SQLStore)")
 	}
 	if d.chunkSize <= 0 {
 		d.chunkSize = chunker.DefaultChunkSize
@@ -431,7 +430,7 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	remove := func(tx *sql.Tx) (int64, error) { return d.tree().RemoveTx(ctx, tx, uid, p) }
+	remove := func(tx *meta.Tx) (int64, error) { return d.meta.RemoveTx(ctx, tx, uid, p) }
 	err = d.measuredChange(ctx, uid, remove)
 	if d.retryable(err) {
 		err = d.measuredChange(ctx, uid, remove)
@@ -456,7 +455,7 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 		davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
 	}
-	move := func(tx *sql.Tx) (int64, error) { return d.tree().MoveTx(ctx, tx, uid, src, dst, overwrite) }
+	move := func(tx *meta.Tx) (int64, error) { return d.meta.MoveTx(ctx, tx, uid, src, dst, overwrite) }
 	err = d.measuredChange(ctx, uid, move)
 	if d.retryable(err) {
 		err = d.measuredChange(ctx, uid, move)

@@ -24,7 +24,7 @@ const testChunk = 1024
 
 type fixture struct {
 	d    *drive.Drive
-	m    *meta.SQLite
+	m    *meta.SQLStore
 	dir  string
 	a, b meta.User
 }

@@ -3,7 +3,6 @@ package drive
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"io"
 
@@ -64,9 +63,9 @@ type nopCloser struct{ *bytes.Reader }
 func (nopCloser) Close() error { return nil }
 
 // groupTx is the optional group commit of the metadata store
-// (meta.SQLite.GroupTx): concurrent commits share one WAL fsync.
+// (meta.SQLStore.GroupTx): concurrent commits share one WAL fsync.
 type groupTx interface {
-	GroupTx(ctx context.Context, fn func(*sql.Tx) error) error
+	GroupTx(ctx context.Context, fn func(*meta.Tx) error) error
 }
 
 // commitSharing says whether a change's transaction may share its commit
@@ -83,11 +82,11 @@ const (
 
 // txFunc returns the store's group commit when share asks for it and the
 // store has one, else its Tx.
-func (d *Drive) txFunc(share commitSharing) func(ctx context.Context, fn func(*sql.Tx) error) error {
+func (d *Drive) txFunc(share commitSharing) func(ctx context.Context, fn func(*meta.Tx) error) error {
 	if g, ok := d.meta.(groupTx); ok && share == sharedCommit {
 		return g.GroupTx
 	}
-	return d.tree().Tx
+	return d.meta.Tx
 }
 
 // Unwrap names the blob store, so its optional upgrades (the S3 read

@@ -2,7 +2,6 @@ package drive
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"netdisk/chunker"
@@ -103,8 +102,8 @@ func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 	}
 	defer hold.Release(context.WithoutCancel(ctx))
 	cctx := context.WithoutCancel(ctx)
-	err = d.holdCommit(cctx, sharedCommit, hold, func(tx *sql.Tx) (delta int64, err error) {
-		n, delta, err = d.tree().CommitFileTx(cctx, tx, uid, p, f, hold.Reserved())
+	err = d.holdCommit(cctx, sharedCommit, hold, func(tx *meta.Tx) (delta int64, err error) {
+		n, delta, err = d.meta.CommitFileTx(cctx, tx, uid, p, f, hold.Reserved())
 		return delta, err
 	})
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // the path production runs.
 type Local struct {
 	Drive *Drive
-	Meta  *meta.SQLite
+	Meta  *meta.SQLStore
 	Blobs *dedup.DiskStore // nil when LocalConfig.BlobStore was given
 	Quota *quota.Guard
 }
@@ -111,7 +111,7 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 // openMeta opens meta.db in the data directory, or the shared store MetaURL
 // names. The PostgreSQL store runs the SQLite store's methods over its own
 // connections (meta/postgres.go), so Local.Meta is that engine either way.
-func openMeta(ctx context.Context, c LocalConfig) (*meta.SQLite, error) {
+func openMeta(ctx context.Context, c LocalConfig) (*meta.SQLStore, error) {
 	switch {
 	case c.MetaURL == "":
 		return meta.OpenSQLite(ctx, filepath.Join(c.Dir, "meta.db"), c.Now)
@@ -120,7 +120,7 @@ func openMeta(ctx context.Context, c LocalConfig) (*meta.SQLite, error) {
 		if err != nil {
 			return nil, err
 		}
-		return p.SQLite, nil
+		return p.SQLStore, nil
 	default:
 		return nil, fmt.Errorf("metadata store %q: want postgres://… (or none for SQLite in the data directory)", c.MetaURL)
 	}

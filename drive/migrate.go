@@ -48,7 +48,7 @@ type MigrateReport struct {
 // Chunks go first, each verified against its SHA-256 on the way; chunks
 // already in the bucket are skipped, so an interrupted migration resumes
 // where it stopped. The metadata is then copied in one transaction into the
-// empty database (meta.SQLite.CopyTo: an interrupted copy leaves it empty).
+// empty database (meta.SQLStore.CopyTo: an interrupted copy leaves it empty).
 // Last the copy is checked as the nodes will see it: its figures against the
 // source's, and a full fsck through a drive opened on the copy. Running it
 // again on a finished migration only checks.

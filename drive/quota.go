@@ -2,7 +2,6 @@ package drive
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"netdisk/errs"
@@ -26,15 +25,15 @@ import (
 
 // txTree is what the quota wiring needs from the metadata store beyond
 // meta.Store: tree changes inside a transaction that report how they moved
-// the user's finished bytes (*meta.SQLite).
+// the user's finished bytes (*meta.SQLStore).
 type txTree interface {
-	Tx(ctx context.Context, fn func(*sql.Tx) error) error
-	CommitFileTx(ctx context.Context, tx *sql.Tx, uid int64, path string, f meta.NewFile, maxGrowth int64) (meta.Node, int64, error)
-	CopyTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
-	MoveTx(ctx context.Context, tx *sql.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
-	RemoveTx(ctx context.Context, tx *sql.Tx, uid int64, path string) (int64, error)
-	MkdirTx(ctx context.Context, tx *sql.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (meta.Node, int64, error)
-	PatchPropsTx(ctx context.Context, tx *sql.Tx, nodeID int64, set, remove []meta.Prop, maxGrowth int64) (int64, error)
+	Tx(ctx context.Context, fn func(*meta.Tx) error) error
+	CommitFileTx(ctx context.Context, tx *meta.Tx, uid int64, path string, f meta.NewFile, maxGrowth int64) (meta.Node, int64, error)
+	CopyTx(ctx context.Context, tx *meta.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
+	MoveTx(ctx context.Context, tx *meta.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
+	RemoveTx(ctx context.Context, tx *meta.Tx, uid int64, path string) (int64, error)
+	MkdirTx(ctx context.Context, tx *meta.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (meta.Node, int64, error)
+	PatchPropsTx(ctx context.Context, tx *meta.Tx, nodeID int64, set, remove []meta.Prop, maxGrowth int64) (int64, error)
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
 }
 
@@ -46,17 +45,17 @@ func (d *Drive) tree() txTree { return d.meta.(txTree) }
 
 // measuredChange runs change in a transaction inside a Step and reports its
 // effect on finished bytes to the ledger.
-func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *sql.Tx) (int64, error)) error {
+func (d *Drive) measuredChange(ctx context.Context, uid int64, change func(tx *meta.Tx) (int64, error)) error {
 	return d.stepTx(ctx, ownCommit, change, func(delta int64) { d.quota.Changed(context.WithoutCancel(ctx), uid, delta) })
 }
 
 // stepTx runs change in a transaction inside a Step and, once it committed,
 // hands how it moved the user's finished bytes to ledger, still inside the
 // Step. share says whether the transaction may share its commit.
-func (d *Drive) stepTx(ctx context.Context, share commitSharing, change func(tx *sql.Tx) (int64, error), ledger func(delta int64)) error {
+func (d *Drive) stepTx(ctx context.Context, share commitSharing, change func(tx *meta.Tx) (int64, error), ledger func(delta int64)) error {
 	defer d.quota.Step()()
 	var delta int64
-	err := d.txFunc(share)(ctx, func(tx *sql.Tx) (err error) {
+	err := d.txFunc(share)(ctx, func(tx *meta.Tx) (err error) {
 		delta, err = change(tx)
 		return err
 	})
@@ -75,7 +74,7 @@ func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, ov
 	}
 	var need int64
 	if !sn.IsDir || recursive {
-		if need, err = d.tree().SubtreeSize(ctx, uid, src); err != nil {
+		if need, err = d.meta.SubtreeSize(ctx, uid, src); err != nil {
 			return err
 		}
 		// The copy's top entry is charged by its own name.
@@ -95,8 +94,8 @@ func (d *Drive) copyWithHold(ctx context.Context, uid int64, src, dst string, ov
 	if err := h.Grow(ctx, need); err != nil {
 		return err
 	}
-	err = d.holdCommit(ctx, ownCommit, h, func(tx *sql.Tx) (int64, error) {
-		return d.tree().CopyTx(ctx, tx, uid, src, dst, overwrite, recursive, h.Reserved())
+	err = d.holdCommit(ctx, ownCommit, h, func(tx *meta.Tx) (int64, error) {
+		return d.meta.CopyTx(ctx, tx, uid, src, dst, overwrite, recursive, h.Reserved())
 	})
 	if err != nil {
 		h.Release(ctx)
@@ -115,8 +114,8 @@ func (d *Drive) mkdirCharged(ctx context.Context, op string, uid int64, p string
 		return meta.Node{}, err
 	}
 	var n meta.Node
-	err := d.holdCommit(ctx, ownCommit, h, func(tx *sql.Tx) (delta int64, err error) {
-		n, delta, err = d.tree().MkdirTx(ctx, tx, uid, p, d.now(), mode, h.Reserved())
+	err := d.holdCommit(ctx, ownCommit, h, func(tx *meta.Tx) (delta int64, err error) {
+		n, delta, err = d.meta.MkdirTx(ctx, tx, uid, p, d.now(), mode, h.Reserved())
 		return delta, err
 	})
 	if err != nil {
@@ -136,8 +135,8 @@ func (d *Drive) patchPropsCharged(ctx context.Context, uid, id int64, set, remov
 	if err := h.Grow(ctx, grow); err != nil {
 		return err
 	}
-	err := d.holdCommit(ctx, ownCommit, h, func(tx *sql.Tx) (int64, error) {
-		return d.tree().PatchPropsTx(ctx, tx, id, set, remove, h.Reserved())
+	err := d.holdCommit(ctx, ownCommit, h, func(tx *meta.Tx) (int64, error) {
+		return d.meta.PatchPropsTx(ctx, tx, id, set, remove, h.Reserved())
 	})
 	if err != nil {
 		h.Release(ctx)
@@ -148,7 +147,7 @@ func (d *Drive) patchPropsCharged(ctx context.Context, uid, id int64, set, remov
 // holdCommit runs change (bounded by the hold) in a transaction inside a Step
 // and turns the hold into finished bytes when it commits. share says whether
 // the transaction may share its commit.
-func (d *Drive) holdCommit(ctx context.Context, share commitSharing, h *quota.Hold, change func(tx *sql.Tx) (int64, error)) error {
+func (d *Drive) holdCommit(ctx context.Context, share commitSharing, h *quota.Hold, change func(tx *meta.Tx) (int64, error)) error {
 	err := d.stepTx(ctx, share, change, func(delta int64) { h.CommitInStep(context.WithoutCancel(ctx), delta) })
 	return err
 }

@@ -3,7 +3,6 @@ package drive
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -180,8 +179,8 @@ func (d *Drive) mkdirParentsInStep(ctx context.Context, uid int64, path string) 
 			return charged, err
 		}
 		var delta int64
-		err := d.txFunc(sharedCommit)(ctx, func(tx *sql.Tx) (err error) {
-			_, delta, err = d.tree().MkdirTx(ctx, tx, uid, p, d.now(), 0, meta.NoGrowthLimit)
+		err := d.txFunc(sharedCommit)(ctx, func(tx *meta.Tx) (err error) {
+			_, delta, err = d.meta.MkdirTx(ctx, tx, uid, p, d.now(), 0, meta.NoGrowthLimit)
 			return err
 		})
 		switch {

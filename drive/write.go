@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha1"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"hash"
@@ -417,8 +416,8 @@ func (w *Writer) Commit() (meta.Node, error) {
 		}
 	}
 	var n meta.Node
-	err := w.d.holdCommit(ctx, sharedCommit, w.hold, func(tx *sql.Tx) (delta int64, err error) {
-		n, delta, err = w.d.tree().CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
+	err := w.d.holdCommit(ctx, sharedCommit, w.hold, func(tx *meta.Tx) (delta int64, err error) {
+		n, delta, err = w.d.meta.CommitFileTx(ctx, tx, w.uid, w.path, f, w.hold.Reserved())
 		return delta, err
 	})
 	return n, w.d.noteFull(err)

@@ -71,9 +71,9 @@ type AsyncJobs interface {
 	AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix string, workPrefixes ...string) error
 }
 
-var _ AsyncJobs = (*SQLite)(nil)
+var _ AsyncJobs = (*SQLStore)(nil)
 
-func (s *SQLite) AsyncCreateJob(ctx context.Context, id, status, data string, expires, now time.Time) (bool, error) {
+func (s *SQLStore) AsyncCreateJob(ctx context.Context, id, status, data string, expires, now time.Time) (bool, error) {
 	const op = "meta.AsyncCreateJob"
 	var created bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -99,7 +99,7 @@ func (s *SQLite) AsyncCreateJob(ctx context.Context, id, status, data string, ex
 	return created, wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncJob(ctx context.Context, id string, now time.Time) (string, string, error) {
+func (s *SQLStore) AsyncJob(ctx context.Context, id string, now time.Time) (string, string, error) {
 	const op = "meta.AsyncJob"
 	var status, data string
 	err := s.r.QueryRowContext(ctx, `SELECT status, data FROM async_jobs WHERE id = ? AND expires_ns > ?`, id, now.UnixNano()).Scan(&status, &data)
@@ -109,7 +109,7 @@ func (s *SQLite) AsyncJob(ctx context.Context, id string, now time.Time) (string
 	return status, data, wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncUpdateJob(ctx context.Context, id, status, data string, expires, now time.Time) error {
+func (s *SQLStore) AsyncUpdateJob(ctx context.Context, id, status, data string, expires, now time.Time) error {
 	const op = "meta.AsyncUpdateJob"
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE async_jobs SET status = ?, data = ?, expires_ns = ? WHERE id = ? AND expires_ns > ?`,
@@ -130,16 +130,16 @@ func (s *SQLite) AsyncUpdateJob(ctx context.Context, id, status, data string, ex
 	return wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncDeleteJob(ctx context.Context, id string) error {
+func (s *SQLStore) AsyncDeleteJob(ctx context.Context, id string) error {
 	_, err := s.w.ExecContext(ctx, `DELETE FROM async_jobs WHERE id = ?`, id)
 	return wrap("meta.AsyncDeleteJob", "", err)
 }
 
-func (s *SQLite) AsyncJobs(ctx context.Context, now time.Time) ([]string, error) {
+func (s *SQLStore) AsyncJobs(ctx context.Context, now time.Time) ([]string, error) {
 	return s.asyncStrings(ctx, "meta.AsyncJobs", `SELECT id FROM async_jobs WHERE expires_ns > ? ORDER BY id`, now.UnixNano())
 }
 
-func (s *SQLite) AsyncPushTarget(ctx context.Context, jobID, data string, expires time.Time) error {
+func (s *SQLStore) AsyncPushTarget(ctx context.Context, jobID, data string, expires time.Time) error {
 	const op = "meta.AsyncPushTarget"
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO async_targets (job_id, data, expires_ns) VALUES (?, ?, ?)`, jobID, data, expires.UnixNano()); err != nil {
@@ -152,17 +152,17 @@ func (s *SQLite) AsyncPushTarget(ctx context.Context, jobID, data string, expire
 	return wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncTargets(ctx context.Context, jobID string, now time.Time) ([]string, error) {
+func (s *SQLStore) AsyncTargets(ctx context.Context, jobID string, now time.Time) ([]string, error) {
 	return s.asyncStrings(ctx, "meta.AsyncTargets", `SELECT data FROM async_targets WHERE job_id = ? AND expires_ns > ? ORDER BY seq`, jobID, now.UnixNano())
 }
 
-func (s *SQLite) AsyncPutTask(ctx context.Context, id, data string, expires time.Time) error {
+func (s *SQLStore) AsyncPutTask(ctx context.Context, id, data string, expires time.Time) error {
 	_, err := s.w.ExecContext(ctx, `INSERT INTO async_tasks (id, data, expires_ns) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET data = excluded.data, expires_ns = excluded.expires_ns`, id, data, expires.UnixNano())
 	return wrap("meta.AsyncPutTask", "", err)
 }
 
-func (s *SQLite) AsyncTask(ctx context.Context, id string, now time.Time) (string, error) {
+func (s *SQLStore) AsyncTask(ctx context.Context, id string, now time.Time) (string, error) {
 	const op = "meta.AsyncTask"
 	var data string
 	err := s.r.QueryRowContext(ctx, `SELECT data FROM async_tasks WHERE id = ? AND expires_ns > ?`, id, now.UnixNano()).Scan(&data)
@@ -172,7 +172,7 @@ func (s *SQLite) AsyncTask(ctx context.Context, id string, now time.Time) (strin
 	return data, wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncSetResult(ctx context.Context, jobID, taskID, data string, expires, now time.Time) (bool, error) {
+func (s *SQLStore) AsyncSetResult(ctx context.Context, jobID, taskID, data string, expires, now time.Time) (bool, error) {
 	const op = "meta.AsyncSetResult"
 	res, err := s.w.ExecContext(ctx, `INSERT INTO async_results (job_id, task_id, data, expires_ns) VALUES (?, ?, ?, ?)
 		ON CONFLICT (job_id, task_id) DO UPDATE SET data = excluded.data, expires_ns = excluded.expires_ns
@@ -184,7 +184,7 @@ func (s *SQLite) AsyncSetResult(ctx context.Context, jobID, taskID, data string,
 	return n == 1, wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncResults(ctx context.Context, jobID string, now time.Time) (map[string]string, error) {
+func (s *SQLStore) AsyncResults(ctx context.Context, jobID string, now time.Time) (map[string]string, error) {
 	const op = "meta.AsyncResults"
 	rows, err := s.r.QueryContext(ctx, `SELECT task_id, data FROM async_results WHERE job_id = ? AND expires_ns > ?`, jobID, now.UnixNano())
 	if err != nil {
@@ -202,25 +202,25 @@ func (s *SQLite) AsyncResults(ctx context.Context, jobID string, now time.Time) 
 	return out, wrap(op, "", rows.Err())
 }
 
-func (s *SQLite) AsyncAddWork(ctx context.Context, agent, item, data string, expires time.Time) error {
+func (s *SQLStore) AsyncAddWork(ctx context.Context, agent, item, data string, expires time.Time) error {
 	_, err := s.w.ExecContext(ctx, `INSERT INTO async_work (agent, item, data, expires_ns) VALUES (?, ?, ?, ?)
 		ON CONFLICT (agent, item) DO UPDATE SET data = excluded.data, expires_ns = excluded.expires_ns`, agent, item, data, expires.UnixNano())
 	return wrap("meta.AsyncAddWork", "", err)
 }
 
-func (s *SQLite) AsyncDoneWork(ctx context.Context, agent, item string) error {
+func (s *SQLStore) AsyncDoneWork(ctx context.Context, agent, item string) error {
 	_, err := s.w.ExecContext(ctx, `DELETE FROM async_work WHERE agent = ? AND item = ?`, agent, item)
 	return wrap("meta.AsyncDoneWork", "", err)
 }
 
-func (s *SQLite) AsyncWork(ctx context.Context, agent string, now time.Time) ([]string, error) {
+func (s *SQLStore) AsyncWork(ctx context.Context, agent string, now time.Time) ([]string, error) {
 	return s.asyncStrings(ctx, "meta.AsyncWork", `SELECT data FROM async_work WHERE agent = ? AND expires_ns > ? ORDER BY item`, agent, now.UnixNano())
 }
 
 // asyncTables are the async store's tables, each with its expires_ns.
 var asyncTables = []string{"async_jobs", "async_targets", "async_tasks", "async_results", "async_work"}
 
-func (s *SQLite) AsyncPurge(ctx context.Context, now time.Time) error {
+func (s *SQLStore) AsyncPurge(ctx context.Context, now time.Time) error {
 	// The scheduler purges every tick: ask the read pool first, so an idle
 	// daemon runs no write transaction (and no commit) for nothing.
 	var expired bool
@@ -245,7 +245,7 @@ func (s *SQLite) AsyncPurge(ctx context.Context, now time.Time) error {
 	return wrap("meta.AsyncPurge", "", err)
 }
 
-func (s *SQLite) AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, targetData, taskID, taskData string, expires, now time.Time) (bool, string, error) {
+func (s *SQLStore) AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, targetData, taskID, taskData string, expires, now time.Time) (bool, string, error) {
 	const op = "meta.AsyncAddTask"
 	var (
 		created bool
@@ -287,13 +287,13 @@ func (s *SQLite) AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, ta
 	return created, status, wrap(op, "", err)
 }
 
-func (s *SQLite) asyncStrings(ctx context.Context, op, q string, args ...any) ([]string, error) {
+func (s *SQLStore) asyncStrings(ctx context.Context, op, q string, args ...any) ([]string, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	out, err := scanAll(rows, err, scanString)
 	return out, wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncTouch(ctx context.Context, jobID string, tasks []string, work [][2]string, expires, now time.Time) error {
+func (s *SQLStore) AsyncTouch(ctx context.Context, jobID string, tasks []string, work [][2]string, expires, now time.Time) error {
 	const op = "meta.AsyncTouch"
 	exp, at := expires.UnixNano(), now.UnixNano()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -326,7 +326,7 @@ func (s *SQLite) AsyncTouch(ctx context.Context, jobID string, tasks []string, w
 	return wrap(op, "", err)
 }
 
-func (s *SQLite) AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix string, workPrefixes ...string) error {
+func (s *SQLStore) AsyncPurgeOwner(ctx context.Context, jobPrefix, taskPrefix string, workPrefixes ...string) error {
 	// substr, not LIKE: the prefixes are compared as they are, with no
 	// character taken for a wildcard.
 	type del struct {

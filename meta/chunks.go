@@ -21,13 +21,13 @@ func scanChunk(r rowScanner) (Chunk, error) {
 }
 
 // ChunksByMD5 returns every chunk with that MD5 (usually zero or one).
-func (s *SQLite) ChunksByMD5(ctx context.Context, md5 string) ([]Chunk, error) {
+func (s *SQLStore) ChunksByMD5(ctx context.Context, md5 string) ([]Chunk, error) {
 	cs, err := scanChunks(s.r.QueryContext(ctx, `SELECT `+chunkCols+` FROM chunks WHERE md5 = ?`, md5))
 	return cs, wrap("meta.ChunksByMD5", "", err)
 }
 
 // ChunkBySHA256 returns the chunk with that SHA-256.
-func (s *SQLite) ChunkBySHA256(ctx context.Context, sha string) (Chunk, error) {
+func (s *SQLStore) ChunkBySHA256(ctx context.Context, sha string) (Chunk, error) {
 	var c Chunk
 	err := s.r.QueryRowContext(ctx, `SELECT `+chunkCols+` FROM chunks WHERE sha256 = ?`, sha).Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -37,7 +37,7 @@ func (s *SQLite) ChunkBySHA256(ctx context.Context, sha string) (Chunk, error) {
 }
 
 // ChunkData returns the bytes of an inline chunk (migration 007).
-func (s *SQLite) ChunkData(ctx context.Context, sha string) ([]byte, bool, error) {
+func (s *SQLStore) ChunkData(ctx context.Context, sha string) ([]byte, bool, error) {
 	var b []byte
 	err := s.r.QueryRowContext(ctx, `SELECT d.data FROM chunks c JOIN chunk_data d ON d.chunk_id = c.id WHERE c.sha256 = ?`, sha).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -55,13 +55,13 @@ const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id
 	AND NOT EXISTS (SELECT 1 FROM session_chunks sc WHERE sc.chunk_id = chunks.id)`
 
 // UnreferencedChunks lists up to limit garbage chunks.
-func (s *SQLite) UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error) {
+func (s *SQLStore) UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error) {
 	cs, err := scanChunks(s.r.QueryContext(ctx, `SELECT `+chunkCols+` FROM chunks WHERE `+unreferenced+` LIMIT ?`, limit))
 	return cs, wrap("meta.UnreferencedChunks", "", err)
 }
 
 // DeleteChunkIfUnreferenced deletes the record when nothing references it.
-func (s *SQLite) DeleteChunkIfUnreferenced(ctx context.Context, sha string) (bool, error) {
+func (s *SQLStore) DeleteChunkIfUnreferenced(ctx context.Context, sha string) (bool, error) {
 	res, err := s.w.ExecContext(ctx, `DELETE FROM chunks WHERE sha256 = ? AND `+unreferenced, sha)
 	if err != nil {
 		return false, wrap("meta.DeleteChunkIfUnreferenced", "", err)
@@ -71,7 +71,7 @@ func (s *SQLite) DeleteChunkIfUnreferenced(ctx context.Context, sha string) (boo
 }
 
 // EachChunk calls fn for every chunk record.
-func (s *SQLite) EachChunk(ctx context.Context, fn func(Chunk) error) error {
+func (s *SQLStore) EachChunk(ctx context.Context, fn func(Chunk) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+chunkCols+` FROM chunks ORDER BY id`)
 	if err != nil {
 		return wrap("meta.EachChunk", "", err)
@@ -90,7 +90,7 @@ func (s *SQLite) EachChunk(ctx context.Context, fn func(Chunk) error) error {
 }
 
 // Stats sums the store.
-func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
+func (s *SQLStore) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.r.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM users),

@@ -52,7 +52,7 @@ type groupCommit struct {
 // Each batch is committed by its first member, which then hands the next
 // batch to the first caller queued meanwhile: no caller commits for others
 // longer than its own batch (callers may hold locks, e.g. a quota Step).
-func (s *SQLite) GroupTx(ctx context.Context, fn func(*Tx) error) error {
+func (s *SQLStore) GroupTx(ctx context.Context, fn func(*Tx) error) error {
 	if ctx.Done() != nil {
 		return errs.E("meta.Tx", errs.Invalid, "", errors.New("group commit needs a context that cannot be cancelled"))
 	}
@@ -78,7 +78,7 @@ func (s *SQLite) GroupTx(ctx context.Context, fn func(*Tx) error) error {
 
 // leadGroup commits the batch at the head of the queue (its caller is the
 // head) and passes the lead on.
-func (s *SQLite) leadGroup() {
+func (s *SQLStore) leadGroup() {
 	g := &s.group
 	g.mu.Lock()
 	n := min(len(g.queue), maxGroup)
@@ -97,7 +97,7 @@ func (s *SQLite) leadGroup() {
 
 // runGroup runs one batch in one transaction and tells each member how it
 // ended.
-func (s *SQLite) runGroup(batch []*groupMember) {
+func (s *SQLStore) runGroup(batch []*groupMember) {
 	if len(batch) == 1 {
 		m := batch[0]
 		m.done <- s.tx(m.ctx, m.fn)

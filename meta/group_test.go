@@ -28,17 +28,17 @@ func TestPostgresGroupCommit(t *testing.T) {
 
 // openPostgresTestStore is openTestStore on a fresh database of the shared
 // test cluster: the PostgreSQL store is the SQLite store's methods.
-func openPostgresTestStore(t *testing.T) *SQLite {
+func openPostgresTestStore(t *testing.T) *SQLStore {
 	t.Helper()
 	p, err := OpenPostgres(context.Background(), testutil.SharedPostgres(t).NewDatabase(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return p.SQLite
+	return p.SQLStore
 }
 
-func testGroupCommit(t *testing.T, s *SQLite) {
+func testGroupCommit(t *testing.T, s *SQLStore) {
 	ctx := context.WithoutCancel(context.Background())
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
@@ -139,7 +139,7 @@ func TestPostgresGroupCommitMany(t *testing.T) {
 	testGroupCommitMany(t, openPostgresTestStore(t))
 }
 
-func testGroupCommitMany(t *testing.T, s *SQLite) {
+func testGroupCommitMany(t *testing.T, s *SQLStore) {
 	ctx := context.WithoutCancel(context.Background())
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {

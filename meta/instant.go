@@ -52,7 +52,7 @@ type HeldChunk struct {
 
 // ChunksHeld returns every chunk with that MD5 and size (usually zero or
 // one) with who holds it: Own for uid, Owners counted up to limit.
-func (s *SQLite) ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]HeldChunk, error) {
+func (s *SQLStore) ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]HeldChunk, error) {
 	const op = "meta.ChunksHeld"
 	// The asked name LEFT JOIN the chunks: unknown content still yields a
 	// row, and its subqueries run (on a NULL id, finding nothing), so the
@@ -89,7 +89,7 @@ func (s *SQLite) ChunksHeld(ctx context.Context, uid int64, md5 string, size int
 // one, else any user's, and returns its node id (for FileChunks) with who
 // holds that content: Own for uid, Owners counted up to limit, the draw of
 // the file hash. found is false when no file has it.
-func (s *SQLite) FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h Holders, found bool, err error) {
+func (s *SQLStore) FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h Holders, found bool, err error) {
 	const op = "meta.FileHeld"
 	var id sql.NullInt64
 	err = s.r.QueryRowContext(ctx, `WITH m AS (SELECT id, user_id FROM nodes WHERE file_hash = ?1 AND size = ?2 AND is_dir = 0)

@@ -2,7 +2,6 @@ package meta_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -28,7 +27,7 @@ func BenchmarkListDir10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	// Other users' and folders' rows around it, as in a real database.
-	err = s.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.Tx(ctx, func(tx *meta.Tx) error {
 		for i := range 30000 {
 			dir := "/big"
 			if i%3 != 0 {

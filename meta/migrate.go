@@ -53,7 +53,7 @@ type CopyResult struct {
 // written and the counts are compared). The copy is one transaction of dst:
 // an interrupted copy leaves dst empty, and running it again starts over.
 // Stop the daemon first: the source must not change meanwhile.
-func (s *SQLite) CopyTo(ctx context.Context, dst *Postgres) (CopyResult, error) {
+func (s *SQLStore) CopyTo(ctx context.Context, dst *Postgres) (CopyResult, error) {
 	const op = "meta.CopyTo"
 	var res CopyResult
 	counts := func(db *sql.DB) ([]int64, error) {
@@ -125,7 +125,7 @@ func (s *SQLite) CopyTo(ctx context.Context, dst *Postgres) (CopyResult, error) 
 
 // usedIDs is the highest id SQLite has given in table (AUTOINCREMENT's
 // sqlite_sequence), 0 for a table without AUTOINCREMENT.
-func (s *SQLite) usedIDs(ctx context.Context, table string) (int64, error) {
+func (s *SQLStore) usedIDs(ctx context.Context, table string) (int64, error) {
 	var used int64
 	err := s.r.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, table).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {

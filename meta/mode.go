@@ -50,7 +50,7 @@ func checkPerm(op, path string, perm uint32) error {
 
 // SetMode stores path's permission bits (perm ≤ 0o7777; other bits are
 // Invalid).
-func (s *SQLite) SetMode(ctx context.Context, uid int64, path string, perm uint32) error {
+func (s *SQLStore) SetMode(ctx context.Context, uid int64, path string, perm uint32) error {
 	const op = "meta.SetMode"
 	if err := checkPerm(op, path, perm); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (s *SQLite) SetMode(ctx context.Context, uid int64, path string, perm uint3
 
 // MkdirMode is Mkdir with permission bits perm (≤ 0o7777) stored from the
 // start, so a directory never shows a mode it was not created with.
-func (s *SQLite) MkdirMode(ctx context.Context, uid int64, path string, mtime time.Time, perm uint32) (Node, error) {
+func (s *SQLStore) MkdirMode(ctx context.Context, uid int64, path string, mtime time.Time, perm uint32) (Node, error) {
 	const op = "meta.Mkdir"
 	if err := checkPerm(op, path, perm); err != nil {
 		return Node{}, err

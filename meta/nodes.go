@@ -36,12 +36,12 @@ func stat(ctx context.Context, q querier, op string, uid int64, path string) (No
 }
 
 // Stat returns the node at path.
-func (s *SQLite) Stat(ctx context.Context, uid int64, path string) (Node, error) {
+func (s *SQLStore) Stat(ctx context.Context, uid int64, path string) (Node, error) {
 	return stat(ctx, s.r, "meta.Stat", uid, path)
 }
 
 // List returns the children of dir, by name.
-func (s *SQLite) List(ctx context.Context, uid int64, dir string) ([]Node, error) {
+func (s *SQLStore) List(ctx context.Context, uid int64, dir string) ([]Node, error) {
 	const op = "meta.List"
 	d, err := s.Stat(ctx, uid, dir)
 	if err != nil {
@@ -66,7 +66,7 @@ func subtree(dir string) (string, []any) {
 }
 
 // CountTree counts nodes below dir, up to limit+1.
-func (s *SQLite) CountTree(ctx context.Context, uid int64, dir string, limit int) (int, error) {
+func (s *SQLStore) CountTree(ctx context.Context, uid int64, dir string, limit int) (int, error) {
 	cond, args := subtree(dir)
 	var n int
 	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM nodes WHERE user_id = ? AND `+cond+` LIMIT ?) AS below`,
@@ -103,13 +103,13 @@ func parentIsDir(op, path string, p Node, found bool) error {
 }
 
 // Mkdir creates a directory whose parent exists.
-func (s *SQLite) Mkdir(ctx context.Context, uid int64, path string, mtime time.Time) (Node, error) {
+func (s *SQLStore) Mkdir(ctx context.Context, uid int64, path string, mtime time.Time) (Node, error) {
 	return s.mkdir(ctx, "meta.Mkdir", uid, path, mtime, 0)
 }
 
 // mkdir creates a directory whose parent exists with mode as stored (0: the
 // default permissions; StoredMode).
-func (s *SQLite) mkdir(ctx context.Context, op string, uid int64, path string, mtime time.Time, mode uint32) (Node, error) {
+func (s *SQLStore) mkdir(ctx context.Context, op string, uid int64, path string, mtime time.Time, mode uint32) (Node, error) {
 	var n Node
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
 		n, err = mkdirTx(ctx, tx, op, uid, path, mtime, mode)
@@ -183,7 +183,7 @@ func addUsage(ctx context.Context, tx *sql.Tx, op string, uid int64, column stri
 
 // chunkIDs finds or inserts each chunk record by SHA-256. The statements come
 // from the connection's statement cache (_stmt_cache_size), prepared once.
-func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]int64, error) {
+func (s *SQLStore) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]int64, error) {
 	ids := make([]int64, len(chunks))
 	now := s.now().UnixNano()
 	for i, c := range chunks {
@@ -230,7 +230,7 @@ func (s *SQLite) chunkIDs(ctx context.Context, tx *sql.Tx, chunks []Chunk) ([]in
 }
 
 // CommitFile makes f the content of path.
-func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error) {
+func (s *SQLStore) CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error) {
 	const op = "meta.CommitFile"
 	var n Node
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
@@ -245,7 +245,7 @@ func (s *SQLite) CommitFile(ctx context.Context, uid int64, path string, f NewFi
 // version's, which addFinished applied) and their metadata charge (a new
 // file's entry, charge.go), which is refused past the total when checkMeta
 // is set.
-func (s *SQLite) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, checkMeta bool) (Node, int64, int64, error) {
+func (s *SQLStore) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, checkMeta bool) (Node, int64, int64, error) {
 	var n Node
 	var delta, metaDelta int64
 	err := func() error {
@@ -404,7 +404,7 @@ func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 }
 
 // Remove deletes path and its subtree.
-func (s *SQLite) Remove(ctx context.Context, uid int64, path string) error {
+func (s *SQLStore) Remove(ctx context.Context, uid int64, path string) error {
 	const op = "meta.Remove"
 	return wrap(op, path, s.tx(ctx, func(tx *sql.Tx) error { return removeTx(ctx, tx, op, uid, path, s.now()) }))
 }
@@ -436,7 +436,7 @@ func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst
 }
 
 // Move renames src (and its subtree) to dst.
-func (s *SQLite) Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error {
+func (s *SQLStore) Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error {
 	const op = "meta.Move"
 	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return moveTx(ctx, tx, op, uid, src, dst, overwrite, s.now()) }))
 }
@@ -473,7 +473,7 @@ func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 }
 
 // Copy copies src to dst; files share their chunks with the original.
-func (s *SQLite) Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error {
+func (s *SQLStore) Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error {
 	const op = "meta.Copy"
 	return wrap(op, src, s.tx(ctx, func(tx *sql.Tx) error { return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive, s.now()) }))
 }
@@ -541,7 +541,7 @@ func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 }
 
 // SetModTime changes a node's modification time.
-func (s *SQLite) SetModTime(ctx context.Context, uid int64, path string, mtime time.Time) error {
+func (s *SQLStore) SetModTime(ctx context.Context, uid int64, path string, mtime time.Time) error {
 	const op = "meta.SetModTime"
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET mtime_ns = ? WHERE user_id = ? AND path = ?`, mtime.UnixNano(), uid, path)
 	if err != nil {
@@ -554,7 +554,7 @@ func (s *SQLite) SetModTime(ctx context.Context, uid int64, path string, mtime t
 }
 
 // FileChunks returns a file's chunks in order with their offsets.
-func (s *SQLite) FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error) {
+func (s *SQLStore) FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT fc.idx, c.id, c.sha256, c.md5, c.size FROM file_chunks fc JOIN chunks c ON c.id = fc.chunk_id WHERE fc.node_id = ? ORDER BY fc.idx`, nodeID)
 	var off int64
 	out, err := scanAll(rows, err, func(r rowScanner) (FileChunk, error) {
@@ -568,7 +568,7 @@ func (s *SQLite) FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, err
 }
 
 // Props returns a node's dead properties.
-func (s *SQLite) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
+func (s *SQLStore) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT ns, name, value, lang FROM props WHERE node_id = ? ORDER BY ns, name`, nodeID)
 	out, err := scanAll(rows, err, func(r rowScanner) (Prop, error) {
 		var p Prop
@@ -580,7 +580,7 @@ func (s *SQLite) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
 
 // PatchProps applies a PROPPATCH in one transaction, within the bounds on a
 // node's properties (props.go).
-func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Prop) error {
+func (s *SQLStore) PatchProps(ctx context.Context, nodeID int64, set, remove []Prop) error {
 	return wrap("meta.PatchProps", "", s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := s.PatchPropsTx(ctx, tx, nodeID, set, remove, NoGrowthLimit)
 		return err
@@ -590,7 +590,7 @@ func (s *SQLite) PatchProps(ctx context.Context, nodeID int64, set, remove []Pro
 // PatchPropsTx is PatchProps inside tx; it returns how the patch moved the
 // owner's metadata charge (charge.go), refusing growth past the total or
 // beyond maxGrowth with errs.Quota.
-func (s *SQLite) PatchPropsTx(ctx context.Context, tx *Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error) {
+func (s *SQLStore) PatchPropsTx(ctx context.Context, tx *Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error) {
 	const op = "meta.PatchProps"
 	for _, p := range set {
 		if n := p.Bytes(); n > MaxPropBytes {
@@ -680,7 +680,7 @@ func nullStr(s string) any {
 }
 
 // PendingChecksums lists files whose content checksums are unknown.
-func (s *SQLite) PendingChecksums(ctx context.Context, afterID int64, limit int) ([]Node, error) {
+func (s *SQLStore) PendingChecksums(ctx context.Context, afterID int64, limit int) ([]Node, error) {
 	const op = "meta.PendingChecksums"
 	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE is_dir = 0 AND content_md5 IS NULL AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	out, err := scanAll(rows, err, scanNode)
@@ -689,7 +689,7 @@ func (s *SQLite) PendingChecksums(ctx context.Context, afterID int64, limit int)
 
 // SetChecksums records checksums computed from the version (fileHash, size)
 // of file nodeID; a version committed meanwhile makes it a no-op.
-func (s *SQLite) SetChecksums(ctx context.Context, nodeID int64, fileHash string, size int64, md5, sha1 string) (bool, error) {
+func (s *SQLStore) SetChecksums(ctx context.Context, nodeID int64, fileHash string, size int64, md5, sha1 string) (bool, error) {
 	const op = "meta.SetChecksums"
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET content_md5 = ?, content_sha1 = ? WHERE id = ? AND is_dir = 0 AND file_hash = ? AND size = ? AND content_md5 IS NULL`,
 		md5, sha1, nodeID, fileHash, size)

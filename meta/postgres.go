@@ -20,7 +20,7 @@ var pgMigrations embed.FS
 // connections that adapt the shared SQL (postgres_dialect.go); only opening,
 // the schema and error classification differ.
 type Postgres struct {
-	*SQLite
+	*SQLStore
 }
 
 var _ Store = (*Postgres)(nil)
@@ -51,7 +51,7 @@ func OpenPostgres(ctx context.Context, url string, now func() time.Time) (*Postg
 	r.SetMaxIdleConns(16)
 	// Point queries keep their cancellation (detachPointReads false): each
 	// is a round trip to the server.
-	p := &Postgres{SQLite: &SQLite{w: w, r: r, now: now}}
+	p := &Postgres{SQLStore: &SQLStore{w: w, r: r, now: now}}
 	if err := p.migrate(ctx); err != nil {
 		p.Close()
 		return nil, err

@@ -25,7 +25,7 @@ func scanFast(rows *sql.Rows, uid int64, n *Node) error {
 
 // ListDir returns the node at dir and, when it is a directory, its children
 // by name: what a PROPFIND of Depth 1 needs, in two queries.
-func (s *SQLite) ListDir(ctx context.Context, uid int64, dir string) (Node, []Node, error) {
+func (s *SQLStore) ListDir(ctx context.Context, uid int64, dir string) (Node, []Node, error) {
 	const op = "meta.ListDir"
 	self, err := s.Stat(ctx, uid, dir)
 	if err != nil || !self.IsDir {
@@ -49,7 +49,7 @@ func (s *SQLite) ListDir(ctx context.Context, uid int64, dir string) (Node, []No
 // Tree returns the nodes strictly below dir in path order, at most limit+1 of
 // them (so a caller can tell "more than limit" without reading everything).
 // dir itself must exist and be a directory.
-func (s *SQLite) Tree(ctx context.Context, uid int64, dir string, limit int) ([]Node, error) {
+func (s *SQLStore) Tree(ctx context.Context, uid int64, dir string, limit int) ([]Node, error) {
 	const op = "meta.Tree"
 	d, err := s.Stat(ctx, uid, dir)
 	if err != nil {
@@ -91,7 +91,7 @@ const listDirQuery = `SELECT ` + listCols + ` FROM nodes WHERE user_id = ? AND p
 // PropsUnder returns, by node id, the dead properties of dir itself and of its
 // children (recursive false) or of its whole subtree (recursive true), in one
 // query: a PROPFIND of a large folder must not cost a query per entry.
-func (s *SQLite) PropsUnder(ctx context.Context, uid int64, dir string, recursive bool) (map[int64][]Prop, error) {
+func (s *SQLStore) PropsUnder(ctx context.Context, uid int64, dir string, recursive bool) (map[int64][]Prop, error) {
 	const op = "meta.PropsUnder"
 	var q string
 	var args []any

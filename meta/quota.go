@@ -38,7 +38,7 @@ const settledSeq = int64(1 << 62)
 // by the difference between Target and what earlier flushes of the upload
 // added; a flush whose Seq is not newer than the last applied one, of a
 // settled upload, or of a deleted user changes nothing.
-func (s *SQLite) ApplyQuotaFlushes(ctx context.Context, fs []QuotaFlush) (int64, error) {
+func (s *SQLStore) ApplyQuotaFlushes(ctx context.Context, fs []QuotaFlush) (int64, error) {
 	var writes int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		writes = 0 // counted again if the transaction is retried from the start
@@ -109,7 +109,7 @@ func settleTx(ctx context.Context, tx *sql.Tx, user int64, upload string, now ti
 // ledger and the store), sets every user's use_space_unfinished to the sum
 // of their open records, and returns the open records by upload; one
 // transaction.
-func (s *SQLite) RepairQuotaFlushes(ctx context.Context, open map[string]bool, now time.Time) (map[string]QuotaRecord, error) {
+func (s *SQLStore) RepairQuotaFlushes(ctx context.Context, open map[string]bool, now time.Time) (map[string]QuotaRecord, error) {
 	var out map[string]QuotaRecord
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out = map[string]QuotaRecord{}
@@ -154,7 +154,7 @@ func (s *SQLite) RepairQuotaFlushes(ctx context.Context, open map[string]bool, n
 // PruneQuotaFlushes deletes the tombstones of uploads settled before t and
 // returns how many (choose t far beyond the ledger's lease: a flush claimed
 // before the settlement must have landed or died by then).
-func (s *SQLite) PruneQuotaFlushes(ctx context.Context, t time.Time) (int64, error) {
+func (s *SQLStore) PruneQuotaFlushes(ctx context.Context, t time.Time) (int64, error) {
 	res, err := s.w.ExecContext(ctx, `DELETE FROM quota_flushes WHERE settled_ns != 0 AND settled_ns < ?`, t.UnixNano())
 	if err != nil {
 		return 0, wrap("meta.PruneQuotaFlushes", "", err)

@@ -103,7 +103,7 @@ func resumeTx(ctx context.Context, tx *sql.Tx, uid int64, path string, size int6
 // active at or after notBefore, whose file hash is fileHash or unknown
 // (fileHash "" matches any), touches it at now (recording fileHash when
 // given) and returns its id; "" when there is none.
-func (s *SQLite) ResumeSession(ctx context.Context, uid int64, path string, size int64, fileHash string, notBefore, now time.Time) (string, error) {
+func (s *SQLStore) ResumeSession(ctx context.Context, uid int64, path string, size int64, fileHash string, notBefore, now time.Time) (string, error) {
 	var id string
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
 		id, err = resumeTx(ctx, tx, uid, path, size, fileHash, notBefore, now)
@@ -116,7 +116,7 @@ func (s *SQLite) ResumeSession(ctx context.Context, uid int64, path string, size
 // ResumeSession would find exists: then it touches that one instead. It
 // returns the id of the session in use, ss.ID or the other one. A taken
 // ss.ID is Exists; an unknown user is Other (a foreign key).
-func (s *SQLite) CreateSession(ctx context.Context, ss Session, notBefore, now time.Time) (string, error) {
+func (s *SQLStore) CreateSession(ctx context.Context, ss Session, notBefore, now time.Time) (string, error) {
 	id := ss.ID
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		other, err := resumeTx(ctx, tx, ss.UserID, ss.Path, ss.Size, ss.FileHash, notBefore, now)
@@ -133,7 +133,7 @@ func (s *SQLite) CreateSession(ctx context.Context, ss Session, notBefore, now t
 
 // Session returns uid's session id. Another user's session is NotFound
 // (ErrNoSession), exactly as a missing one.
-func (s *SQLite) Session(ctx context.Context, uid int64, id string) (Session, error) {
+func (s *SQLStore) Session(ctx context.Context, uid int64, id string) (Session, error) {
 	const op = "meta.Session"
 	ss, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM upload_sessions WHERE id = ? AND user_id = ?`, id, uid))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -143,7 +143,7 @@ func (s *SQLite) Session(ctx context.Context, uid int64, id string) (Session, er
 }
 
 // SessionChunks returns the chunks session id holds, by index.
-func (s *SQLite) SessionChunks(ctx context.Context, id string) ([]SessionChunk, error) {
+func (s *SQLStore) SessionChunks(ctx context.Context, id string) ([]SessionChunk, error) {
 	const op = "meta.SessionChunks"
 	rows, err := s.r.QueryContext(ctx, `SELECT sc.idx, c.id, c.sha256, c.md5, c.size FROM session_chunks sc
 		JOIN chunks c ON c.id = sc.chunk_id WHERE sc.session_id = ? ORDER BY sc.idx`, id)
@@ -157,7 +157,7 @@ func (s *SQLite) SessionChunks(ctx context.Context, id string) ([]SessionChunk, 
 
 // SessionChunkAt returns the chunk session id holds at idx, and whether it
 // holds one.
-func (s *SQLite) SessionChunkAt(ctx context.Context, id string, idx int64) (Chunk, bool, error) {
+func (s *SQLStore) SessionChunkAt(ctx context.Context, id string, idx int64) (Chunk, bool, error) {
 	var c Chunk
 	err := s.r.QueryRowContext(ctx, `SELECT c.id, c.sha256, c.md5, c.size FROM session_chunks sc JOIN chunks c ON c.id = sc.chunk_id
 		WHERE sc.session_id = ? AND sc.idx = ?`, id, idx).Scan(&c.ID, &c.SHA256, &c.MD5, &c.Size)
@@ -175,7 +175,7 @@ func (s *SQLite) SessionChunkAt(ctx context.Context, id string, idx int64) (Chun
 // at the same index again is success and changes nothing; another chunk
 // there is ErrIndexTaken (Conflict); a missing session is ErrNoSession
 // (NotFound), a merged one ErrSessionClosed (Conflict).
-func (s *SQLite) AddSessionChunk(ctx context.Context, id string, idx int64, c Chunk, now time.Time) error {
+func (s *SQLStore) AddSessionChunk(ctx context.Context, id string, idx int64, c Chunk, now time.Time) error {
 	const op = "meta.AddSessionChunk"
 	return wrap(op, "", s.tx(ctx, func(tx *sql.Tx) error {
 		var state string
@@ -241,7 +241,7 @@ func (s *SQLite) AddSessionChunk(ctx context.Context, id string, idx int64, c Ch
 // that is missing or no longer open is ErrNoSession (NotFound): it expired
 // or was aborted meanwhile, and its reservation is gone. Tree errors are
 // CommitFile's.
-func (s *SQLite) MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, int64, error) {
+func (s *SQLStore) MergeSession(ctx context.Context, id string, f NewFile, resultHash string, now time.Time) (Node, int64, int64, error) {
 	const op = "meta.MergeSession"
 	var n Node
 	var growth, metaGrowth int64
@@ -299,7 +299,7 @@ func dropTx(ctx context.Context, tx *sql.Tx, id string, now time.Time) (ss Sessi
 // DropSession deletes session id in one transaction with the settlement of
 // an open one's quota flushes, and returns it as it was. A missing session is
 // success with found false (a drop is idempotent).
-func (s *SQLite) DropSession(ctx context.Context, id string, now time.Time) (Session, bool, error) {
+func (s *SQLStore) DropSession(ctx context.Context, id string, now time.Time) (Session, bool, error) {
 	var ss Session
 	var found bool
 	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
@@ -315,7 +315,7 @@ const idle = `((state = 'open' AND touched_ns < ?) OR (state = 'merged' AND touc
 
 // IdleSessions returns the ids of up to limit sessions DropIdleSession would
 // drop.
-func (s *SQLite) IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error) {
+func (s *SQLStore) IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error) {
 	const op = "meta.IdleSessions"
 	rows, err := s.r.QueryContext(ctx, `SELECT id FROM upload_sessions WHERE `+idle+` LIMIT ?`, openBefore.UnixNano(), mergedBefore.UnixNano(), limit)
 	ids, err := scanAll(rows, err, scanString)
@@ -326,7 +326,7 @@ func (s *SQLite) IdleSessions(ctx context.Context, openBefore, mergedBefore time
 // untouched since openBefore, or merged and untouched since mergedBefore)
 // when the transaction looks: a chunk that touched it meanwhile keeps it.
 // dropped reports whether it was dropped.
-func (s *SQLite) DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (Session, bool, error) {
+func (s *SQLStore) DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (Session, bool, error) {
 	var ss Session
 	var dropped bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -342,7 +342,7 @@ func (s *SQLite) DropIdleSession(ctx context.Context, id string, openBefore, mer
 }
 
 // OpenSessions returns every open session with the chunks it holds, by id.
-func (s *SQLite) OpenSessions(ctx context.Context) ([]OpenSession, error) {
+func (s *SQLStore) OpenSessions(ctx context.Context) ([]OpenSession, error) {
 	const op = "meta.OpenSessions"
 	rows, err := s.r.QueryContext(ctx, `SELECT us.id, us.user_id, us.size, sc.idx, c.size
 		FROM upload_sessions us LEFT JOIN session_chunks sc ON sc.session_id = us.id LEFT JOIN chunks c ON c.id = sc.chunk_id
@@ -373,7 +373,7 @@ func (s *SQLite) OpenSessions(ctx context.Context) ([]OpenSession, error) {
 
 // PutChallenge stores ch for session id, replacing any challenge at the same
 // index. A missing session is Other (a foreign key).
-func (s *SQLite) PutChallenge(ctx context.Context, id string, ch Challenge) error {
+func (s *SQLStore) PutChallenge(ctx context.Context, id string, ch Challenge) error {
 	_, err := s.w.ExecContext(ctx, `INSERT INTO upload_challenges(session_id, idx, nonce, proof, target, expires_ns) VALUES (?,?,?,?,?,?)
 		ON CONFLICT(session_id, idx) DO UPDATE SET nonce = excluded.nonce, proof = excluded.proof, target = excluded.target, expires_ns = excluded.expires_ns`,
 		id, ch.Index, ch.Nonce, ch.Proof, ch.Target, ch.Expires.UnixNano())
@@ -383,7 +383,7 @@ func (s *SQLite) PutChallenge(ctx context.Context, id string, ch Challenge) erro
 // TakeChallenge removes and returns the challenge of session id at idx
 // (single use: it is gone whatever the caller decides), and whether there
 // was one. Expiry is the caller's to check.
-func (s *SQLite) TakeChallenge(ctx context.Context, id string, idx int64) (Challenge, bool, error) {
+func (s *SQLStore) TakeChallenge(ctx context.Context, id string, idx int64) (Challenge, bool, error) {
 	ch := Challenge{Index: idx}
 	found := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -408,7 +408,7 @@ func (s *SQLite) TakeChallenge(ctx context.Context, id string, idx int64) (Chall
 
 // DeleteExpiredChallenges removes the challenges that expired before t and
 // returns how many.
-func (s *SQLite) DeleteExpiredChallenges(ctx context.Context, t time.Time) (int64, error) {
+func (s *SQLStore) DeleteExpiredChallenges(ctx context.Context, t time.Time) (int64, error) {
 	res, err := s.w.ExecContext(ctx, `DELETE FROM upload_challenges WHERE expires_ns < ?`, t.UnixNano())
 	if err != nil {
 		return 0, wrap("meta.DeleteExpiredChallenges", "", err)

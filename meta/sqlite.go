@@ -21,7 +21,7 @@ var migrations embed.FS
 // SQLite is the Store on a SQLite file in WAL mode. Writes go through one
 // connection (SQLite has one writer anyway; queuing in Go beats busy retries),
 // reads through a pool that runs beside it.
-type SQLite struct {
+type SQLStore struct {
 	w   *sql.DB // the single writer
 	r   *sql.DB // readers
 	now func() time.Time
@@ -44,17 +44,17 @@ type SQLite struct {
 
 // reader is the pool a short read on the write path (a PUT's look-up of
 // its file and parent) goes through: the idle writer, else the readers.
-func (s *SQLite) reader() *sql.DB {
+func (s *SQLStore) reader() *sql.DB {
 	if s.warm && s.writing.Load() == 0 {
 		return s.w
 	}
 	return s.r
 }
 
-var _ Store = (*SQLite)(nil)
+var _ Store = (*SQLStore)(nil)
 
 // OpenSQLite opens or creates the database file and applies pending migrations.
-func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite, error) {
+func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLStore, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -75,7 +75,7 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &SQLite{w: w, r: r, now: now, warm: true, detachPointReads: true}
+	s := &SQLStore{w: w, r: r, now: now, warm: true, detachPointReads: true}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -84,11 +84,11 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLite
 }
 
 // Close closes both pools.
-func (s *SQLite) Close() error {
+func (s *SQLStore) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-func (s *SQLite) migrate(ctx context.Context) error {
+func (s *SQLStore) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("meta: migrate: %w", err)
 	}
@@ -147,7 +147,7 @@ var rebuildMigrations = map[string]bool{
 // whose foreign keys are off (the pragma is a no-op inside a transaction, so
 // it is set before), fails it if any reference is left dangling, and turns
 // them on again.
-func (s *SQLite) txWithoutForeignKeys(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLStore) txWithoutForeignKeys(ctx context.Context, fn func(*sql.Tx) error) error {
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
 		return err
@@ -220,7 +220,7 @@ func WriteTxCount() int64 { return writeTxs.Load() }
 // nothing and the engine drops it (detachPointReads; the caller checks ctx
 // before). On PostgreSQL the query is a network round trip that can wait on
 // the server or the network: it keeps its cancellation.
-func (s *SQLite) pointQuery(ctx context.Context) context.Context {
+func (s *SQLStore) pointQuery(ctx context.Context) context.Context {
 	if s.detachPointReads {
 		return context.WithoutCancel(ctx)
 	}
@@ -228,7 +228,7 @@ func (s *SQLite) pointQuery(ctx context.Context) context.Context {
 }
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE through _txlock).
-func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLStore) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	writeTxs.Add(1)
 	s.writing.Add(1)
 	defer s.writing.Add(-1)
@@ -251,7 +251,7 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 // quota wiring: it combines the *Tx tree changes (txops.go) with its own
 // bookkeeping in one commit. An error fn returns with a kind keeps it; a
 // database error is classified as every method's (errors.go).
-func (s *SQLite) Tx(ctx context.Context, fn func(*Tx) error) error {
+func (s *SQLStore) Tx(ctx context.Context, fn func(*Tx) error) error {
 	return wrap("meta.Tx", "", s.tx(ctx, fn))
 }
 
@@ -268,7 +268,7 @@ func scanUser(row rowScanner) (User, error) {
 }
 
 // CreateUser inserts a user and its root directory.
-func (s *SQLite) CreateUser(ctx context.Context, name, passHash string, isAdmin bool, quota int64) (User, error) {
+func (s *SQLStore) CreateUser(ctx context.Context, name, passHash string, isAdmin bool, quota int64) (User, error) {
 	const op = "meta.CreateUser"
 	var u User
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -294,7 +294,7 @@ func (s *SQLite) CreateUser(ctx context.Context, name, passHash string, isAdmin 
 	return u, nil
 }
 
-func (s *SQLite) userWhere(ctx context.Context, op, where string, arg any) (User, error) {
+func (s *SQLStore) userWhere(ctx context.Context, op, where string, arg any) (User, error) {
 	u, err := scanUser(s.r.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, errs.E(op, errs.NotFound, "", fmt.Errorf("no such user"))
@@ -303,19 +303,19 @@ func (s *SQLite) userWhere(ctx context.Context, op, where string, arg any) (User
 }
 
 // UserByName looks a user up by login name, ignoring case.
-func (s *SQLite) UserByName(ctx context.Context, name string) (User, error) {
+func (s *SQLStore) UserByName(ctx context.Context, name string) (User, error) {
 	// Case-insensitively: names are unique without regard to case (migration
 	// 005), so ALICE signs in as alice.
 	return s.userWhere(ctx, "meta.UserByName", "name = ? COLLATE NOCASE", name)
 }
 
 // UserByID looks a user up by id.
-func (s *SQLite) UserByID(ctx context.Context, id int64) (User, error) {
+func (s *SQLStore) UserByID(ctx context.Context, id int64) (User, error) {
 	return s.userWhere(ctx, "meta.UserByID", "id = ?", id)
 }
 
 // ListUsers returns every user, by name.
-func (s *SQLite) ListUsers(ctx context.Context) ([]User, error) {
+func (s *SQLStore) ListUsers(ctx context.Context) ([]User, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+userCols+` FROM users ORDER BY name`)
 	out, err := scanAll(rows, err, scanUser)
 	return out, wrap("meta.ListUsers", "", err)
@@ -324,7 +324,7 @@ func (s *SQLite) ListUsers(ctx context.Context) ([]User, error) {
 // DeleteUser removes a user with their whole tree, upload sessions and web
 // sessions (foreign keys cascade); their chunks become garbage unless
 // someone else references them. The id is never given again (migration 010).
-func (s *SQLite) DeleteUser(ctx context.Context, id int64) error {
+func (s *SQLStore) DeleteUser(ctx context.Context, id int64) error {
 	return s.execOne(ctx, "meta.DeleteUser", `DELETE FROM users WHERE id = ?`, id)
 }
 
@@ -333,7 +333,7 @@ func (s *SQLite) DeleteUser(ctx context.Context, id int64) error {
 // run one at a time (SQLite's single writer; on PostgreSQL the advisory lock
 // every write transaction takes first, postgres_dialect.go), so two nodes
 // removing the last two admins at once cannot both see the other remain.
-func (s *SQLite) DeleteUserKeepingAdmin(ctx context.Context, id int64) error {
+func (s *SQLStore) DeleteUserKeepingAdmin(ctx context.Context, id int64) error {
 	const op = "meta.DeleteUser"
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var admin bool
@@ -361,7 +361,7 @@ func (s *SQLite) DeleteUserKeepingAdmin(ctx context.Context, id int64) error {
 
 // SetPassword replaces a user's password hash and ends their web sessions,
 // in one transaction.
-func (s *SQLite) SetPassword(ctx context.Context, id int64, passHash string) error {
+func (s *SQLStore) SetPassword(ctx context.Context, id int64, passHash string) error {
 	const op = "meta.SetPassword"
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET pass_hash = ? WHERE id = ?`, passHash, id)
@@ -378,11 +378,11 @@ func (s *SQLite) SetPassword(ctx context.Context, id int64, passHash string) err
 }
 
 // SetQuota sets a user's total (0 = unlimited).
-func (s *SQLite) SetQuota(ctx context.Context, id int64, total int64) error {
+func (s *SQLStore) SetQuota(ctx context.Context, id int64, total int64) error {
 	return s.execOne(ctx, "meta.SetQuota", `UPDATE users SET quota_total = ? WHERE id = ?`, total, id)
 }
 
-func (s *SQLite) execOne(ctx context.Context, op, q string, args ...any) error {
+func (s *SQLStore) execOne(ctx context.Context, op, q string, args ...any) error {
 	res, err := s.w.ExecContext(ctx, q, args...)
 	if err != nil {
 		return wrap(op, "", err)

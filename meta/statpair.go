@@ -10,7 +10,7 @@ import (
 // whether it exists, in one indexed query: starting a write needs both, and a
 // small upload should not pay two round trips through the reader pool for it.
 // The root has no parent (parentFound false).
-func (s *SQLite) StatWithParent(ctx context.Context, uid int64, path string) (n Node, found bool, parent Node, parentFound bool, err error) {
+func (s *SQLStore) StatWithParent(ctx context.Context, uid int64, path string) (n Node, found bool, parent Node, parentFound bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return n, false, parent, false, wrap("meta.Stat", path, err)
 	}

@@ -55,7 +55,7 @@ func measured(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 
 // CommitFileTx is CommitFile inside tx; it returns the node and the change of
 // the user's finished bytes.
-func (s *SQLite) CommitFileTx(ctx context.Context, tx *Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error) {
+func (s *SQLStore) CommitFileTx(ctx context.Context, tx *Tx, uid int64, path string, f NewFile, maxGrowth int64) (Node, int64, error) {
 	const op = "meta.CommitFile"
 	// The commit knows its own effect on the finished bytes (commitFileTx),
 	// so it is not measured by reading the users row before and after: a
@@ -72,7 +72,7 @@ func (s *SQLite) CommitFileTx(ctx context.Context, tx *Tx, uid int64, path strin
 }
 
 // CopyTx is Copy inside tx; it returns the change of the user's finished bytes.
-func (s *SQLite) CopyTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error) {
+func (s *SQLStore) CopyTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error) {
 	const op = "meta.Copy"
 	return measured(ctx, tx, op, uid, src, maxGrowth, func() error {
 		return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive, s.now())
@@ -81,7 +81,7 @@ func (s *SQLite) CopyTx(ctx context.Context, tx *Tx, uid int64, src, dst string,
 
 // MoveTx is Move inside tx; it returns the change of the user's finished
 // bytes (negative when an overwritten destination went away).
-func (s *SQLite) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite bool) (int64, error) {
+func (s *SQLStore) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite bool) (int64, error) {
 	const op = "meta.Move"
 	return measured(ctx, tx, op, uid, src, NoGrowthLimit, func() error {
 		return moveTx(ctx, tx, op, uid, src, dst, overwrite, s.now())
@@ -90,7 +90,7 @@ func (s *SQLite) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst string,
 
 // RemoveTx is Remove inside tx; it returns the change of the user's finished
 // bytes (minus the sizes of the files removed).
-func (s *SQLite) RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error) {
+func (s *SQLStore) RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error) {
 	const op = "meta.Remove"
 	return measured(ctx, tx, op, uid, path, NoGrowthLimit, func() error {
 		return removeTx(ctx, tx, op, uid, path, s.now())
@@ -101,7 +101,7 @@ func (s *SQLite) RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (
 // charged, as committed now: the sum of the files' sizes and the metadata
 // charge of every entry and property (charge.go; the root's own entry is
 // free).
-func (s *SQLite) SubtreeSize(ctx context.Context, uid int64, path string) (int64, error) {
+func (s *SQLStore) SubtreeSize(ctx context.Context, uid int64, path string) (int64, error) {
 	const op = "meta.SubtreeSize"
 	n, err := stat(ctx, s.r, op, uid, path)
 	if err != nil {
@@ -120,7 +120,7 @@ func (s *SQLite) SubtreeSize(ctx context.Context, uid int64, path string) (int64
 // MkdirTx is Mkdir (mode as stored: 0 the default, see StoredMode) inside
 // tx; it returns the node and the change of the user's charge (the new
 // entry's), refused beyond maxGrowth.
-func (s *SQLite) MkdirTx(ctx context.Context, tx *Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error) {
+func (s *SQLStore) MkdirTx(ctx context.Context, tx *Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error) {
 	const op = "meta.Mkdir"
 	if c := EntryCharge(baseName(path)); maxGrowth >= 0 && c > maxGrowth {
 		return Node{}, 0, errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: the folder needs %d bytes, %d were reserved", c, maxGrowth))

@@ -14,7 +14,7 @@ import (
 
 // openTestStore opens a fresh SQLite store in t's temporary directory,
 // closed when t ends.
-func openTestStore(t *testing.T) *SQLite {
+func openTestStore(t *testing.T) *SQLStore {
 	t.Helper()
 	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "meta.db"), nil)
 	if err != nil {
@@ -26,7 +26,7 @@ func openTestStore(t *testing.T) *SQLite {
 
 // openAliceAndBob is openTestStore with two plain users, for tests of what
 // one user's tree must never show of the other's.
-func openAliceAndBob(t *testing.T) (s *SQLite, alice, bob User) {
+func openAliceAndBob(t *testing.T) (s *SQLStore, alice, bob User) {
 	t.Helper()
 	s = openTestStore(t)
 	ctx := context.Background()

@@ -45,7 +45,7 @@ type WebSessions interface {
 }
 
 // CreateWebSession stores a session and bounds the user's (WebSessions).
-func (s *SQLite) CreateWebSession(ctx context.Context, ws WebSession, maxPerUser int) error {
+func (s *SQLStore) CreateWebSession(ctx context.Context, ws WebSession, maxPerUser int) error {
 	const op = "meta.CreateWebSession"
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var n int
@@ -73,7 +73,7 @@ func (s *SQLite) CreateWebSession(ctx context.Context, ws WebSession, maxPerUser
 }
 
 // WebSession looks a session up by its token's hash.
-func (s *SQLite) WebSession(ctx context.Context, tokenHash string) (WebSession, error) {
+func (s *SQLStore) WebSession(ctx context.Context, tokenHash string) (WebSession, error) {
 	const op = "meta.WebSession"
 	ws := WebSession{TokenHash: tokenHash}
 	var created, last int64
@@ -90,20 +90,20 @@ func (s *SQLite) WebSession(ctx context.Context, tokenHash string) (WebSession, 
 }
 
 // TouchWebSession records a session's last use.
-func (s *SQLite) TouchWebSession(ctx context.Context, tokenHash string, last time.Time) error {
+func (s *SQLStore) TouchWebSession(ctx context.Context, tokenHash string, last time.Time) error {
 	_, err := s.w.ExecContext(ctx, `UPDATE web_sessions SET last_ns = ? WHERE token_hash = ? AND last_ns < ?`,
 		last.UnixNano(), tokenHash, last.UnixNano())
 	return wrap("meta.TouchWebSession", "", err)
 }
 
 // DeleteWebSession ends one session.
-func (s *SQLite) DeleteWebSession(ctx context.Context, tokenHash string) error {
+func (s *SQLStore) DeleteWebSession(ctx context.Context, tokenHash string) error {
 	_, err := s.w.ExecContext(ctx, `DELETE FROM web_sessions WHERE token_hash = ?`, tokenHash)
 	return wrap("meta.DeleteWebSession", "", err)
 }
 
 // DeleteUserWebSessions ends every session of a user.
-func (s *SQLite) DeleteUserWebSessions(ctx context.Context, uid int64) (int64, error) {
+func (s *SQLStore) DeleteUserWebSessions(ctx context.Context, uid int64) (int64, error) {
 	res, err := s.w.ExecContext(ctx, `DELETE FROM web_sessions WHERE user_id = ?`, uid)
 	if err != nil {
 		return 0, wrap("meta.DeleteUserWebSessions", "", err)
@@ -113,7 +113,7 @@ func (s *SQLite) DeleteUserWebSessions(ctx context.Context, uid int64) (int64, e
 }
 
 // DeleteExpiredWebSessions ends the sessions past either limit.
-func (s *SQLite) DeleteExpiredWebSessions(ctx context.Context, usedBefore, createdBefore time.Time) (int64, error) {
+func (s *SQLStore) DeleteExpiredWebSessions(ctx context.Context, usedBefore, createdBefore time.Time) (int64, error) {
 	res, err := s.w.ExecContext(ctx, `DELETE FROM web_sessions WHERE last_ns < ? OR created_ns < ?`, usedBefore.UnixNano(), createdBefore.UnixNano())
 	if err != nil {
 		return 0, wrap("meta.DeleteExpiredWebSessions", "", err)

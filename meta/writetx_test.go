@@ -21,7 +21,7 @@ func TestPostgresWriteTx(t *testing.T) {
 	testWriteTx(t, openPostgresTestStore(t))
 }
 
-func testWriteTx(t *testing.T, s *SQLite) {
+func testWriteTx(t *testing.T, s *SQLStore) {
 	ctx := context.Background()
 	exec := func(q string, args ...any) func(*sql.Tx) error {
 		return func(tx *sql.Tx) error {

@@ -2,7 +2,6 @@ package quota_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -64,7 +63,7 @@ func (s *hookSink) hooks(before, after func([]quota.Flush) error) {
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	db    *meta.SQLite
+	db    *meta.SQLStore
 	sink  *hookSink
 	clock *testutil.Clock
 	l     quota.Ledger
@@ -230,7 +229,7 @@ func (e *env) finish(user int64, upload string, size int64) (int64, quota.Releas
 // reporting the entries' charge is the drive's (drive.ReserveEntries),
 // tested there and in package api's quota tests on both ledgers.
 func (e *env) uncharge() error {
-	return e.db.Tx(e.ctx, func(tx *sql.Tx) error {
+	return e.db.Tx(e.ctx, func(tx *meta.Tx) error {
 		_, err := tx.ExecContext(e.ctx, `UPDATE users SET use_space_meta = 0`)
 		return err
 	})

@@ -108,7 +108,7 @@ type Options struct {
 // Daemon is an opened data directory with everything wired.
 type Daemon struct {
 	Drive  *drive.Drive
-	Meta   *meta.SQLite
+	Meta   *meta.SQLStore
 	Upload *upload.Service
 	Server *Server
 	Quota  *quota.Guard

@@ -31,7 +31,7 @@ const testChunk = 1024
 type env struct {
 	t     testing.TB
 	clock *testutil.Clock
-	m     *meta.SQLite
+	m     *meta.SQLStore
 	blobs dedup.BlobStore
 	d     *drive.Drive
 	s     *Service

@@ -160,7 +160,7 @@ func main() {
 	}
 }
 
-func openDB(ctx context.Context, path string) (*meta.SQLite, int64) {
+func openDB(ctx context.Context, path string) (*meta.SQLStore, int64) {
 	db, err := meta.OpenSQLite(ctx, path, nil)
 	if err != nil {
 		fatal(err)

@@ -1,7 +1,6 @@
 package metatest
 
 import (
-	"database/sql"
 	"strings"
 	"testing"
 
@@ -98,20 +97,20 @@ func testCharge(t *testing.T, e *env) {
 	// The *Tx changes report files and charge as one figure, and bound it.
 	c := e.user("carol", 0)
 	var delta int64
-	tx := func(fn func(tx *sql.Tx) error) { t.Helper(); e.must(e.s.Tx(e.ctx, fn)) }
-	tx(func(tx *sql.Tx) (err error) {
+	tx := func(fn func(tx *meta.Tx) error) { t.Helper(); e.must(e.s.Tx(e.ctx, fn)) }
+	tx(func(tx *meta.Tx) (err error) {
 		_, delta, err = e.s.MkdirTx(e.ctx, tx, c, "/m", t0, 0, meta.NoGrowthLimit)
 		return err
 	})
 	if delta != meta.EntryCharge("m") {
 		t.Fatalf("MkdirTx: %d, want %d", delta, meta.EntryCharge("m"))
 	}
-	err = e.s.Tx(e.ctx, func(tx *sql.Tx) error {
+	err = e.s.Tx(e.ctx, func(tx *meta.Tx) error {
 		_, _, err := e.s.MkdirTx(e.ctx, tx, c, "/n", t0, 0, meta.EntryCharge("n")-1)
 		return err
 	})
 	wantKind(t, "MkdirTx beyond maxGrowth", err, errs.Quota)
-	tx(func(tx *sql.Tx) (err error) {
+	tx(func(tx *meta.Tx) (err error) {
 		_, delta, err = e.s.CommitFileTx(e.ctx, tx, c, "/m/f", file(t0, chunk("f", 5)), meta.NoGrowthLimit)
 		return err
 	})
@@ -119,21 +118,21 @@ func testCharge(t *testing.T, e *env) {
 		t.Fatalf("CommitFileTx of a new file: %d, want %d", delta, want)
 	}
 	p3 := meta.Prop{Space: "urn:x", Local: "k", InnerXML: strings.Repeat("v", 100)}
-	tx(func(tx *sql.Tx) (err error) {
+	tx(func(tx *meta.Tx) (err error) {
 		delta, err = e.s.PatchPropsTx(e.ctx, tx, e.stat(c, "/m").ID, []meta.Prop{p3}, nil, p3.Bytes())
 		return err
 	})
 	if delta != p3.Bytes() {
 		t.Fatalf("PatchPropsTx: %d, want %d", delta, p3.Bytes())
 	}
-	tx(func(tx *sql.Tx) (err error) {
+	tx(func(tx *meta.Tx) (err error) {
 		delta, err = e.s.CopyTx(e.ctx, tx, c, "/m", "/m2", false, true, meta.NoGrowthLimit)
 		return err
 	})
 	if want := 5 + meta.EntryCharge("m2") + meta.EntryCharge("f") + p3.Bytes(); delta != want {
 		t.Fatalf("CopyTx: %d, want %d", delta, want)
 	}
-	tx(func(tx *sql.Tx) (err error) {
+	tx(func(tx *meta.Tx) (err error) {
 		delta, err = e.s.RemoveTx(e.ctx, tx, c, "/m")
 		return err
 	})

@@ -2,7 +2,6 @@ package metatest
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,7 +14,7 @@ import (
 // groupTx is the optional group commit the drive finds by type assertion:
 // concurrent transactions sharing one commit.
 type groupTx interface {
-	GroupTx(ctx context.Context, fn func(*sql.Tx) error) error
+	GroupTx(ctx context.Context, fn func(*meta.Tx) error) error
 }
 
 // testGroupTx holds a store's group commit to Tx's contract for each
@@ -29,8 +28,8 @@ func testGroupTx(t *testing.T, e *env) {
 	}
 	a := e.user("alice", 0)
 	ctx := context.WithoutCancel(e.ctx)
-	mkdir := func(p string) func(*sql.Tx) error {
-		return func(tx *sql.Tx) error {
+	mkdir := func(p string) func(*meta.Tx) error {
+		return func(tx *meta.Tx) error {
 			_, _, err := e.s.MkdirTx(ctx, tx, a, p, t0, 0, meta.NoGrowthLimit)
 			return err
 		}
@@ -48,7 +47,7 @@ func testGroupTx(t *testing.T, e *env) {
 			fn := mkdir(fmt.Sprintf("/d%02d", i))
 			if i == 5 {
 				inner := fn
-				fn = func(tx *sql.Tx) error {
+				fn = func(tx *meta.Tx) error {
 					if err := inner(tx); err != nil {
 						return err
 					}

@@ -1,7 +1,6 @@
 package metatest
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -509,7 +508,7 @@ func testTreeTx(t *testing.T, e *env) {
 	ec := meta.EntryCharge // every new entry's charge is part of a change's growth
 	var n meta.Node
 	var grew int64
-	err := e.s.Tx(e.ctx, func(tx *sql.Tx) (err error) {
+	err := e.s.Tx(e.ctx, func(tx *meta.Tx) (err error) {
 		n, grew, err = e.s.CommitFileTx(e.ctx, tx, a, "/f", file(t0, chunk("a", 6)), meta.NoGrowthLimit)
 		return err
 	})
@@ -517,7 +516,7 @@ func testTreeTx(t *testing.T, e *env) {
 		t.Fatalf("CommitFileTx = %+v, %d, %v; finished %d", n, grew, err, e.finished(a))
 	}
 	// Growth beyond what the caller reserved is refused, and nothing commits.
-	err = e.s.Tx(e.ctx, func(tx *sql.Tx) error {
+	err = e.s.Tx(e.ctx, func(tx *meta.Tx) error {
 		_, _, err := e.s.CommitFileTx(e.ctx, tx, a, "/g", file(t0, chunk("b", 5)), 4+ec("g"))
 		return err
 	})
@@ -527,7 +526,7 @@ func testTreeTx(t *testing.T, e *env) {
 	}
 	// fn's error rolls every change of the transaction back.
 	boom := errors.New("boom")
-	err = e.s.Tx(e.ctx, func(tx *sql.Tx) error {
+	err = e.s.Tx(e.ctx, func(tx *meta.Tx) error {
 		if _, _, err := e.s.CommitFileTx(e.ctx, tx, a, "/h", file(t0, chunk("c", 1)), meta.NoGrowthLimit); err != nil {
 			return err
 		}
@@ -548,19 +547,19 @@ func testTreeTx(t *testing.T, e *env) {
 		t.Fatalf("SubtreeSize(/f) = %d, %v", n, err)
 	}
 	var delta int64
-	tx := func(fn func(tx *sql.Tx) (int64, error)) error {
-		return e.s.Tx(e.ctx, func(tx *sql.Tx) (err error) { delta, err = fn(tx); return err })
+	tx := func(fn func(tx *meta.Tx) (int64, error)) error {
+		return e.s.Tx(e.ctx, func(tx *meta.Tx) (err error) { delta, err = fn(tx); return err })
 	}
 	cp := 3 + ec("c") + ec("x")
-	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c", false, true, cp) }); err != nil || delta != cp {
+	if err := tx(func(tx *meta.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c", false, true, cp) }); err != nil || delta != cp {
 		t.Fatalf("CopyTx = %d, %v", delta, err)
 	}
-	err = tx(func(tx *sql.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c2", false, true, cp) })
+	err = tx(func(tx *meta.Tx) (int64, error) { return e.s.CopyTx(e.ctx, tx, a, "/d", "/c2", false, true, cp) })
 	wantKind(t, "a copy past maxGrowth", err, errs.Quota)
-	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.MoveTx(e.ctx, tx, a, "/c/x", "/f", true) }); err != nil || delta != -6-ec("f") {
+	if err := tx(func(tx *meta.Tx) (int64, error) { return e.s.MoveTx(e.ctx, tx, a, "/c/x", "/f", true) }); err != nil || delta != -6-ec("f") {
 		t.Fatalf("MoveTx over a 6-byte file = %d, %v; want %d", delta, err, -6-ec("f"))
 	}
-	if err := tx(func(tx *sql.Tx) (int64, error) { return e.s.RemoveTx(e.ctx, tx, a, "/d") }); err != nil || delta != -3-ec("d")-ec("x") {
+	if err := tx(func(tx *meta.Tx) (int64, error) { return e.s.RemoveTx(e.ctx, tx, a, "/d") }); err != nil || delta != -3-ec("d")-ec("x") {
 		t.Fatalf("RemoveTx = %d, %v; want %d", delta, err, -3-ec("d")-ec("x"))
 	}
 	if e.finished(a) != 3 {
