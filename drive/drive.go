@@ -38,8 +38,8 @@ type Config struct {
 	// HashWorkers bounds how many chunks are hashed at once across all
 	// uploads; 0 means GOMAXPROCS (at least 2).
 	HashWorkers int
-	// Quota is the quota ledger guard (drive/quota.go); required, and it
-	// needs Meta to be *meta.SQLStore. OpenLocal builds both.
+	// Quota is the quota ledger guard (drive/quota.go) over Meta; required.
+	// OpenLocal builds both.
 	Quota *quota.Guard
 	// Locks is the WebDAV lock table every mutating operation consults
 	// (drive/locks.go); nil means a new in-process one.
@@ -152,9 +152,6 @@ func New(c Config) *Drive {
 		sumKick: make(chan struct{}, 1), recv: newReceiving(), sumDefer: sumDefer, sumQuiet: sumQuiet}
 	if c.Quota == nil {
 		panic("drive: Config.Quota is required (OpenLocal wires one)")
-	}
-	if _, ok := c.Meta.(txTree); !ok {
-		panic("drive: the quota guard needs a transactional metadata store (*meta.SQLStore)")
 	}
 	if d.chunkSize <= 0 {
 		d.chunkSize = chunker.DefaultChunkSize

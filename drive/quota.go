@@ -2,7 +2,6 @@ package drive
 
 import (
 	"context"
-	"time"
 
 	"netdisk/errs"
 	"netdisk/meta"
@@ -14,7 +13,7 @@ import (
 // bytes that enter (Writer: WebDAV PUT and the one-request upload; Copy) are
 // reserved before any is stored and refused with errs.Quota (507) when they
 // do not fit; deletes, moves over a file and overwrites tell the ledger after
-// their commit. Each SQLite change and its ledger update form one
+// their commit. Each metadata change and its ledger update form one
 // quota.Guard Step. The upload sessions of the chunked API account through
 // the same Guard (package upload).
 //
@@ -23,25 +22,8 @@ import (
 // (meta/charge.go), so a new folder, a new file's entry and a property are
 // reserved and committed like bytes.
 
-// txTree is what the quota wiring needs from the metadata store beyond
-// meta.Store: tree changes inside a transaction that report how they moved
-// the user's finished bytes (*meta.SQLStore).
-type txTree interface {
-	Tx(ctx context.Context, fn func(*meta.Tx) error) error
-	CommitFileTx(ctx context.Context, tx *meta.Tx, uid int64, path string, f meta.NewFile, maxGrowth int64) (meta.Node, int64, error)
-	CopyTx(ctx context.Context, tx *meta.Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error)
-	MoveTx(ctx context.Context, tx *meta.Tx, uid int64, src, dst string, overwrite bool) (int64, error)
-	RemoveTx(ctx context.Context, tx *meta.Tx, uid int64, path string) (int64, error)
-	MkdirTx(ctx context.Context, tx *meta.Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (meta.Node, int64, error)
-	PatchPropsTx(ctx context.Context, tx *meta.Tx, nodeID int64, set, remove []meta.Prop, maxGrowth int64) (int64, error)
-	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
-}
-
 // QuotaGuard returns the ledger guard.
 func (d *Drive) QuotaGuard() *quota.Guard { return d.quota }
-
-// tree returns the transactional store (New checked the store has it).
-func (d *Drive) tree() txTree { return d.meta.(txTree) }
 
 // measuredChange runs change in a transaction inside a Step and reports its
 // effect on finished bytes to the ledger.

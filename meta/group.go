@@ -58,7 +58,7 @@ func (s *SQLStore) GroupTx(ctx context.Context, fn func(*Tx) error) error {
 	}
 	s.writing.Add(1) // queued writers keep reads off the writer (reader)
 	defer s.writing.Add(-1)
-	m := &groupMember{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	m := &groupMember{ctx: ctx, fn: func(tx *sql.Tx) error { return fn(&Tx{tx}) }, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, m)

@@ -2,7 +2,6 @@ package meta
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"runtime"
@@ -44,9 +43,9 @@ func testGroupCommit(t *testing.T, s *SQLStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mkdir := func(p string) func(tx *sql.Tx) error {
-		return func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,'/',?,1,0)`, u.ID, p, p[1:])
+	mkdir := func(p string) func(tx *Tx) error {
+		return func(tx *Tx) error {
+			_, err := tx.tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,'/',?,1,0)`, u.ID, p, p[1:])
 			return err
 		}
 	}
@@ -58,7 +57,7 @@ func testGroupCommit(t *testing.T, s *SQLStore) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		results[0] = s.GroupTx(ctx, func(tx *sql.Tx) error {
+		results[0] = s.GroupTx(ctx, func(tx *Tx) error {
 			close(entered)
 			<-release
 			return mkdir("/d0")(tx)
@@ -84,7 +83,7 @@ func testGroupCommit(t *testing.T, s *SQLStore) {
 				fn = mkdir("/d0")
 			}
 			if i == 3 {
-				fn = func(tx *sql.Tx) error {
+				fn = func(tx *Tx) error {
 					if err := mkdir("/d3")(tx); err != nil {
 						return err
 					}
@@ -153,8 +152,8 @@ func testGroupCommitMany(t *testing.T, s *SQLStore) {
 			defer wg.Done()
 			for i := range 20 {
 				p := fmt.Sprintf("/w%d-%d", w, i)
-				errc <- s.GroupTx(ctx, func(tx *sql.Tx) error {
-					_, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,'/',?,1,0)`, u.ID, p, p[1:])
+				errc <- s.GroupTx(ctx, func(tx *Tx) error {
+					_, err := tx.tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (?,?,'/',?,1,0)`, u.ID, p, p[1:])
 					return err
 				})
 			}

@@ -1,20 +1,19 @@
-package meta_test
+package meta
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"netdisk/meta"
 )
 
 // BenchmarkListDir10k times the query behind PROPFIND Depth 1 of a
 // 10,000-entry folder (meta.ListDir).
 func BenchmarkListDir10k(b *testing.B) {
 	ctx := context.Background()
-	s, err := meta.OpenSQLite(ctx, filepath.Join(b.TempDir(), "meta.db"), nil)
+	s, err := OpenSQLite(ctx, filepath.Join(b.TempDir(), "meta.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +26,7 @@ func BenchmarkListDir10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	// Other users' and folders' rows around it, as in a real database.
-	err = s.Tx(ctx, func(tx *meta.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		for i := range 30000 {
 			dir := "/big"
 			if i%3 != 0 {

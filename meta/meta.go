@@ -338,9 +338,11 @@ type TreeTx interface {
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
 }
 
-// Tx is a write transaction of the store, open while the function given to
-// TreeTx.Tx runs.
-type Tx = sql.Tx
+// Tx is a write transaction of the store, valid while the function TreeTx.Tx
+// (or a store's GroupTx) runs: the caller hands it to the *Tx methods, whose
+// changes commit together or not at all. It is opaque: the statements, and
+// the engine they run on, stay inside the store.
+type Tx struct{ tx *sql.Tx }
 
 // Store is the whole metadata contract: what the drive composes.
 type Store interface {

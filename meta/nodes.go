@@ -582,7 +582,7 @@ func (s *SQLStore) Props(ctx context.Context, nodeID int64) ([]Prop, error) {
 // node's properties (props.go).
 func (s *SQLStore) PatchProps(ctx context.Context, nodeID int64, set, remove []Prop) error {
 	return wrap("meta.PatchProps", "", s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := s.PatchPropsTx(ctx, tx, nodeID, set, remove, NoGrowthLimit)
+		_, err := patchPropsTx(ctx, tx, nodeID, set, remove, NoGrowthLimit)
 		return err
 	}))
 }
@@ -591,6 +591,10 @@ func (s *SQLStore) PatchProps(ctx context.Context, nodeID int64, set, remove []P
 // owner's metadata charge (charge.go), refusing growth past the total or
 // beyond maxGrowth with errs.Quota.
 func (s *SQLStore) PatchPropsTx(ctx context.Context, tx *Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error) {
+	return patchPropsTx(ctx, tx.tx, nodeID, set, remove, maxGrowth)
+}
+
+func patchPropsTx(ctx context.Context, tx *sql.Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error) {
 	const op = "meta.PatchProps"
 	for _, p := range set {
 		if n := p.Bytes(); n > MaxPropBytes {

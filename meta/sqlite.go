@@ -248,11 +248,11 @@ func (s *SQLStore) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // Tx runs fn in a write transaction of the shared writer, for the drive's
-// quota wiring: it combines the *Tx tree changes (txops.go) with its own
+// quota wiring: it combines the tree changes inside a Tx (txops.go) with its own
 // bookkeeping in one commit. An error fn returns with a kind keeps it; a
 // database error is classified as every method's (errors.go).
 func (s *SQLStore) Tx(ctx context.Context, fn func(*Tx) error) error {
-	return wrap("meta.Tx", "", s.tx(ctx, fn))
+	return wrap("meta.Tx", "", s.tx(ctx, func(tx *sql.Tx) error { return fn(&Tx{tx}) }))
 }
 
 // ---- users

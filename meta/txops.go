@@ -60,7 +60,7 @@ func (s *SQLStore) CommitFileTx(ctx context.Context, tx *Tx, uid int64, path str
 	// The commit knows its own effect on the finished bytes (commitFileTx),
 	// so it is not measured by reading the users row before and after: a
 	// small upload's commit is two statements shorter.
-	n, delta, metaDelta, err := s.commitFileTx(ctx, tx, op, uid, path, f, true)
+	n, delta, metaDelta, err := s.commitFileTx(ctx, tx.tx, op, uid, path, f, true)
 	if err != nil {
 		return Node{}, 0, wrap(op, path, err)
 	}
@@ -74,8 +74,8 @@ func (s *SQLStore) CommitFileTx(ctx context.Context, tx *Tx, uid int64, path str
 // CopyTx is Copy inside tx; it returns the change of the user's finished bytes.
 func (s *SQLStore) CopyTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite, recursive bool, maxGrowth int64) (int64, error) {
 	const op = "meta.Copy"
-	return measured(ctx, tx, op, uid, src, maxGrowth, func() error {
-		return copyTx(ctx, tx, op, uid, src, dst, overwrite, recursive, s.now())
+	return measured(ctx, tx.tx, op, uid, src, maxGrowth, func() error {
+		return copyTx(ctx, tx.tx, op, uid, src, dst, overwrite, recursive, s.now())
 	})
 }
 
@@ -83,8 +83,8 @@ func (s *SQLStore) CopyTx(ctx context.Context, tx *Tx, uid int64, src, dst strin
 // bytes (negative when an overwritten destination went away).
 func (s *SQLStore) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite bool) (int64, error) {
 	const op = "meta.Move"
-	return measured(ctx, tx, op, uid, src, NoGrowthLimit, func() error {
-		return moveTx(ctx, tx, op, uid, src, dst, overwrite, s.now())
+	return measured(ctx, tx.tx, op, uid, src, NoGrowthLimit, func() error {
+		return moveTx(ctx, tx.tx, op, uid, src, dst, overwrite, s.now())
 	})
 }
 
@@ -92,8 +92,8 @@ func (s *SQLStore) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst strin
 // bytes (minus the sizes of the files removed).
 func (s *SQLStore) RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error) {
 	const op = "meta.Remove"
-	return measured(ctx, tx, op, uid, path, NoGrowthLimit, func() error {
-		return removeTx(ctx, tx, op, uid, path, s.now())
+	return measured(ctx, tx.tx, op, uid, path, NoGrowthLimit, func() error {
+		return removeTx(ctx, tx.tx, op, uid, path, s.now())
 	})
 }
 
@@ -130,7 +130,7 @@ func (s *SQLStore) MkdirTx(ctx context.Context, tx *Tx, uid int64, path string, 
 			return Node{}, 0, err
 		}
 	}
-	n, err := mkdirTx(ctx, tx, op, uid, path, mtime, mode)
+	n, err := mkdirTx(ctx, tx.tx, op, uid, path, mtime, mode)
 	if err != nil {
 		return Node{}, 0, wrap(op, path, err)
 	}

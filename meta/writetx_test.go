@@ -2,7 +2,6 @@ package meta
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 )
 
@@ -23,9 +22,9 @@ func TestPostgresWriteTx(t *testing.T) {
 
 func testWriteTx(t *testing.T, s *SQLStore) {
 	ctx := context.Background()
-	exec := func(q string, args ...any) func(*sql.Tx) error {
-		return func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, q, args...)
+	exec := func(q string, args ...any) func(*Tx) error {
+		return func(tx *Tx) error {
+			_, err := tx.tx.ExecContext(ctx, q, args...)
 			return err
 		}
 	}
@@ -55,8 +54,8 @@ func testWriteTx(t *testing.T, s *SQLStore) {
 		}
 
 		cctx, cancel := context.WithCancel(ctx)
-		err := s.Tx(cctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(cctx, `INSERT INTO wtx_parent (id) VALUES (?)`, 100+round); err != nil {
+		err := s.Tx(cctx, func(tx *Tx) error {
+			if _, err := tx.tx.ExecContext(cctx, `INSERT INTO wtx_parent (id) VALUES (?)`, 100+round); err != nil {
 				return err
 			}
 			cancel() // the caller gave up after the change: it must not be written
