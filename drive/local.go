@@ -109,8 +109,8 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 }
 
 // openMeta opens meta.db in the data directory, or the shared store MetaURL
-// names. The PostgreSQL store runs the SQLite store's methods over its own
-// connections (meta/postgres.go), so Local.Meta is that engine either way.
+// names. Either is a meta.SQLStore (the PostgreSQL store is one over its
+// own connections, meta/postgres.go), so Local.Meta has one type.
 func openMeta(ctx context.Context, c LocalConfig) (*meta.SQLStore, error) {
 	switch {
 	case c.MetaURL == "":

@@ -4,9 +4,11 @@
 // their chunks and challenges, the quota ledger's flush records, and the web
 // page's sign-in sessions. Store is the contract, split by role (Users, Tree,
 // Props, Checksums, Chunks, Sessions, QuotaRecords, WebSessions) so each
-// caller depends on what it uses; SQLite implements it and PostgreSQL
-// (several nodes) runs the same methods, and metatest is the conformance
-// suite every implementation passes.
+// caller depends on what it uses; SQLStore implements it on a SQLite file or
+// on a PostgreSQL database shared by several nodes, the same methods on
+// either, and metatest is the conformance suite every implementation passes.
+// Callers compose changes in one transaction through Tx, which keeps the
+// database's own handle inside the package.
 //
 // Every method that touches a tree is scoped by user id: there is no query
 // that can reach another user's nodes. A user id is never given twice.

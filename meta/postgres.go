@@ -16,9 +16,9 @@ import (
 var pgMigrations embed.FS
 
 // Postgres is the Store on a PostgreSQL database, shared by every node of a
-// scaled-out deployment. It is the SQLite store's methods over PostgreSQL
-// connections that adapt the shared SQL (postgres_dialect.go); only opening,
-// the schema and error classification differ.
+// scaled-out deployment. It is an SQLStore over PostgreSQL connections that
+// adapt the shared SQL (postgres_dialect.go); only opening, the schema and
+// error classification differ.
 type Postgres struct {
 	*SQLStore
 }

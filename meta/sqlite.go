@@ -18,11 +18,20 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// SQLite is the Store on a SQLite file in WAL mode. Writes go through one
-// connection (SQLite has one writer anyway; queuing in Go beats busy retries),
-// reads through a pool that runs beside it.
+// SQLStore is the Store on a SQL database: one set of methods and one SQL
+// text, the dialect chosen when the store is opened. OpenSQLite opens it on
+// a SQLite file in WAL mode; OpenPostgres on a PostgreSQL database shared
+// by several nodes, through connections that adapt the SQL
+// (postgres_dialect.go). What else the engines do differently is set when
+// the store is opened, in fields (warm, detachPointReads), not decided in
+// the methods.
+//
+// Writes go through the writer pool, reads through a pool beside it. On
+// SQLite the writer is one connection (SQLite has one writer anyway;
+// queuing in Go beats busy retries); on PostgreSQL its transactions queue
+// on an advisory lock in the server, so nodes write one at a time.
 type SQLStore struct {
-	w   *sql.DB // the single writer
+	w   *sql.DB // the writer
 	r   *sql.DB // readers
 	now func() time.Time
 
