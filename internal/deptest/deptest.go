@@ -8,6 +8,9 @@
 // The CLI is one binary and its serve and admin migrate commands link the
 // server by design, so the check starts from the packages its other commands
 // import (read from their source files) rather than from cmd/netdisk.
+//
+// Its test also holds that package meta alone talks to the database: no
+// other package's non-test files import database/sql.
 package deptest
 
 import (
