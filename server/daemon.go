@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"sync"
@@ -361,7 +360,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	srv := New(sc)
 	if c, ok := blobs.(*dedup.Cache); ok {
-		srv.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		srv.Metrics().Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "netdisk_chunk_cache_fetches_total",
 			Help: "Chunks the read cache fetched from the shared chunk store (misses this node fetched itself).",
 		}, func() float64 { return float64(c.Fetches()) }))
@@ -434,34 +433,28 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // when it returns.
 func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	log := d.opts.Logger
-	hs := d.Server.HTTPServer(ln.Addr().String())
 	addr := ln.Addr().String()
-	fds := RaiseFDLimit()
-	limits := DefaultConnLimits(d.opts.Conns, fds)
-	cl := newConnLimiter(limits, log, d.Server.metrics.connShed)
-	d.Server.metrics.watchConns(cl)
-	hs.ConnState, hs.ConnContext = cl.connState, connContext
-	ln = cl.listener(ln)
+	pub := d.Server.Listen(ln, d.opts.Conns)
 	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/",
-		"fd_limit", fds, "max_conns", limits.Max, "max_conns_per_addr", limits.PerAddr)
+		"fd_limit", pub.FDLimit, "max_conns", pub.Limits.Max, "max_conns_per_addr", pub.Limits.PerAddr)
 	if d.opts.MetricsListen != "" {
 		// Before the ready file: once it exists, everything listens.
 		stopMetrics, err := serveMetrics(d.opts.MetricsListen, d.Server.MetricsHandler(), log)
 		if err != nil {
-			ln.Close()
+			pub.Close()
 			return err
 		}
 		defer stopMetrics()
 	}
 	if d.opts.ReadyFile != "" {
 		if err := os.WriteFile(d.opts.ReadyFile, []byte(addr), 0o600); err != nil {
-			ln.Close()
+			pub.Close()
 			return err
 		}
 	}
 	crashpoint.Arm() // a crash test's count starts once the daemon serves
 	if err := d.startBackground(ctx); err != nil {
-		ln.Close()
+		pub.Close()
 		return err
 	}
 	// Runs after the HTTP server stopped (below): no request and no loop
@@ -470,30 +463,12 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	if d.opts.Pprof != "" {
 		ps, err := pprofserve.Start(ctx, d.opts.Pprof, log)
 		if err != nil {
-			ln.Close()
+			pub.Close()
 			return err
 		}
 		defer ps.Close()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	d.Server.EndStreams()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		log.Warn("shutdown", "err", err)
-		hs.Close()
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return pub.Serve(ctx)
 }
 
 // pruneWebSessions ends the web sessions past their expiry that nobody came
