@@ -22,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"netdisk/chunker"
+	"netdisk/daemon"
 	"netdisk/internal/testutil"
 	"netdisk/server"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) { testutil.Main(m) }
 // A node on a shared metadata store refuses to start without Redis, and
 // says why.
 func TestSharedMetaNeedsRedis(t *testing.T) {
-	_, err := server.Open(context.Background(), server.Options{DataDir: t.TempDir(), Meta: "postgres://127.0.0.1:1/netdisk"})
+	_, err := daemon.Open(context.Background(), daemon.Options{DataDir: t.TempDir(), Meta: "postgres://127.0.0.1:1/netdisk"})
 	if err == nil || !strings.Contains(err.Error(), "--redis is required") {
 		t.Fatalf("Open with a shared --meta and no --redis: %v; want a refusal naming --redis", err)
 	}

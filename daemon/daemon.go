@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -28,6 +28,7 @@ import (
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/server"
 	"netdisk/upload"
 )
 
@@ -96,11 +97,11 @@ type Options struct {
 	// AsyncRecheck is how often an agent's work stream re-reads its work;
 	// 0 means api.DefaultAsyncRecheck.
 	AsyncRecheck time.Duration
-	// Conns bound the public listener's connections (connlimit.go); zero
-	// fields take DefaultConnLimits.
-	Conns ConnLimits
+	// Conns bound the public listener's connections (server/connlimit.go); zero
+	// fields take server.DefaultConnLimits.
+	Conns server.ConnLimits
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
-	// X-Forwarded-Proto are believed (Config.TrustedProxies).
+	// X-Forwarded-Proto are believed (server.Config.TrustedProxies).
 	TrustedProxies []netip.Prefix
 }
 
@@ -109,7 +110,7 @@ type Daemon struct {
 	Drive  *drive.Drive
 	Meta   *meta.SQLite
 	Upload *upload.Service
-	Server *Server
+	Server *server.Server
 	Quota  *quota.Guard
 	Locks  *lock.Manager
 	Async  *async.Service
@@ -353,12 +354,12 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	// A deleted user's async downloads end with the account.
 	d.OnUserDeleted(as.PurgeOwner)
-	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
+	sc := server.Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
 		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}
-	srv := New(sc)
+	srv := server.New(sc)
 	if c, ok := blobs.(*dedup.Cache); ok {
 		srv.Metrics().Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "netdisk_chunk_cache_fetches_total",
