@@ -15,18 +15,18 @@ import (
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/daemon"
 	"netdisk/internal/testutil"
-	"netdisk/server"
 )
 
-// Shared-cache pulls against the daemon's own code in process (server.Open,
+// Shared-cache pulls against the daemon's own code in process (daemon.Open,
 // its real lock service and drive on a temp data directory), so the lock
 // lease runs on a fake clock: a lease passes when the test says so.
 
 const sharedLease = 15 * time.Second
 
 type sharedEnv struct {
-	d     *server.Daemon
+	d     *daemon.Daemon
 	c     *Client
 	clock *testutil.Clock
 	file  []byte
@@ -36,7 +36,7 @@ type sharedEnv struct {
 func openSharedEnv(t *testing.T, redisURL string) *sharedEnv {
 	t.Helper()
 	clock := testutil.NewClock(time.Now())
-	d, err := server.Open(context.Background(), server.Options{DataDir: t.TempDir(), AdminPass: "admin-pass",
+	d, err := daemon.Open(context.Background(), daemon.Options{DataDir: t.TempDir(), AdminPass: "admin-pass",
 		ChunkSize: testChunk, Now: clock.Now, LockLease: sharedLease, Redis: redisURL,
 		Logger: slog.New(slog.DiscardHandler), Out: io.Discard})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 
 // Local is a Drive over the stores of one data directory — SQLite metadata
 // (meta.db), the chunk directory (chunks/) and the quota guard over them —
-// wired as `netdisk serve` runs it. The daemon (server.Open) and the
+// wired as `netdisk serve` runs it. The daemon (daemon.Open) and the
 // in-process test drive (internal/testenv) both open it here, so tests run
 // the path production runs.
 type Local struct {

@@ -15,9 +15,9 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
+	"netdisk/daemon"
 	"netdisk/internal/testutil"
 	"netdisk/mount"
-	"netdisk/server"
 )
 
 // Mounts sharing a cache wait for a chunk behind a holder that cached it and
@@ -28,7 +28,7 @@ import (
 func TestChunkLockGrantedMountReleasesQueue(t *testing.T) {
 	const lease = 15 * time.Second
 	clock := testutil.NewClock(time.Now())
-	d, err := server.Open(context.Background(), server.Options{DataDir: t.TempDir(), AdminPass: "admin-pass",
+	d, err := daemon.Open(context.Background(), daemon.Options{DataDir: t.TempDir(), AdminPass: "admin-pass",
 		Now: clock.Now, LockLease: lease, Logger: slog.New(slog.DiscardHandler), Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)

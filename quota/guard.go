@@ -178,7 +178,7 @@ func (t guardTruth) OwnsHold(upload string) bool { return strings.HasPrefix(uplo
 // hour: far beyond any lease). It is RunHeal and RunFlush in one loop, for a
 // daemon alone on its database.
 //
-// Nodes sharing one database and one Redis split it (server/daemon.go):
+// Nodes sharing one database and one Redis split it (daemon/daemon.go):
 //   - RunHeal on every node. Only this process knows that one of its own
 //     ledger updates failed (dirty) and which holds it has open (a
 //     Reconcile rebuilds from the database plus the holds of the process

@@ -29,15 +29,6 @@ import (
 // One PostgreSQL cluster and one S3 server serve the package's tests.
 func TestMain(m *testing.M) { testutil.Main(m) }
 
-// A node on a shared metadata store refuses to start without Redis, and
-// says why.
-func TestSharedMetaNeedsRedis(t *testing.T) {
-	_, err := server.Open(context.Background(), server.Options{DataDir: t.TempDir(), Meta: "postgres://127.0.0.1:1/netdisk"})
-	if err == nil || !strings.Contains(err.Error(), "--redis is required") {
-		t.Fatalf("Open with a shared --meta and no --redis: %v; want a refusal naming --redis", err)
-	}
-}
-
 // Two nodes on one PostgreSQL, one bucket and one Redis are one drive: a file
 // written through one node reads back byte-identical through the other, and
 // the same content written by two users through different nodes is stored

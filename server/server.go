@@ -1,5 +1,7 @@
 // Package server assembles netdisk's HTTP surface: authentication, the WebDAV
-// handler, the JSON API, health and metrics. It owns no file logic.
+// handler, the JSON API, health and metrics, and serving the public listener
+// under the connection limits. It owns no file logic and no wiring: package
+// daemon opens the stores, builds the components and hands them to New.
 package server
 
 import (

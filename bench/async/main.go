@@ -5,7 +5,7 @@
 //     HTTP (POST /api/v1/async/tasks, Basic auth included);
 //  2. end-to-end delivery of one file (100 MiB) to 100 targets: from the
 //     first request to the last Success, through a real daemon
-//     (server.Open in this process) and agents (client.RunAgent, sharing one
+//     (daemon.Open in this process) and agents (client.RunAgent, sharing one
 //     cache folder as agents on one host do), with the collection window's
 //     wait shown apart.
 //
@@ -35,9 +35,9 @@ import (
 	"netdisk/bench/internal/fanout"
 	"netdisk/bench/internal/inproc"
 	"netdisk/client"
+	"netdisk/daemon"
 	"netdisk/drive"
 	"netdisk/internal/testutil"
-	"netdisk/server"
 )
 
 func main() {
@@ -84,7 +84,7 @@ func main() {
 // startDaemon serves a daemon in this process with a 1 s collection window
 // and a fast tick, on the given Redis ("": the embedded store).
 func startDaemon(ctx context.Context, redisURL string) *inproc.Daemon {
-	d, err := inproc.Start(ctx, server.Options{Redis: redisURL, AsyncWindow: time.Second,
+	d, err := inproc.Start(ctx, daemon.Options{Redis: redisURL, AsyncWindow: time.Second,
 		AsyncTick: 50 * time.Millisecond, AsyncRecheck: 500 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)

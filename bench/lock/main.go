@@ -9,7 +9,7 @@
 //  3. acquire/release per second across 10,000 keys (workers pick keys at
 //     random, so some find them held and queue, then leave);
 //  4. wake-up latency from an unlock to the waiter's SSE event, over HTTP
-//     through a real daemon (server.Open, in this process) — for Redis,
+//     through a real daemon (daemon.Open, in this process) — for Redis,
 //     the holder on one daemon and the waiter streaming from another.
 //
 // Run: go run ./bench/lock [-ops 20000 -workers 8 -wakeups 300 -redis URL]
@@ -33,9 +33,9 @@ import (
 
 	"netdisk/bench/internal/benchredis"
 	"netdisk/client"
+	"netdisk/daemon"
 	"netdisk/errs"
 	"netdisk/lock"
-	"netdisk/server"
 )
 
 func main() {
@@ -183,7 +183,7 @@ func startDaemon(ctx context.Context, redisURL string) string {
 	}
 	addCleanup(func() { os.RemoveAll(dir) })
 	ready := filepath.Join(dir, "ready")
-	d, err := server.Open(ctx, server.Options{DataDir: dir, Listen: "127.0.0.1:0", ChunkSize: 1 << 20,
+	d, err := daemon.Open(ctx, daemon.Options{DataDir: dir, Listen: "127.0.0.1:0", ChunkSize: 1 << 20,
 		AdminPass: "bench-pass", Out: io.Discard, Redis: redisURL, ReadyFile: ready,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

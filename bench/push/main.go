@@ -40,8 +40,8 @@ import (
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/client"
+	"netdisk/daemon"
 	"netdisk/internal/testutil"
-	"netdisk/server"
 )
 
 func main() {
@@ -68,7 +68,7 @@ func run() error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := inproc.Start(ctx, server.Options{ChunkSize: int64(cs)})
+	d, err := inproc.Start(ctx, daemon.Options{ChunkSize: int64(cs)})
 	if err != nil {
 		return err
 	}

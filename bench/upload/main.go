@@ -34,8 +34,8 @@ import (
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
+	"netdisk/daemon"
 	"netdisk/meta"
-	"netdisk/server"
 	"netdisk/upload"
 )
 
@@ -86,7 +86,7 @@ func run() error {
 	defer cancel()
 	// Shared: the instant re-upload by a second user measures the proof
 	// path, which private mode keeps for content held by enough users.
-	d, err := inproc.Start(ctx, server.Options{ChunkSize: int64(cs), Instant: upload.Instant{Mode: upload.InstantShared}})
+	d, err := inproc.Start(ctx, daemon.Options{ChunkSize: int64(cs), Instant: upload.Instant{Mode: upload.InstantShared}})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
-	"netdisk/server"
+	"netdisk/daemon"
 )
 
 // The paper of seed 004 measures, for four file sizes (4.1, 53, 102 and
@@ -50,7 +50,7 @@ func runTable(sizes string, reps int) error {
 	// One daemon per chunk size (the server's chunk size is its own).
 	daemons := map[int64]*inproc.Daemon{}
 	for _, cs := range []int64{2 << 20, 4 << 20} {
-		d, err := inproc.Start(ctx, server.Options{ChunkSize: cs})
+		d, err := inproc.Start(ctx, daemon.Options{ChunkSize: cs})
 		if err != nil {
 			return err
 		}

@@ -27,8 +27,8 @@ import (
 	"netdisk/bench/internal/benchdata"
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
+	"netdisk/daemon"
 	"netdisk/internal/testutil"
-	"netdisk/server"
 	"netdisk/web/browsertest"
 )
 
@@ -239,7 +239,7 @@ func chromiumRSS() int64 {
 // startDaemon serves a fresh daemon in this process and returns its URL
 // and what stops it.
 func startDaemon(ctx context.Context, cs int64) (string, func(), error) {
-	d, err := inproc.Start(ctx, server.Options{ChunkSize: cs})
+	d, err := inproc.Start(ctx, daemon.Options{ChunkSize: cs})
 	if err != nil {
 		return "", nil, err
 	}

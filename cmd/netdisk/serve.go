@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"netdisk/async"
+	"netdisk/daemon"
 	"netdisk/lock"
 	"netdisk/quota"
 	"netdisk/server"
@@ -28,7 +29,7 @@ const softMemoryLimit = 64 << 20
 
 func newServeCmd() *cobra.Command {
 	var (
-		o           server.Options
+		o           daemon.Options
 		chunkSize   string
 		maxFile     string
 		diskReserve string
@@ -131,7 +132,7 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			d, err := server.Open(ctx, o)
+			d, err := daemon.Open(ctx, o)
 			if err != nil {
 				return err
 			}
@@ -156,7 +157,7 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 	f.StringVar(&o.Blobs, "blobs", "", "shared chunk store, s3://BUCKET[/PREFIX]?endpoint=HOST:PORT&region=R (empty: chunks in --data); credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile")
 	f.StringVar(&o.CacheDir, "cache-dir", "", "local read cache of --blobs chunks (default: --data/cache)")
 	f.StringVar(&cacheSize, "cache-size", "1GiB", "most bytes the --blobs read cache keeps")
-	f.DurationVar(&o.LeaseTTL, "lease-ttl", server.DefaultLeaseTTL, "with --meta: a node running a run-once job (GC, upload session expiry) that stops renewing its lease for this long hands the job to another node")
+	f.DurationVar(&o.LeaseTTL, "lease-ttl", daemon.DefaultLeaseTTL, "with --meta: a node running a run-once job (GC, upload session expiry) that stops renewing its lease for this long hands the job to another node")
 	f.BoolVar(&multiNode, "multi-node-pull", true, "queue a node asking for a lock another node holds (false: refuse it)")
 	f.IntVar(&o.LockMaxQueue, "lock-max-queue", lock.DefaultMaxQueue, "most nodes waiting for one lock (429 beyond)")
 	f.IntVar(&o.LockMaxUserWait, "lock-max-user-wait", lock.DefaultMaxUserWait, "most lock waits of one user at once (429 beyond)")

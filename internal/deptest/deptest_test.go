@@ -18,6 +18,7 @@ var forbidden = []string{
 	"github.com/minio",
 	"netdisk/api",
 	"netdisk/async",
+	"netdisk/daemon",
 	"netdisk/dav",
 	"netdisk/davlock",
 	"netdisk/dedup",

@@ -1,5 +1,5 @@
 // Package inproc runs netdisk's daemon inside a benchmark's own process, as
-// `netdisk serve` wires it (server.Open), served on a free loopback port
+// `netdisk serve` wires it (daemon.Open), served on a free loopback port
 // with Daemon.ServeListener. Benchmarks that measure the daemon as a
 // separate process (its peak memory, a FUSE mount of it) launch the binary
 // with testutil.LaunchDaemon instead.
@@ -15,7 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"netdisk/server"
+	"netdisk/daemon"
 )
 
 // AdminPass is the password of the daemon's user "admin".
@@ -23,7 +23,7 @@ const AdminPass = "bench-admin"
 
 // Daemon is a daemon serving in this process.
 type Daemon struct {
-	*server.Daemon
+	*daemon.Daemon
 	URL    string // http://127.0.0.1:PORT
 	dir    string
 	cancel context.CancelFunc
@@ -33,7 +33,7 @@ type Daemon struct {
 // Start opens a daemon over a new temp data directory, configured as o says
 // (its data directory, admin password, logger and output are Start's), and
 // serves it until Close.
-func Start(ctx context.Context, o server.Options) (*Daemon, error) {
+func Start(ctx context.Context, o daemon.Options) (*Daemon, error) {
 	dir, err := os.MkdirTemp("", "netdisk-bench-data-")
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func Start(ctx context.Context, o server.Options) (*Daemon, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	o.DataDir, o.AdminPass = filepath.Join(dir, "data"), AdminPass
 	o.Logger, o.Out = slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard
-	sd, err := server.Open(ctx, o)
+	sd, err := daemon.Open(ctx, o)
 	if err != nil {
 		cancel()
 		os.RemoveAll(dir)

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"sync"
@@ -29,6 +28,7 @@ import (
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/server"
 	"netdisk/upload"
 )
 
@@ -97,11 +97,11 @@ type Options struct {
 	// AsyncRecheck is how often an agent's work stream re-reads its work;
 	// 0 means api.DefaultAsyncRecheck.
 	AsyncRecheck time.Duration
-	// Conns bound the public listener's connections (connlimit.go); zero
-	// fields take DefaultConnLimits.
-	Conns ConnLimits
+	// Conns bound the public listener's connections (server/connlimit.go); zero
+	// fields take server.DefaultConnLimits.
+	Conns server.ConnLimits
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
-	// X-Forwarded-Proto are believed (Config.TrustedProxies).
+	// X-Forwarded-Proto are believed (server.Config.TrustedProxies).
 	TrustedProxies []netip.Prefix
 }
 
@@ -110,7 +110,7 @@ type Daemon struct {
 	Drive  *drive.Drive
 	Meta   *meta.SQLStore
 	Upload *upload.Service
-	Server *Server
+	Server *server.Server
 	Quota  *quota.Guard
 	Locks  *lock.Manager
 	Async  *async.Service
@@ -354,14 +354,14 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	// A deleted user's async downloads end with the account.
 	d.OnUserDeleted(as.PurgeOwner)
-	sc := Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
+	sc := server.Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
 		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}
-	srv := New(sc)
+	srv := server.New(sc)
 	if c, ok := blobs.(*dedup.Cache); ok {
-		srv.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		srv.Metrics().Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "netdisk_chunk_cache_fetches_total",
 			Help: "Chunks the read cache fetched from the shared chunk store (misses this node fetched itself).",
 		}, func() float64 { return float64(c.Fetches()) }))
@@ -434,34 +434,28 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // when it returns.
 func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	log := d.opts.Logger
-	hs := d.Server.HTTPServer(ln.Addr().String())
 	addr := ln.Addr().String()
-	fds := RaiseFDLimit()
-	limits := DefaultConnLimits(d.opts.Conns, fds)
-	cl := newConnLimiter(limits, log, d.Server.metrics.connShed)
-	d.Server.metrics.watchConns(cl)
-	hs.ConnState, hs.ConnContext = cl.connState, connContext
-	ln = cl.listener(ln)
+	pub := d.Server.Listen(ln, d.opts.Conns)
 	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/",
-		"fd_limit", fds, "max_conns", limits.Max, "max_conns_per_addr", limits.PerAddr)
+		"fd_limit", pub.FDLimit, "max_conns", pub.Limits.Max, "max_conns_per_addr", pub.Limits.PerAddr)
 	if d.opts.MetricsListen != "" {
 		// Before the ready file: once it exists, everything listens.
 		stopMetrics, err := serveMetrics(d.opts.MetricsListen, d.Server.MetricsHandler(), log)
 		if err != nil {
-			ln.Close()
+			pub.Close()
 			return err
 		}
 		defer stopMetrics()
 	}
 	if d.opts.ReadyFile != "" {
 		if err := os.WriteFile(d.opts.ReadyFile, []byte(addr), 0o600); err != nil {
-			ln.Close()
+			pub.Close()
 			return err
 		}
 	}
 	crashpoint.Arm() // a crash test's count starts once the daemon serves
 	if err := d.startBackground(ctx); err != nil {
-		ln.Close()
+		pub.Close()
 		return err
 	}
 	// Runs after the HTTP server stopped (below): no request and no loop
@@ -470,30 +464,12 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	if d.opts.Pprof != "" {
 		ps, err := pprofserve.Start(ctx, d.opts.Pprof, log)
 		if err != nil {
-			ln.Close()
+			pub.Close()
 			return err
 		}
 		defer ps.Close()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	d.Server.EndStreams()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		log.Warn("shutdown", "err", err)
-		hs.Close()
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return pub.Serve(ctx)
 }
 
 // pruneWebSessions ends the web sessions past their expiry that nobody came

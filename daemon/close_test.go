@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 // daemonPackages are the packages whose goroutines a closed daemon must
 // have ended.
-var daemonPackages = []string{"netdisk/server.", "netdisk/drive.", "netdisk/dedup.", "netdisk/lock.",
+var daemonPackages = []string{"netdisk/daemon.", "netdisk/server.", "netdisk/drive.", "netdisk/dedup.", "netdisk/lock.",
 	"netdisk/async.", "netdisk/upload.", "netdisk/quota.", "netdisk/meta.", "netdisk/dav.", "netdisk/davlock."}
 
 // A daemon closed while reads hang on a stalled S3 (its read cache's
