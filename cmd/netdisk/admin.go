@@ -24,6 +24,11 @@ func init() { extraCommands = append(extraCommands, newAdminCmd) }
 // missing chunks (1 stays "the command itself failed").
 const exitFsckProblems = 2
 
+// exitUsage is the status of a command refused for how it was called (a
+// destructive one without --yes and no terminal to ask on): 2, the usage
+// error of most tools, so a script can tell it from a failure of the call.
+const exitUsage = 2
+
 // adminEnv is what every admin subcommand shares: the connection flags.
 type adminEnv struct {
 	conn clientFlags
@@ -164,11 +169,12 @@ func (e *adminEnv) newPasswordClient(cmd *cobra.Command, flagValue, name string)
 	return pw, c, nil
 }
 
-// confirm asks a yes/no question on a terminal; off a terminal (scripts) the
-// command line is taken as the decision.
+// confirm asks a yes/no question on the terminal behind stdin; callers
+// refuse before calling it when there is none (a missing answer is never a
+// yes).
 func confirm(cmd *cobra.Command, question string) (bool, error) {
 	if !stdinIsTerminal() {
-		return true, nil
+		return false, errors.New("stdin is not a terminal to ask on")
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
