@@ -57,7 +57,7 @@ Sizes are written as people write them: 500MB, 10GiB, 1.5TB (0 or
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	env.conn.register(cmd)
+	env.conn.addFlags(cmd)
 	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd())
 	friendlyErrors(cmd)
 	return cmd
@@ -104,24 +104,14 @@ func friendly(err error) error {
 	return err
 }
 
-// client returns a connection as the admin, asking for the password on a
-// terminal when neither the flag nor NETDISK_PASSWORD gives one.
+// client returns a connection as the admin (user "admin" unless named),
+// asking for the password on a terminal when neither the flag nor
+// NETDISK_PASSWORD gives one (clientFlags.credentials).
 func (e *adminEnv) client(cmd *cobra.Command) (*client.Client, error) {
-	c := e.conn.client()
-	if c.User == "" {
-		c.User = "admin"
+	if err := e.conn.credentials(cmd, "admin"); err != nil {
+		return nil, err
 	}
-	if c.Password == "" {
-		if !stdinIsTerminal() {
-			return nil, fmt.Errorf("no password for %q: use --password or set NETDISK_PASSWORD", c.User)
-		}
-		p, err := readSecret(cmd.ErrOrStderr(), fmt.Sprintf("Password for %s at %s: ", c.User, c.Server))
-		if err != nil {
-			return nil, err
-		}
-		c.Password = p
-	}
-	return c, nil
+	return e.conn.client(), nil
 }
 
 func stdinIsTerminal() bool  { return term.IsTerminal(int(os.Stdin.Fd())) }
