@@ -47,7 +47,9 @@ func newServeCmd() *cobra.Command {
 chunk directory under --data, no other service needed.
 
 On first start with an empty data directory it creates the user "admin", with
-the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
+the password from NETDISK_ADMIN_PASSWORD or a random one printed once. Once
+the data directory has users the variable is ignored (the log says so):
+change a password with 'netdisk admin user passwd NAME'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
