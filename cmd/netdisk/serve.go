@@ -15,6 +15,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"netdisk/api"
 	"netdisk/async"
 	"netdisk/lock"
 	"netdisk/quota"
@@ -68,6 +69,11 @@ change a password with 'netdisk admin user passwd NAME'.`,
 				h = slog.NewJSONHandler(os.Stderr, hopts)
 			}
 			o.Logger = slog.New(h)
+			// First in the log, so every report of a problem says which
+			// build it came from; /api/v1/info tells clients the same.
+			v := readBuildVersion()
+			api.Version = v.Version
+			o.Logger.Info("netdisk starting", "version", v.Version, "revision", v.Revision, "modified", v.Modified, "go", v.Go)
 			cs, err := humanize.ParseBytes(chunkSize)
 			if err != nil || cs < 64<<10 || cs > 64<<20 {
 				return fmt.Errorf("--chunk-size %q: want a size between 64KiB and 64MiB", chunkSize)
