@@ -73,7 +73,11 @@ change a password with 'netdisk admin user passwd NAME'.`,
 			// build it came from; /api/v1/info tells clients the same.
 			v := readBuildVersion()
 			api.Version = v.Version
-			o.Logger.Info("netdisk starting", "version", v.Version, "revision", v.Revision, "modified", v.Modified, "go", v.Go)
+			attrs := []any{"version", v.Version}
+			if v.Revision != "" {
+				attrs = append(attrs, "revision", v.Revision, "modified", v.Modified)
+			}
+			o.Logger.Info("netdisk starting", append(attrs, "go", v.Go)...)
 			cs, err := humanize.ParseBytes(chunkSize)
 			if err != nil || cs < 64<<10 || cs > 64<<20 {
 				return fmt.Errorf("--chunk-size %q: want a size between 64KiB and 64MiB", chunkSize)
