@@ -69,15 +69,6 @@ change a password with 'netdisk admin user passwd NAME'.`,
 				h = slog.NewJSONHandler(os.Stderr, hopts)
 			}
 			o.Logger = slog.New(h)
-			// First in the log, so every report of a problem says which
-			// build it came from; /api/v1/info tells clients the same.
-			v := readBuildVersion()
-			api.Version = v.Version
-			attrs := []any{"version", v.Version}
-			if v.Revision != "" {
-				attrs = append(attrs, "revision", v.Revision, "modified", v.Modified)
-			}
-			o.Logger.Info("netdisk starting", append(attrs, "go", v.Go)...)
 			cs, err := humanize.ParseBytes(chunkSize)
 			if err != nil || cs < 64<<10 || cs > 64<<20 {
 				return fmt.Errorf("--chunk-size %q: want a size between 64KiB and 64MiB", chunkSize)
@@ -139,6 +130,16 @@ change a password with 'netdisk admin user passwd NAME'.`,
 			if o.TrustedProxies, err = server.ParseTrustedProxies(trusted); err != nil {
 				return fmt.Errorf("--trusted-proxies: %w", err)
 			}
+			// First in the log once the flags are accepted (a refused flag
+			// stays a one-line answer), so every report of a problem says
+			// which build it came from; /api/v1/info tells clients the same.
+			v := readBuildVersion()
+			api.Version = v.Version
+			attrs := []any{"version", v.Version}
+			if v.Revision != "" {
+				attrs = append(attrs, "revision", v.Revision, "modified", v.Modified)
+			}
+			o.Logger.Info("netdisk starting", append(attrs, "go", v.Go)...)
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

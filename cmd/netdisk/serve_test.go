@@ -19,9 +19,10 @@ import (
 // exit 1 at start, and returns what it printed, trimmed.
 func serveRefused(t *testing.T, data string, args ...string) string {
 	t.Helper()
+	bin := testutil.Binary(t) // built first: the build is not the daemon's start
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testutil.Binary(t), append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
