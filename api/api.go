@@ -22,7 +22,8 @@ import (
 	"netdisk/upload"
 )
 
-// Version is reported by /api/v1/info; set at build time.
+// Version is reported by /api/v1/info; netdisk serve sets it from the
+// binary's build information.
 var Version = "dev"
 
 // MaxJSONBody bounds every JSON request body.

@@ -378,8 +378,16 @@ func closeRedis(rdb *redis.Client) {
 // ensureAdmin creates the user "admin" when there are no users at all.
 func ensureAdmin(ctx context.Context, d *drive.Drive, m meta.Users, o Options) error {
 	users, err := m.ListUsers(ctx)
-	if err != nil || len(users) > 0 {
+	if err != nil {
 		return err
+	}
+	if len(users) > 0 {
+		if o.AdminPass != "" {
+			// Said, not silently ignored: someone who set it expects to
+			// sign in with it, and would otherwise only see a 401.
+			o.Logger.Warn("NETDISK_ADMIN_PASSWORD ignored: it sets the first admin's password on an empty data directory, and this one has users; change a password with `netdisk admin user passwd NAME`", "users", len(users))
+		}
+		return nil
 	}
 	pass, printed := o.AdminPass, false
 	if pass == "" {

@@ -24,6 +24,11 @@ func init() { extraCommands = append(extraCommands, newAdminCmd) }
 // missing chunks (1 stays "the command itself failed").
 const exitFsckProblems = 2
 
+// exitUsage is the status of a command refused for how it was called (a
+// destructive one without --yes and no terminal to ask on): 2, the usage
+// error of most tools, so a script can tell it from a failure of the call.
+const exitUsage = 2
+
 // adminEnv is what every admin subcommand shares: the connection flags.
 type adminEnv struct {
 	conn clientFlags
@@ -52,7 +57,7 @@ Sizes are written as people write them: 500MB, 10GiB, 1.5TB (0 or
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	env.conn.register(cmd)
+	env.conn.addFlags(cmd)
 	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd())
 	friendlyErrors(cmd)
 	return cmd
@@ -99,24 +104,14 @@ func friendly(err error) error {
 	return err
 }
 
-// client returns a connection as the admin, asking for the password on a
-// terminal when neither the flag nor NETDISK_PASSWORD gives one.
+// client returns a connection as the admin (user "admin" unless named),
+// asking for the password on a terminal when neither the flag nor
+// NETDISK_PASSWORD gives one (clientFlags.credentials).
 func (e *adminEnv) client(cmd *cobra.Command) (*client.Client, error) {
-	c := e.conn.client()
-	if c.User == "" {
-		c.User = "admin"
+	if err := e.conn.credentials(cmd, "admin"); err != nil {
+		return nil, err
 	}
-	if c.Password == "" {
-		if !stdinIsTerminal() {
-			return nil, fmt.Errorf("no password for %q: use --password or set NETDISK_PASSWORD", c.User)
-		}
-		p, err := readSecret(cmd.ErrOrStderr(), fmt.Sprintf("Password for %s at %s: ", c.User, c.Server))
-		if err != nil {
-			return nil, err
-		}
-		c.Password = p
-	}
-	return c, nil
+	return e.conn.client(), nil
 }
 
 func stdinIsTerminal() bool  { return term.IsTerminal(int(os.Stdin.Fd())) }
@@ -164,11 +159,12 @@ func (e *adminEnv) newPasswordClient(cmd *cobra.Command, flagValue, name string)
 	return pw, c, nil
 }
 
-// confirm asks a yes/no question on a terminal; off a terminal (scripts) the
-// command line is taken as the decision.
+// confirm asks a yes/no question on the terminal behind stdin; callers
+// refuse before calling it when there is none (a missing answer is never a
+// yes).
 func confirm(cmd *cobra.Command, question string) (bool, error) {
 	if !stdinIsTerminal() {
-		return true, nil
+		return false, errors.New("stdin is not a terminal to ask on")
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')

@@ -247,23 +247,23 @@ func TestAdminUserRoundTrip(t *testing.T) {
 	if !listUsers(t, d)["root2"].Admin {
 		t.Fatal("root2 was not made an admin")
 	}
-	failCLI(t, d, nil, 1, "your own account", "admin", "user", "del", "admin")
-	mustCLI(t, d, "admin", "user", "del", "bob")
+	failCLI(t, d, nil, 1, "your own account", "admin", "user", "del", "--yes", "admin")
+	mustCLI(t, d, "admin", "user", "del", "--yes", "bob")
 	if _, ok := listUsers(t, d)["bob"]; ok {
 		t.Fatal("bob still listed after del")
 	}
 	if st := davStatus(t, d, "PROPFIND", "/", "bob", "bob-pass-2", nil); st != http.StatusUnauthorized {
 		t.Errorf("deleted bob PROPFIND: %d, want 401", st)
 	}
-	failCLI(t, d, nil, 1, `no such user "bob"`, "admin", "user", "del", "bob")
+	failCLI(t, d, nil, 1, `no such user "bob"`, "admin", "user", "del", "--yes", "bob")
 	failCLI(t, d, nil, 1, `no such user "bob"`, "admin", "user", "passwd", "bob", "--password", "x")
 
 	// root2 removes admin, then is the last admin and cannot remove itself.
 	root2 := map[string]string{"NETDISK_USER": "root2", "NETDISK_PASSWORD": "root2-pass"}
-	if r := runCLI(t, d, root2, "admin", "user", "del", "admin"); r.code != 0 {
+	if r := runCLI(t, d, root2, "admin", "user", "del", "--yes", "admin"); r.code != 0 {
 		t.Fatalf("root2 deleting admin: %d %s", r.code, r.stderr)
 	}
-	failCLI(t, d, root2, 1, "your own account", "admin", "user", "del", "root2")
+	failCLI(t, d, root2, 1, "your own account", "admin", "user", "del", "--yes", "root2")
 	if r := runCLI(t, d, root2, "admin", "user", "list", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"root2"`) {
 		t.Fatalf("root2 lost access: %d %s", r.code, r.stderr)
 	}
@@ -277,7 +277,7 @@ func TestAdminErrorsAreClearOneLiners(t *testing.T) {
 	failCLI(t, d, map[string]string{"NETDISK_USER": "nobody", "NETDISK_PASSWORD": "wrong"}, 1, "wrong user name or password", "admin", "stats")
 	// A non-admin is told so, for every kind of call.
 	carol := map[string]string{"NETDISK_USER": "carol", "NETDISK_PASSWORD": "carol-pass"}
-	for _, args := range [][]string{{"stats"}, {"gc"}, {"fsck"}, {"user", "list"}, {"user", "add", "eve", "--password", "p"}, {"user", "del", "admin"}} {
+	for _, args := range [][]string{{"stats"}, {"gc"}, {"fsck"}, {"user", "list"}, {"user", "add", "eve", "--password", "p"}, {"user", "del", "--yes", "admin"}} {
 		failCLI(t, d, carol, 1, "admin rights required", append([]string{"admin"}, args...)...)
 	}
 	if _, ok := listUsers(t, d)["eve"]; ok {
@@ -521,8 +521,47 @@ func TestAdminUserNamesIgnoreCase(t *testing.T) {
 	if st := davStatus(t, d, "PROPFIND", "/", "ALICE", "other-pass", nil); st != http.StatusUnauthorized {
 		t.Fatalf("ALICE with the refused account's password: %d, want 401", st)
 	}
-	mustCLI(t, d, "admin", "user", "del", "ALICE")
+	mustCLI(t, d, "admin", "user", "del", "--yes", "ALICE")
 	if _, ok := listUsers(t, d)["alice"]; ok {
 		t.Fatal("alice still listed after `del ALICE`")
+	}
+}
+
+// TestAdminUserDelConfirms: deleting a user cannot be undone, so `user del`
+// never takes a missing answer as a yes. Without a terminal it refuses in
+// one line with exit 2 unless --yes is given, before asking the server
+// anything; on a terminal it asks, and only "y" deletes.
+func TestAdminUserDelConfirms(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	for _, name := range []string{"bob", "carl"} {
+		mustCLI(t, d, "admin", "user", "add", name, "--password", name+"-pass")
+	}
+	exists := func(name string) bool { _, ok := listUsers(t, d)[name]; return ok }
+
+	// Off a terminal, with or without the admin's password at hand, and by
+	// every name of the command.
+	for _, env := range []map[string]string{nil, {"NETDISK_PASSWORD": ""}} {
+		for _, verb := range []string{"del", "delete", "rm"} {
+			failCLI(t, d, env, 2, `not deleting user "bob" without confirmation: stdin is not a terminal to ask on (add --yes)`, "admin", "user", verb, "bob")
+		}
+	}
+	if !exists("bob") {
+		t.Fatal("bob was deleted without --yes and without a terminal")
+	}
+	mustCLI(t, d, "admin", "user", "del", "--yes", "bob")
+	if exists("bob") {
+		t.Fatal("bob still listed after del --yes")
+	}
+
+	// On a terminal: asked, and anything but y keeps the user.
+	admin := map[string]string{"NETDISK_SERVER": d.URL, "NETDISK_USER": "admin", "NETDISK_PASSWORD": d.AdminPass}
+	const question = `Delete user "carl" and all their files? [y/N]`
+	out, code := onTerminal(t, admin, "admin user del carl", [2]string{question, "n"})
+	if code != 1 || !strings.Contains(out, "not deleted") || !exists("carl") {
+		t.Fatalf("answering n: exit %d, output %q, carl listed %v", code, out, exists("carl"))
+	}
+	out, code = onTerminal(t, admin, "admin user del carl", [2]string{question, "y"})
+	if code != 0 || !strings.Contains(out, "deleted user carl") || exists("carl") {
+		t.Fatalf("answering y: exit %d, output %q, carl listed %v", code, out, exists("carl"))
 	}
 }

@@ -136,12 +136,18 @@ func newUserDelCmd(env *adminEnv) *cobra.Command {
 		Short:   "Delete a user and all their files",
 		Long: `Delete a user with all their files. Chunks no one else references are freed
 by the next gc. You cannot delete your own account nor the last admin.
-On a terminal you are asked to confirm (skip with --yes).`,
+On a terminal you are asked to confirm (skip with --yes); without a terminal
+(a script, a pipe) --yes is required.`,
 		Example: `  netdisk admin user del alice
   netdisk admin user del alice --yes`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if !yes && !stdinIsTerminal() {
+				// Deleting a user cannot be undone: a script must say so
+				// itself rather than have the missing prompt taken as a yes.
+				return &exitError{code: exitUsage, err: fmt.Errorf("not deleting user %q without confirmation: stdin is not a terminal to ask on (add --yes)", name)}
+			}
 			c, err := env.client(cmd)
 			if err != nil {
 				return err

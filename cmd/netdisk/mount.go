@@ -91,7 +91,8 @@ others wait for it and read it from the shared cache. --node names the mount
 			return runMount(cmd.Context(), cf, args[0], cacheDir, int64(size), ttl, timeout, prefetch, lockNode, writeBack)
 		},
 	}
-	cf.register(cmd)
+	cf.addFlags(cmd)
+	cf.passwordFlags = "--password-file"
 	f := cmd.Flags()
 	defCache := filepath.Join(os.TempDir(), "netdisk-cache")
 	if d, err := os.UserCacheDir(); err == nil {
@@ -114,8 +115,9 @@ others wait for it and read it from the shared cache. --node names the mount
 
 // mountPassword picks the password so that it need not show in ps: a
 // mount runs for days, and its command line is readable by every user.
-// In order: --password (with a warning), --password-file,
-// NETDISK_PASSWORD, a prompt when stdin is a terminal.
+// In order: --password (with a warning), --password-file, then as every
+// client command (clientFlags.credentials): NETDISK_PASSWORD, a prompt when
+// stdin is a terminal, else no mount.
 func mountPassword(cmd *cobra.Command, cf *clientFlags, file string) error {
 	switch {
 	case cmd.Flags().Changed("password"):
@@ -131,16 +133,8 @@ func mountPassword(cmd *cobra.Command, cf *clientFlags, file string) error {
 		if cf.password = strings.TrimSuffix(line, "\r"); cf.password == "" {
 			return fmt.Errorf("--password-file %s: the first line is empty", file)
 		}
-	case os.Getenv("NETDISK_PASSWORD") != "":
-	case stdinIsTerminal():
-		c := cf.client()
-		p, err := readSecret(cmd.ErrOrStderr(), fmt.Sprintf("Password for %s at %s: ", c.User, c.Server))
-		if err != nil {
-			return err
-		}
-		cf.password = p
 	}
-	return nil
+	return cf.credentials(cmd, "")
 }
 
 // lockNode, when not empty, coordinates chunk fetches with the other mounts

@@ -30,7 +30,9 @@ func Run(args []string) error {
 		Short:         "netdisk — a self-hosted network drive (WebDAV, FUSE, chunked uploads)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readBuildVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newServeCmd())
 	for _, add := range extraCommands {
 		root.AddCommand(add())

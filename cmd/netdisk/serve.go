@@ -15,6 +15,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"netdisk/api"
 	"netdisk/async"
 	"netdisk/daemon"
 	"netdisk/lock"
@@ -48,7 +49,9 @@ func newServeCmd() *cobra.Command {
 chunk directory under --data, no other service needed.
 
 On first start with an empty data directory it creates the user "admin", with
-the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
+the password from NETDISK_ADMIN_PASSWORD or a random one printed once. Once
+the data directory has users the variable is ignored (the log says so):
+change a password with 'netdisk admin user passwd NAME'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
@@ -128,6 +131,16 @@ the password from NETDISK_ADMIN_PASSWORD or a random one printed once.`,
 			if o.TrustedProxies, err = server.ParseTrustedProxies(trusted); err != nil {
 				return fmt.Errorf("--trusted-proxies: %w", err)
 			}
+			// First in the log once the flags are accepted (a refused flag
+			// stays a one-line answer), so every report of a problem says
+			// which build it came from; /api/v1/info tells clients the same.
+			v := readBuildVersion()
+			api.Version = v.Version
+			attrs := []any{"version", v.Version}
+			if v.Revision != "" {
+				attrs = append(attrs, "revision", v.Revision, "modified", v.Modified)
+			}
+			o.Logger.Info("netdisk starting", append(attrs, "go", v.Go)...)
 			o.AdminPass = os.Getenv("NETDISK_ADMIN_PASSWORD")
 			o.Out = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

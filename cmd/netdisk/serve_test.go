@@ -19,9 +19,10 @@ import (
 // exit 1 at start, and returns what it printed, trimmed.
 func serveRefused(t *testing.T, data string, args ...string) string {
 	t.Helper()
+	bin := testutil.Binary(t) // built first: the build is not the daemon's start
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testutil.Binary(t), append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -83,4 +84,58 @@ func TestServeTrustedProxiesFlag(t *testing.T) {
 		}
 	}
 	testutil.StartDaemon(t, "--trusted-proxies", "127.0.0.1,10.0.0.0/8,::1")
+}
+
+// NETDISK_ADMIN_PASSWORD only sets the first admin's password, on an empty
+// data directory. Set on a later start it is ignored, and the daemon says
+// so in one log line instead of leaving the user to a 401; unset, or on the
+// first start, nothing is said.
+func TestServeSaysAdminPasswordIgnored(t *testing.T) {
+	const ignored = "NETDISK_ADMIN_PASSWORD ignored"
+	data := t.TempDir()
+	launch := func(pass string) *testutil.Daemon {
+		t.Helper()
+		d, err := testutil.LaunchDaemon(context.Background(), testutil.DaemonConfig{Bin: testutil.Binary(t), DataDir: data, AdminPass: pass, LogLevel: "info"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Stop)
+		return d
+	}
+	signIn := func(d *testutil.Daemon, pass string) error {
+		_, err := client.New(d.URL, "admin", pass).Quota(context.Background())
+		return err
+	}
+
+	d := launch("first-pass")
+	if strings.Contains(d.Logs(), ignored) {
+		t.Fatalf("first start on an empty data directory said the password was ignored:\n%s", d.Logs())
+	}
+	if err := signIn(d, "first-pass"); err != nil {
+		t.Fatalf("admin with the first password: %v", err)
+	}
+	d.Stop()
+
+	d = launch("second-pass")
+	var lines []string
+	for _, l := range strings.Split(d.Logs(), "\n") {
+		if strings.Contains(l, ignored) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "netdisk admin user passwd") {
+		t.Fatalf("restart with another NETDISK_ADMIN_PASSWORD: want one warning saying it is ignored and how to change a password, got %q\n%s", lines, d.Logs())
+	}
+	if err := signIn(d, "second-pass"); client.StatusOf(err) != 401 {
+		t.Fatalf("admin with the ignored password: %v, want 401", err)
+	}
+	if err := signIn(d, "first-pass"); err != nil {
+		t.Fatalf("admin with the first password after the restart: %v", err)
+	}
+	d.Stop()
+
+	d = launch("")
+	if strings.Contains(d.Logs(), ignored) {
+		t.Fatalf("restart without NETDISK_ADMIN_PASSWORD said it was ignored:\n%s", d.Logs())
+	}
 }
