@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"netdisk/apitype"
-	"netdisk/internal/testutil"
 	"netdisk/server"
+	"netdisk/testutil"
 )
 
 // Shared-cache pulls against the daemon's own code in process (server.Open,

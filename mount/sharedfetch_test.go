@@ -15,9 +15,9 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/mount"
 	"netdisk/server"
+	"netdisk/testutil"
 )
 
 // Mounts sharing a cache wait for a chunk behind a holder that cached it and

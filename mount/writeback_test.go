@@ -21,6 +21,7 @@ import (
 	"netdisk/chunker"
 	"netdisk/client"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // gatedBackend is the real HTTP backend whose uploads wait until the test
@@ -100,7 +101,7 @@ func (g *gatedBackend) openOnce() {
 // holds the same bytes.
 func TestWriteBackCloseToOpen(t *testing.T) {
 	e, g, clk := setupWriteBack(t)
-	data := randBytes(3*testChunk + 5)
+	data := testutil.RandBytes(3*testChunk + 5)
 	small := []byte("small file\n")
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "big.bin"), data, 0o644))
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "small.txt"), small, 0o600))
@@ -142,7 +143,7 @@ func TestWriteBackFsyncWaits(t *testing.T) {
 	e, g, _ := setupWriteBack(t)
 	g.open()
 	for i := 0; i < 5; i++ {
-		data := randBytes(testChunk*i + 100)
+		data := testutil.RandBytes(testChunk*i + 100)
 		name := fmt.Sprintf("f%d", i)
 		f, err := os.Create(filepath.Join(e.mnt, name))
 		mustNil(t, err)
@@ -183,7 +184,7 @@ func TestWriteBackNamesWaitForData(t *testing.T) {
 	}
 	g.open()
 	for i := 0; i < 20; i++ {
-		b := randBytes(100 + i*testChunk/4)
+		b := testutil.RandBytes(100 + i*testChunk/4)
 		p := fmt.Sprintf("d/sub/f%02d", i)
 		if i == 0 {
 			mustNil(t, os.Mkdir(filepath.Join(m, "d", "sub"), 0o755))
@@ -217,7 +218,7 @@ func TestWriteBackUnmountUploads(t *testing.T) {
 	e, g, _ := setupWriteBack(t)
 	want := map[string][]byte{}
 	for i := 0; i < 30; i++ {
-		b := randBytes(50 + i)
+		b := testutil.RandBytes(50 + i)
 		p := fmt.Sprintf("/u%02d", i)
 		mustNil(t, os.WriteFile(e.mnt+p, b, 0o644))
 		want[p] = b
@@ -244,7 +245,7 @@ func TestWriteBackErrorAtFsync(t *testing.T) {
 	e.c = client.New(e.d.URL, "dave", "dave-pass")
 	e.mount(func(o *mount.Options) { o.WriteBack = true })
 	p := filepath.Join(e.mnt, "big.bin")
-	data := randBytes(12 * testChunk)
+	data := testutil.RandBytes(12 * testChunk)
 	mustNil(t, os.WriteFile(p, data, 0o644)) // close does not wait for the refusal
 	e.syncAll(t)                             // the background upload has been refused
 	if got := mustRead(t, p); !bytes.Equal(got, data) {
@@ -294,7 +295,7 @@ func TestWriteBackRecovery(t *testing.T) {
 		}
 	}
 	clk.Add(time.Hour) // the mount sees the server's files
-	fresh, old, changed := randBytes(3*testChunk+1), []byte("new old"), []byte("ours")
+	fresh, old, changed := testutil.RandBytes(3*testChunk+1), []byte("new old"), []byte("ours")
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "fresh"), fresh, 0o640))
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "old"), old, 0o644))
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "changed"), changed, 0o644))

@@ -36,8 +36,8 @@ import (
 	"netdisk/bench/internal/inproc"
 	"netdisk/client"
 	"netdisk/drive"
-	"netdisk/internal/testutil"
 	"netdisk/server"
+	"netdisk/testutil"
 )
 
 func main() {

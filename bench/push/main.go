@@ -40,8 +40,8 @@ import (
 	"netdisk/bench/internal/inproc"
 	"netdisk/chunker"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/server"
+	"netdisk/testutil"
 )
 
 func main() {

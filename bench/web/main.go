@@ -27,8 +27,8 @@ import (
 	"netdisk/bench/internal/benchdata"
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
-	"netdisk/internal/testutil"
 	"netdisk/server"
+	"netdisk/testutil"
 	"netdisk/web/browsertest"
 )
 

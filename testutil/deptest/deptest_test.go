@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/deptest"
+	"netdisk/testutil/deptest"
 )
 
 // forbidden is what the client side must not link: the storage engines and

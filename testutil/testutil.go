@@ -49,7 +49,7 @@ var (
 // RepoRoot returns the module root.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), ".."))
 }
 
 // BuildBinary compiles cmd/netdisk into dir and returns its path.
