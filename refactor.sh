@@ -28,6 +28,7 @@ mv_pkg() {
 mv_pkg internal/testutil testutil
 mv_pkg internal/deptest testutil/deptest
 mv_pkg internal/testenv drive/drivetest
+if [ -f drive/drivetest/testenv.go ]; then git mv drive/drivetest/testenv.go drive/drivetest/drivetest.go; fi
 
 # The rig finds the module root from its own file: one folder up now.
 perl -pi -e 's/filepath\.Join\(filepath\.Dir\(file\), "\.\.", "\.\."\)/filepath.Join(filepath.Dir(file), "..")/' testutil/testutil.go
