@@ -51,15 +51,6 @@ func (g *gatedBackend) open() {
 	g.mu.Unlock()
 }
 
-// clock is a settable clock for the mount's TTLs.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-func newClock() *clock               { return &clock{now: time.Now()} }
 func (e *env) serverHas(p string) bool {
 	_, err := e.c.Stat(context.Background(), p)
 	return err == nil
@@ -74,8 +65,8 @@ func mustNil(t *testing.T, err error) {
 
 // setupWriteBack mounts with write-back, uploads held at a gate, and a clock
 // the test moves past the TTLs.
-func setupWriteBack(t *testing.T) (*env, *gatedBackend, *clock) {
-	clk := newClock()
+func setupWriteBack(t *testing.T) (*env, *gatedBackend, *testutil.Clock) {
+	clk := testutil.NewClock(time.Now())
 	var g *gatedBackend
 	e := setup(t, func(o *mount.Options) {
 		g = &gatedBackend{HTTPBackend: o.Backend.(*mount.HTTPBackend), gate: make(chan struct{})}
@@ -109,7 +100,7 @@ func TestWriteBackCloseToOpen(t *testing.T) {
 		t.Fatal("the server has a file whose upload is held at the gate: close waited for it")
 	}
 	for round := 0; round < 2; round++ {
-		clk.Add(time.Hour) // every name, attribute and listing is stale now
+		clk.Advance(time.Hour) // every name, attribute and listing is stale now
 		if got := mustRead(t, filepath.Join(e.mnt, "big.bin")); !bytes.Equal(got, data) {
 			t.Fatalf("round %d: read back %d bytes, want the %d written", round, len(got), len(data))
 		}
@@ -131,7 +122,7 @@ func TestWriteBackCloseToOpen(t *testing.T) {
 	if n, err := e.c.Stat(context.Background(), "/small.txt"); err != nil || n.Mode&0o777 != 0o600 {
 		t.Fatalf("small.txt on the server: mode %o, %v (the create's mode is stored with the upload)", n.Mode, err)
 	}
-	clk.Add(time.Hour)
+	clk.Advance(time.Hour)
 	if got := mustRead(t, filepath.Join(e.mnt, "big.bin")); !bytes.Equal(got, data) {
 		t.Fatal("after the upload the mount reads other bytes")
 	}
@@ -280,7 +271,7 @@ func TestWriteBackRecovery(t *testing.T) {
 	mustNil(t, os.WriteFile(filepath.Join(live.Dir, "stage-1.wb"), []byte(`{"path":"/live"}`), 0o600))
 	mustNil(t, os.WriteFile(filepath.Join(live.Dir, "stage-1"), []byte("live"), 0o600))
 
-	clk := newClock()
+	clk := testutil.NewClock(time.Now())
 	var g *gatedBackend
 	e := setup(t, func(o *mount.Options) {
 		g = &gatedBackend{HTTPBackend: o.Backend.(*mount.HTTPBackend), gate: make(chan struct{})}
@@ -294,7 +285,7 @@ func TestWriteBackRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk.Add(time.Hour) // the mount sees the server's files
+	clk.Advance(time.Hour) // the mount sees the server's files
 	fresh, old, changed := testutil.RandBytes(3*testChunk+1), []byte("new old"), []byte("ours")
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "fresh"), fresh, 0o640))
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "old"), old, 0o644))
