@@ -2,6 +2,10 @@
 // loopback port with a temp data dir, redis-server processes, and checks for
 // external tools. Under CI=true a missing tool fails the test instead of
 // skipping it.
+//
+// It imports no netdisk package, so the tests of every layer can use it, and
+// only tests, other rigs and benchmarks link it (testutil/deptest's layer
+// test checks both).
 package testutil
 
 import (
