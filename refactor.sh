@@ -67,6 +67,9 @@ sub 's{(?<![.\w])randBytes\(}{testutil.RandBytes(}g; s{(?<![.\w])md5hex\(}{testu
 mapfile -t metatest < <(git ls-files -co --exclude-standard 'meta/metatest/*.go')
 sub 's{// clock is the suite.s injected time\.\ntype clock struct \{\n.*?\n\}\n\nfunc \(c \*clock\) Now\(\)[^\n]*\n\nfunc \(c \*clock\) Advance\([^\n]*\n\n}{}s; s{\*clock\b}{*testutil.Clock}g; s{&clock\{t: (\w+)\}}{testutil.NewClock($1)}g' "${metatest[@]}"
 
+# And in the mount's write-back tests.
+sub 's{// clock is a settable clock for the mount.s TTLs\.\ntype clock struct \{\n.*?\n\}\n\nfunc \(c \*clock\) Now\(\)[^\n]*\nfunc \(c \*clock\) Add\([^\n]*\nfunc newClock\(\)[^\n]*\n}{}s && (s{\*clock\b}{*testutil.Clock}g, s{\bnewClock\(\)}{testutil.NewClock(time.Now())}g, s{\bclk\.Add\(}{clk.Advance(}g)' mount/writeback_test.go
+
 # A file that now names testutil imports it: beside its other netdisk
 # imports, or as a group of its own (goimports sorts the groups).
 if [ ${#changed[@]} -gt 0 ]; then
