@@ -12,7 +12,7 @@ import (
 	"netdisk/api"
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // call sends a JSON request to the real daemon and returns status and body.

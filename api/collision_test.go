@@ -11,7 +11,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/chunker"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 func sha256hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
@@ -59,7 +59,7 @@ func (x *tester) protoPush(user, path string, b []byte, sha bool) {
 				continue
 			}
 			c := chunkAt(b, i)
-			q := map[string]any{"uploadId": in.UploadID, "index": i, "hash": md5hex(c)}
+			q := map[string]any{"uploadId": in.UploadID, "index": i, "hash": testutil.MD5Hex(c)}
 			if sha {
 				q["sha256"] = sha256hex(c)
 			}
@@ -143,7 +143,7 @@ func TestMD5CollisionNeverSubstitutes(t *testing.T) {
 					x.sendAll(h, fmt.Sprintf("/b-%x.bin", B[128:136]), B)
 				}
 				if !whole {
-					A = append(A, randBytes(cs)...)
+					A = append(A, testutil.RandBytes(cs)...)
 				}
 				x.protoPush(user, path, A, sha)
 				check(user, path, A)
@@ -172,14 +172,14 @@ func TestMD5CollisionNeverSubstitutes(t *testing.T) {
 			in = x.init("alice", "/resumed2.bin", int64(len(B)))
 			x.put("alice", in.UploadID, B, 0)
 			var pa apitype.PatchHashResult
-			x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": md5hex(chunkAt(A, 0))}, &pa)
+			x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": testutil.MD5Hex(chunkAt(A, 0))}, &pa)
 			if pa.Exists {
 				t.Errorf("patchHash by MD5 alone on a held index = %+v, want exists false (send the bytes)", pa)
 			}
-			if st := x.call("alice", "PUT", chunkURL(in.UploadID, 0, md5hex(chunkAt(A, 0))), chunkAt(A, 0), nil); st != http.StatusConflict {
+			if st := x.call("alice", "PUT", chunkURL(in.UploadID, 0, testutil.MD5Hex(chunkAt(A, 0))), chunkAt(A, 0), nil); st != http.StatusConflict {
 				t.Errorf("A's chunk 0 on an index holding B's: %d, want 409", st)
 			}
-			st := x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": md5hex(chunkAt(A, 0)), "sha256": sha256hex(chunkAt(A, 0))}, nil)
+			st := x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": testutil.MD5Hex(chunkAt(A, 0)), "sha256": sha256hex(chunkAt(A, 0))}, nil)
 			if st != http.StatusConflict {
 				t.Errorf("patchHash naming A's chunk on an index holding B's: %d, want 409", st)
 			}
@@ -225,14 +225,14 @@ func TestInstantWithSHA256(t *testing.T) {
 	x := start(t, "--instant-upload=shared")
 	x.addUser("alice", 0)
 	x.addUser("bob", 0)
-	b := randBytes(2*cs + 99)
+	b := testutil.RandBytes(2*cs + 99)
 	x.sendAll("alice", "/orig.bin", b)
 	chunks := x.stats()
 	for _, user := range []string{"alice", "bob"} {
 		in := x.init(user, "/copy.bin", int64(len(b)))
 		for i := int64(0); i < in.TotalChunks; i++ {
 			var pa apitype.PatchHashResult
-			x.call(user, "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": i, "hash": md5hex(chunkAt(b, i)), "sha256": sha256hex(chunkAt(b, i))}, &pa)
+			x.call(user, "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": i, "hash": testutil.MD5Hex(chunkAt(b, i)), "sha256": sha256hex(chunkAt(b, i))}, &pa)
 			if !pa.Exists || (user == "alice") != (pa.Challenge == nil) {
 				t.Fatalf("%s: patchHash chunk %d = %+v", user, i, pa)
 			}
@@ -253,7 +253,7 @@ func TestInstantWithSHA256(t *testing.T) {
 	}
 	// A malformed sha256 is refused.
 	in := x.init("bob", "/bad.bin", int64(len(b)))
-	if st := x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": md5hex(chunkAt(b, 0)), "sha256": "XYZ"}, nil); st != 400 {
+	if st := x.call("bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": testutil.MD5Hex(chunkAt(b, 0)), "sha256": "XYZ"}, nil); st != 400 {
 		t.Fatalf("malformed sha256: %d, want 400", st)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"netdisk/chunker"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 const lockBody = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>t</D:owner></D:lockinfo>`

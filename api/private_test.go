@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // By default (private), another user's unique file is indistinguishable over
@@ -16,7 +16,7 @@ func TestPatchHashHidesOthersContent(t *testing.T) {
 	withLedgers(t, func(t *testing.T, x *tester, _ *testutil.Redis) {
 		x.addUser("alice", 0)
 		x.addUser("bob", 0)
-		secret := randBytes(2*cs + 7)
+		secret := testutil.RandBytes(2*cs + 7)
 		x.sendAll("alice", "/salary.txt", secret)
 		chunks := x.stats()
 		ask := func(b []byte) (answers []string) {
@@ -28,7 +28,7 @@ func TestPatchHashHidesOthersContent(t *testing.T) {
 			}
 			answers = append(answers, body)
 			for i := int64(0); i < in.TotalChunks; i++ {
-				st, body := x.raw("bob", "POST", "/api/v1/file/patchHash", jsonBody(map[string]any{"uploadId": in.UploadID, "index": i, "hash": md5hex(chunkAt(b, i)), "sha256": sha256hex(chunkAt(b, i))}), 0, nil)
+				st, body := x.raw("bob", "POST", "/api/v1/file/patchHash", jsonBody(map[string]any{"uploadId": in.UploadID, "index": i, "hash": testutil.MD5Hex(chunkAt(b, i)), "sha256": sha256hex(chunkAt(b, i))}), 0, nil)
 				if st != 200 {
 					t.Fatalf("patchHash chunk %d: %d %s", i, st, body)
 				}
@@ -36,7 +36,7 @@ func TestPatchHashHidesOthersContent(t *testing.T) {
 			}
 			return answers
 		}
-		held, unknown := ask(secret), ask(randBytes(len(secret)))
+		held, unknown := ask(secret), ask(testutil.RandBytes(len(secret)))
 		for i := range held {
 			if held[i] != unknown[i] {
 				t.Fatalf("answer %d: held-but-hidden %q, unknown %q", i, held[i], unknown[i])

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 type quotaBody struct {
@@ -71,7 +71,7 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 			t.Fatalf("init of 5 chunks under a 4-chunk quota: %d", st)
 		}
 		// WebDAV PUT with a Content-Length beyond the quota.
-		st, msg := x.raw("quinn", "PUT", "/dav/big.bin", randBytes(5*cs), 5*cs, nil)
+		st, msg := x.raw("quinn", "PUT", "/dav/big.bin", testutil.RandBytes(5*cs), 5*cs, nil)
 		if st != 507 || !strings.Contains(msg, "262144 bytes free") {
 			t.Fatalf("PUT of 5 chunks: %d %q, want 507 saying 262144 bytes free", st, msg)
 		}
@@ -79,12 +79,12 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 			t.Fatal("a refused PUT stored chunks")
 		}
 		// A PUT that fits.
-		if st, msg := x.raw("quinn", "PUT", "/dav/a.bin", randBytes(3*cs), 3*cs, nil); st != 201 {
+		if st, msg := x.raw("quinn", "PUT", "/dav/a.bin", testutil.RandBytes(3*cs), 3*cs, nil); st != 201 {
 			t.Fatalf("PUT of 3 chunks: %d %s", st, msg)
 		}
 		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Metadata: ec("a.bin"), Free: cs - ec("a.bin")})
 		// Chunked PUT (no length) beyond what is left: refused as it grows.
-		if st, msg := x.raw("quinn", "PUT", "/dav/c.bin", randBytes(2*cs), -1, nil); st != 507 {
+		if st, msg := x.raw("quinn", "PUT", "/dav/c.bin", testutil.RandBytes(2*cs), -1, nil); st != 507 {
 			t.Fatalf("chunked PUT of 2 chunks with 1 free: %d %s", st, msg)
 		}
 		if st, _ := x.raw("quinn", "GET", "/dav/c.bin", nil, 0, nil); st != 404 {
@@ -92,7 +92,7 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		}
 		x.wantQuota("quinn", quotaBody{Total: total, Finished: 3 * cs, Metadata: ec("a.bin"), Free: cs - ec("a.bin")})
 		// X-Expected-Entity-Length announces the size of a chunked body.
-		if st, _ := x.raw("quinn", "PUT", "/dav/d.bin", randBytes(2*cs), -1, map[string]string{"X-Expected-Entity-Length": "131072"}); st != 507 {
+		if st, _ := x.raw("quinn", "PUT", "/dav/d.bin", testutil.RandBytes(2*cs), -1, map[string]string{"X-Expected-Entity-Length": "131072"}); st != 507 {
 			t.Fatalf("chunked PUT announcing 2 chunks: %d", st)
 		}
 		// WebDAV COPY and API copy of 3 chunks with 1 free.
@@ -106,10 +106,10 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		// A chunked PUT that fits exactly, its entry included, is accepted
 		// and counted; one byte more is not.
 		last := cs - ec("a.bin") - ec("e.bin")
-		if st, msg := x.raw("quinn", "PUT", "/dav/e.bin", randBytes(int(last)+1), -1, nil); st != 507 {
+		if st, msg := x.raw("quinn", "PUT", "/dav/e.bin", testutil.RandBytes(int(last)+1), -1, nil); st != 507 {
 			t.Fatalf("chunked PUT one byte past the quota (its entry counted): %d %s", st, msg)
 		}
-		if st, msg := x.raw("quinn", "PUT", "/dav/e.bin", randBytes(int(last)), -1, nil); st != 201 {
+		if st, msg := x.raw("quinn", "PUT", "/dav/e.bin", testutil.RandBytes(int(last)), -1, nil); st != 201 {
 			t.Fatalf("chunked PUT of the last free bytes: %d %s", st, msg)
 		}
 		meta2 := ec("a.bin") + ec("e.bin")
@@ -122,14 +122,14 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		if st, _ := x.raw("quinn", "COPY", "/dav/e.bin", nil, 0, map[string]string{"Destination": x.d.URL + "/dav/f.bin"}); st != 201 {
 			t.Fatalf("COPY that fits: %d", st)
 		}
-		if st, _ := x.raw("quinn", "PUT", "/dav/f.bin", randBytes(10), 10, nil); st != 204 {
+		if st, _ := x.raw("quinn", "PUT", "/dav/f.bin", testutil.RandBytes(10), 10, nil); st != 204 {
 			t.Fatalf("overwrite: %d", st)
 		}
 		meta2 = ec("e.bin") + ec("f.bin")
 		x.wantQuota("quinn", quotaBody{Total: total, Finished: last + 10, Metadata: meta2, Free: total - last - 10 - meta2})
 		// Sessions reserve their declared size; the admin sees both figures.
 		in := x.init("quinn", "/s.bin", 2*cs)
-		x.put("quinn", in.UploadID, randBytes(2*cs), 0)
+		x.put("quinn", in.UploadID, testutil.RandBytes(2*cs), 0)
 		x.wantQuota("quinn", quotaBody{Total: total, Finished: last + 10, Metadata: meta2, Unfinished: cs, Uploading: 2 * cs, Free: total - last - 10 - meta2 - 2*cs})
 		var users struct {
 			Users []struct {
@@ -159,9 +159,9 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 func TestQuotaExactAfterKill(t *testing.T) {
 	withLedgers(t, func(t *testing.T, x *tester, _ *testutil.Redis) {
 		x.addUser("kim", 100*cs)
-		x.sendAll("kim", "/done.bin", randBytes(2*cs+5))
+		x.sendAll("kim", "/done.bin", testutil.RandBytes(2*cs+5))
 		in := x.init("kim", "/half.bin", 3*cs)
-		b := randBytes(3 * cs)
+		b := testutil.RandBytes(3 * cs)
 		x.put("kim", in.UploadID, b, 0)
 		x.put("kim", in.UploadID, b, 2)
 		// A PUT whose body never ends: its reservation is held when we kill.
@@ -175,7 +175,7 @@ func TestQuotaExactAfterKill(t *testing.T) {
 				resp.Body.Close()
 			}
 		}()
-		pw.Write(randBytes(cs))
+		pw.Write(testutil.RandBytes(cs))
 		want := quotaBody{Total: 100 * cs, Finished: 2*cs + 5, Metadata: ec("done.bin"), Unfinished: 2 * cs, Uploading: 3 * cs}
 		deadline := time.Now().Add(10 * time.Second)
 		for x.quota("kim").Uploading != 13*cs+ec("stream.bin") {
@@ -205,9 +205,9 @@ func TestQuotaRedisLost(t *testing.T) {
 	r := testutil.StartRedis(t)
 	x := start(t, "--redis", r.URL)
 	x.addUser("rita", 100*cs)
-	x.sendAll("rita", "/a.bin", randBytes(2*cs))
+	x.sendAll("rita", "/a.bin", testutil.RandBytes(2*cs))
 	in := x.init("rita", "/open.bin", 2*cs)
-	b := randBytes(2 * cs)
+	b := testutil.RandBytes(2 * cs)
 	x.put("rita", in.UploadID, b, 0)
 	want := quotaBody{Total: 100 * cs, Finished: 2 * cs, Metadata: ec("a.bin"), Unfinished: cs, Uploading: 2 * cs, Free: 96*cs - ec("a.bin")}
 	x.wantQuota("rita", want)

@@ -7,7 +7,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestSetAttr: POST /api/v1/fs/setattr stores mode and mtime, refuses bits

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/testutil"
 )
 
 // rawUpload sends PUT /api/v1/file/upload with Expect: 100-continue over a
@@ -64,7 +65,7 @@ func TestSmallUploadWithFileHash(t *testing.T) {
 	x := start(t)
 	x.addUser("alice", 0)
 	x.addUser("bob", 0)
-	b := randBytes(2*cs + 300)
+	b := testutil.RandBytes(2*cs + 300)
 	// The file hash with the content's SHA-256 name, as netdisk push sends
 	// them (rawUpload puts its argument after fileHash=).
 	h := fileHash(b)
@@ -104,7 +105,7 @@ func TestSmallUploadWithFileHash(t *testing.T) {
 		t.Fatalf("bob: %d (100 Continue first: %v) %s, chunks %d → %d", st, cont, ans, before, x.stats())
 	}
 	// The wrong bytes for a hash: 422, nothing committed.
-	other := randBytes(500)
+	other := testutil.RandBytes(500)
 	if st, _, ans := x.rawUpload("bob", "/bad.bin", fileHash(b[:400]), other); st != http.StatusUnprocessableEntity {
 		t.Fatalf("mismatching body: %d %s, want 422", st, ans)
 	}

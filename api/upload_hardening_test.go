@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"netdisk/apitype"
+	"netdisk/testutil"
 )
 
 // A chunk once received is final: the same bytes again are a no-op (200),
@@ -19,7 +20,7 @@ import (
 func TestReceivedChunkCannotBeReplaced(t *testing.T) {
 	x := start(t)
 	x.addUser("ann", 0)
-	b := randBytes(2*cs + 100)
+	b := testutil.RandBytes(2*cs + 100)
 	in := x.init("ann", "/f.bin", int64(len(b)))
 	if st := x.put("ann", in.UploadID, b, 0); st != 200 {
 		t.Fatalf("chunk 0: %d", st)
@@ -28,12 +29,12 @@ func TestReceivedChunkCannotBeReplaced(t *testing.T) {
 	if st := x.put("ann", in.UploadID, b, 0); st != 200 {
 		t.Fatalf("same chunk again: %d, want 200", st)
 	}
-	other := randBytes(cs)
-	if st := x.call("ann", "PUT", chunkURL(in.UploadID, 0, md5hex(other)), other, nil); st != 409 {
+	other := testutil.RandBytes(cs)
+	if st := x.call("ann", "PUT", chunkURL(in.UploadID, 0, testutil.MD5Hex(other)), other, nil); st != 409 {
 		t.Fatalf("other bytes for a received index: %d, want 409", st)
 	}
 	// patchHash naming other content for that index is refused the same way.
-	if st := x.call("ann", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": md5hex(other)}, nil); st != 409 {
+	if st := x.call("ann", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": testutil.MD5Hex(other)}, nil); st != 409 {
 		t.Fatalf("patchHash of other content for a received index: %d, want 409", st)
 	}
 	if got := x.unfinished("ann"); got != held {
@@ -59,7 +60,7 @@ func TestReceivedChunkCannotBeReplaced(t *testing.T) {
 func TestMergeHashMustMatchInit(t *testing.T) {
 	x := start(t)
 	x.addUser("ann", 0)
-	a, b := randBytes(cs+10), randBytes(cs+10)
+	a, b := testutil.RandBytes(cs+10), testutil.RandBytes(cs+10)
 	var in apitype.Session
 	if st := x.call("ann", "POST", "/api/v1/file/init", map[string]any{"path": "/a", "size": len(a), "fileHash": fileHash(a)}, &in); st != 200 {
 		t.Fatalf("init: %d", st)

@@ -3,8 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,7 +15,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/chunker"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 const cs = 64 << 10 // the daemon's chunk size in these tests
@@ -79,16 +77,12 @@ func (x *tester) addUser(name string, quota int64) {
 	}
 }
 
-func randBytes(n int) []byte { b := make([]byte, n); rand.Read(b); return b }
-
-func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
-
 func chunkAt(b []byte, i int64) []byte { return b[i*cs : min((i+1)*cs, int64(len(b)))] }
 
 func fileHash(b []byte) string {
 	var hs []string
 	for i := int64(0); i*cs < int64(len(b)); i++ {
-		hs = append(hs, md5hex(chunkAt(b, i)))
+		hs = append(hs, testutil.MD5Hex(chunkAt(b, i)))
 	}
 	return chunker.FileHash(hs)
 }
@@ -109,7 +103,7 @@ func chunkURL(id string, i int64, hash string) string {
 func (x *tester) put(user, id string, b []byte, i int64) int {
 	x.t.Helper()
 	c := chunkAt(b, i)
-	return x.call(user, "PUT", chunkURL(id, i, md5hex(c)), c, nil)
+	return x.call(user, "PUT", chunkURL(id, i, testutil.MD5Hex(c)), c, nil)
 }
 
 func (x *tester) merge(user, id, fh string, out any) int {
@@ -170,13 +164,13 @@ func TestUploadProtocol(t *testing.T) {
 	if inf.ChunkSize != cs || inf.SmallFileLimit != chunker.SmallFileLimit {
 		t.Fatalf("info = %+v", inf)
 	}
-	b := randBytes(3*cs + 123)
+	b := testutil.RandBytes(3*cs + 123)
 	in := x.init("alice", "/docs/a.bin", int64(len(b)))
 	if in.TotalChunks != 4 || in.ChunkSize != cs || in.Uploaded == nil || len(in.Uploaded) != 0 {
 		t.Fatalf("init = %+v", in)
 	}
 	var ph map[string]any
-	x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": md5hex(chunkAt(b, 0))}, &ph)
+	x.call("alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 0, "hash": testutil.MD5Hex(chunkAt(b, 0))}, &ph)
 	if ph["exists"] != false {
 		t.Fatalf("patchHash of a new chunk = %v", ph)
 	}
@@ -205,7 +199,7 @@ func TestUploadProtocol(t *testing.T) {
 		t.Fatalf("merge with a missing chunk = %d %+v", st, miss)
 	}
 	x.put("alice", in.UploadID, b, 1)
-	if st := x.merge("alice", in.UploadID, md5hex([]byte("wrong")), nil); st != 422 {
+	if st := x.merge("alice", in.UploadID, testutil.MD5Hex([]byte("wrong")), nil); st != 422 {
 		t.Fatalf("merge with a wrong hash = %d, want 422", st)
 	}
 	var r1, r2 apitype.FileResult
@@ -228,7 +222,7 @@ func TestUploadProtocol(t *testing.T) {
 	}
 	// Abandon a second session: 204 and its bytes are released.
 	in2 := x.init("alice", "/docs/b.bin", 2*cs)
-	x.put("alice", in2.UploadID, randBytes(2*cs), 0)
+	x.put("alice", in2.UploadID, testutil.RandBytes(2*cs), 0)
 	if st := x.call("alice", "DELETE", "/api/v1/file/session?uploadId="+in2.UploadID, nil, nil); st != 204 {
 		t.Fatalf("delete session = %d", st)
 	}
@@ -244,7 +238,7 @@ func TestUploadProtocol(t *testing.T) {
 		t.Fatalf("empty init = %+v", in3)
 	}
 	var r3 apitype.FileResult
-	if st := x.merge("alice", in3.UploadID, md5hex(nil), &r3); st != 200 || r3.Size != 0 {
+	if st := x.merge("alice", in3.UploadID, testutil.MD5Hex(nil), &r3); st != 200 || r3.Size != 0 {
 		t.Fatalf("empty merge = %d %+v", st, r3)
 	}
 }
@@ -252,7 +246,7 @@ func TestUploadProtocol(t *testing.T) {
 func TestResumeAfterKill(t *testing.T) {
 	x := start(t)
 	x.addUser("alice", 0)
-	b := randBytes(5*cs + 7)
+	b := testutil.RandBytes(5*cs + 7)
 	in := x.init("alice", "/big.bin", int64(len(b)))
 	for _, i := range []int64{0, 1, 4} {
 		x.put("alice", in.UploadID, b, i)
@@ -292,7 +286,7 @@ func TestInstantUpload(t *testing.T) {
 	for _, u := range []string{"alice", "bob", "carol"} {
 		x.addUser(u, 0)
 	}
-	b := randBytes(2*cs + 99)
+	b := testutil.RandBytes(2*cs + 99)
 	fh := fileHash(b)
 	x.sendAll("alice", "/orig.bin", b)
 	chunks := x.stats()
@@ -317,7 +311,7 @@ func TestInstantUpload(t *testing.T) {
 		t.Fatalf("cross-user patchHash = %+v", pa)
 	}
 	var pr apitype.ProveResult
-	x.call("bob", "POST", "/api/v1/file/prove", map[string]any{"uploadId": in.UploadID, "nonce": pa.Challenge.Nonce, "proof": proof(pa.Challenge.Nonce, randBytes(len(b)), pa.Challenge.Ranges)}, &pr)
+	x.call("bob", "POST", "/api/v1/file/prove", map[string]any{"uploadId": in.UploadID, "nonce": pa.Challenge.Nonce, "proof": proof(pa.Challenge.Nonce, testutil.RandBytes(len(b)), pa.Challenge.Ranges)}, &pr)
 	if pr.OK {
 		t.Fatal("a wrong proof was accepted")
 	}
@@ -341,7 +335,7 @@ func TestInstantUpload(t *testing.T) {
 	// Chunk level: carol proves one chunk, uploads the rest.
 	in = x.init("carol", "/c.bin", int64(len(b)))
 	pa = apitype.PatchHashResult{}
-	x.call("carol", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 1, "hash": md5hex(chunkAt(b, 1)), "sha256": sha256hex(chunkAt(b, 1))}, &pa)
+	x.call("carol", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 1, "hash": testutil.MD5Hex(chunkAt(b, 1)), "sha256": sha256hex(chunkAt(b, 1))}, &pa)
 	if !pa.Exists || pa.Challenge == nil {
 		t.Fatalf("cross-user chunk patchHash = %+v", pa)
 	}
@@ -367,7 +361,7 @@ func TestBadInputsChangeNothing(t *testing.T) {
 	x := start(t)
 	x.addUser("alice", 10*cs)
 	x.addUser("bob", 0)
-	b := randBytes(2*cs + 10)
+	b := testutil.RandBytes(2*cs + 10)
 	in := x.init("alice", "/f.bin", int64(len(b)))
 	x.put("alice", in.UploadID, b, 0)
 	x.call("alice", "POST", "/api/v1/fs/mkdir", map[string]any{"path": "/dir"}, nil)
@@ -380,23 +374,23 @@ func TestBadInputsChangeNothing(t *testing.T) {
 		body                     any
 		want                     int
 	}{
-		{"unknown session chunk", "alice", "PUT", chunkURL(unknown, 1, md5hex(c1)), c1, 404},
-		{"someone else's session chunk", "bob", "PUT", chunkURL(in.UploadID, 1, md5hex(c1)), c1, 404},
+		{"unknown session chunk", "alice", "PUT", chunkURL(unknown, 1, testutil.MD5Hex(c1)), c1, 404},
+		{"someone else's session chunk", "bob", "PUT", chunkURL(in.UploadID, 1, testutil.MD5Hex(c1)), c1, 404},
 		{"someone else's session GET", "bob", "GET", "/api/v1/file/session?uploadId=" + in.UploadID, nil, 404},
 		{"someone else's session DELETE", "bob", "DELETE", "/api/v1/file/session?uploadId=" + in.UploadID, nil, 404},
 		{"someone else's merge", "bob", "POST", "/api/v1/file/merge", map[string]any{"uploadId": in.UploadID, "fileHash": fileHash(b)}, 404},
 		{"someone else's patchHash", "bob", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "fileHash": fileHash(b)}, 404},
 		{"unknown session merge", "alice", "POST", "/api/v1/file/merge", map[string]any{"uploadId": unknown, "fileHash": fileHash(b)}, 404},
 		{"garbage session id", "alice", "GET", "/api/v1/file/session?uploadId=../../x", nil, 404},
-		{"index out of range", "alice", "PUT", chunkURL(in.UploadID, 3, md5hex(c1)), c1, 409},
-		{"negative index", "alice", "PUT", chunkURL(in.UploadID, -1, md5hex(c1)), c1, 409},
-		{"patchHash out of range", "alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 9, "hash": md5hex(c1)}, 409},
-		{"hash mismatch", "alice", "PUT", chunkURL(in.UploadID, 1, md5hex([]byte("x"))), c1, 400},
+		{"index out of range", "alice", "PUT", chunkURL(in.UploadID, 3, testutil.MD5Hex(c1)), c1, 409},
+		{"negative index", "alice", "PUT", chunkURL(in.UploadID, -1, testutil.MD5Hex(c1)), c1, 409},
+		{"patchHash out of range", "alice", "POST", "/api/v1/file/patchHash", map[string]any{"uploadId": in.UploadID, "index": 9, "hash": testutil.MD5Hex(c1)}, 409},
+		{"hash mismatch", "alice", "PUT", chunkURL(in.UploadID, 1, testutil.MD5Hex([]byte("x"))), c1, 400},
 		{"bad hash", "alice", "PUT", chunkURL(in.UploadID, 1, "XYZ"), c1, 400},
-		{"non-numeric index", "alice", "PUT", "/api/v1/file/uploadChunk?uploadId=" + in.UploadID + "&index=a&hash=" + md5hex(c1), c1, 400},
-		{"short chunk", "alice", "PUT", chunkURL(in.UploadID, 1, md5hex(c1[:10])), c1[:10], 400},
-		{"last chunk too long", "alice", "PUT", chunkURL(in.UploadID, 2, md5hex(c1[:11])), c1[:11], 400},
-		{"oversized body", "alice", "PUT", chunkURL(in.UploadID, 1, md5hex(randBytes(cs+1))), randBytes(cs + 1), 413},
+		{"non-numeric index", "alice", "PUT", "/api/v1/file/uploadChunk?uploadId=" + in.UploadID + "&index=a&hash=" + testutil.MD5Hex(c1), c1, 400},
+		{"short chunk", "alice", "PUT", chunkURL(in.UploadID, 1, testutil.MD5Hex(c1[:10])), c1[:10], 400},
+		{"last chunk too long", "alice", "PUT", chunkURL(in.UploadID, 2, testutil.MD5Hex(c1[:11])), c1[:11], 400},
+		{"oversized body", "alice", "PUT", chunkURL(in.UploadID, 1, testutil.MD5Hex(testutil.RandBytes(cs+1))), testutil.RandBytes(cs + 1), 413},
 		{"bad JSON init", "alice", "POST", "/api/v1/file/init", "{nope", 400},
 		{"bad JSON merge", "alice", "POST", "/api/v1/file/merge", "[1,2]", 400},
 		{"bad JSON patchHash", "alice", "POST", "/api/v1/file/patchHash", "", 400},
@@ -438,7 +432,7 @@ func TestConcurrentSameChunkStoredOnce(t *testing.T) {
 	for _, u := range users {
 		x.addUser(u, 0)
 	}
-	b := randBytes(3 * cs)
+	b := testutil.RandBytes(3 * cs)
 	base := x.stats()
 	var wg sync.WaitGroup
 	for _, u := range users {
@@ -470,7 +464,7 @@ func TestConcurrentSameChunkStoredOnce(t *testing.T) {
 func TestConcurrentMergesToOnePath(t *testing.T) {
 	x := start(t)
 	x.addUser("alice", 0)
-	contents := [][]byte{randBytes(4*cs + 1), randBytes(3*cs + 2)}
+	contents := [][]byte{testutil.RandBytes(4*cs + 1), testutil.RandBytes(3*cs + 2)}
 	ids := make([]string, 2)
 	for k, b := range contents {
 		in := x.init("alice", "/race.bin", int64(len(b)))
@@ -506,7 +500,7 @@ func TestConcurrentMergesToOnePath(t *testing.T) {
 func TestSameChunksAsWebDAV(t *testing.T) {
 	x := start(t)
 	x.addUser("alice", 0)
-	b := randBytes(3*cs + 500)
+	b := testutil.RandBytes(3*cs + 500)
 	resp, err := x.d.Do(context.Background(), "PUT", "/dav/dav.bin", "alice", "pw-alice", b, nil)
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("PUT: %v %v", err, resp.Status)
@@ -581,7 +575,7 @@ func TestFileOps(t *testing.T) {
 	if st := x.call("alice", "GET", "/api/v1/fs/stat?path="+url.QueryEscape("/../x"), nil, nil); st != 400 {
 		t.Fatalf("stat .. = %d", st)
 	}
-	if st := x.call("alice", "PUT", "/api/v1/file/upload?path=/big", randBytes(chunker.SmallFileLimit+1), nil); st != 413 {
+	if st := x.call("alice", "PUT", "/api/v1/file/upload?path=/big", testutil.RandBytes(chunker.SmallFileLimit+1), nil); st != 413 {
 		t.Fatalf("small upload over the limit = %d", st)
 	}
 }

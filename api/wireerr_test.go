@@ -11,7 +11,7 @@ import (
 	"netdisk/api"
 	"netdisk/apitype"
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // errorCode returns the code of an error body, failing when the body is not
@@ -76,7 +76,7 @@ func TestEveryErrorHasACode(t *testing.T) {
 	x := start(t)
 	x.addUser("pat", 4*cs)
 	pw := pass("pat", x.d)
-	b := randBytes(2*cs + 10)
+	b := testutil.RandBytes(2*cs + 10)
 	in := x.init("pat", "/half.bin", int64(len(b)))
 	x.put("pat", in.UploadID, b, 0)
 	if st, body := x.raw("pat", "PUT", "/api/v1/file/upload?path=/d/f.txt", []byte("hello"), 5, nil); st != 200 {
@@ -98,7 +98,7 @@ func TestEveryErrorHasACode(t *testing.T) {
 	jsonBody := func(s string) []byte { return []byte(s) }
 	big := append(jsonBody(`{"path":"/a","size":1,"fileHash":"`), bytes.Repeat([]byte("a"), api.MaxJSONBody)...)
 	big = append(big, `"}`...)
-	over := randBytes(8<<20 + 1)
+	over := testutil.RandBytes(8<<20 + 1)
 	cases := []tc{
 		{name: "no credentials", method: "GET", path: "/api/v1/quota", status: 401, code: "unauthenticated", header: "WWW-Authenticate"},
 		{name: "wrong password", user: "pat", password: "nope", method: "GET", path: "/api/v1/quota", status: 401, code: "unauthenticated", header: "WWW-Authenticate"},
@@ -113,10 +113,10 @@ func TestEveryErrorHasACode(t *testing.T) {
 		{name: "bad JSON", user: "pat", password: pw, method: "POST", path: "/api/v1/file/init", body: jsonBody(`{"path":`), size: 8, status: 400, code: "invalid"},
 		{name: "one-request upload over the limit", user: "admin", password: x.d.AdminPass, method: "PUT", path: "/api/v1/file/upload?path=/big", body: over, size: int64(len(over)), hdr: map[string]string{"Expect": "100-continue"}, status: 413, code: "too_large"},
 		{name: "chunked one-request upload over the limit", user: "admin", password: x.d.AdminPass, method: "PUT", path: "/api/v1/file/upload?path=/big", body: over, size: -1, status: 413, code: "too_large"},
-		{name: "chunk longer than the chunk size", user: "pat", password: pw, method: "PUT", path: chunkURL(in.UploadID, 1, md5hex(b[cs:2*cs])), body: randBytes(cs + 1), size: -1, status: 413, code: "too_large"},
-		{name: "chunk hash mismatch", user: "pat", password: pw, method: "PUT", path: chunkURL(in.UploadID, 1, md5hex(b[:cs])), body: b[cs : 2*cs], size: cs, status: 400, code: "invalid"},
+		{name: "chunk longer than the chunk size", user: "pat", password: pw, method: "PUT", path: chunkURL(in.UploadID, 1, testutil.MD5Hex(b[cs:2*cs])), body: testutil.RandBytes(cs + 1), size: -1, status: 413, code: "too_large"},
+		{name: "chunk hash mismatch", user: "pat", password: pw, method: "PUT", path: chunkURL(in.UploadID, 1, testutil.MD5Hex(b[:cs])), body: b[cs : 2*cs], size: cs, status: 400, code: "invalid"},
 		{name: "unknown session", user: "pat", password: pw, method: "GET", path: "/api/v1/file/session?uploadId=nope", status: 404, code: "not_found"},
-		{name: "chunk index out of range", user: "pat", password: pw, method: "POST", path: "/api/v1/file/patchHash", body: jsonBody(`{"uploadId":"` + in.UploadID + `","index":9,"hash":"` + md5hex(nil) + `"}`), size: -1, status: 409, code: "conflict"},
+		{name: "chunk index out of range", user: "pat", password: pw, method: "POST", path: "/api/v1/file/patchHash", body: jsonBody(`{"uploadId":"` + in.UploadID + `","index":9,"hash":"` + testutil.MD5Hex(nil) + `"}`), size: -1, status: 409, code: "conflict"},
 		{name: "merge with chunks missing", user: "pat", password: pw, method: "POST", path: "/api/v1/file/merge", body: jsonBody(`{"uploadId":"` + in.UploadID + `","fileHash":"` + fileHash(b) + `"}`), size: -1, status: 409, code: "conflict"},
 		{name: "init over quota", user: "pat", password: pw, method: "POST", path: "/api/v1/file/init", body: jsonBody(`{"path":"/huge","size":1000000}`), size: -1, status: 507, code: "quota_exceeded"},
 		{name: "stat missing", user: "pat", password: pw, method: "GET", path: "/api/v1/fs/stat?path=/nope", status: 404, code: "not_found"},
@@ -206,7 +206,7 @@ func TestEveryRouteRefusesWithACode(t *testing.T) {
 func TestSmallUploadChunkedOverQuota(t *testing.T) {
 	withLedgers(t, func(t *testing.T, x *tester, _ *testutil.Redis) {
 		x.addUser("olga", cs)
-		st, body := x.raw("olga", "PUT", "/api/v1/file/upload?path=/big.bin", randBytes(3*cs), -1, nil)
+		st, body := x.raw("olga", "PUT", "/api/v1/file/upload?path=/big.bin", testutil.RandBytes(3*cs), -1, nil)
 		if st != 507 || errorCode(t, body) != "quota_exceeded" {
 			t.Fatalf("chunked upload of 3 chunks under a 1-chunk quota: %d %s, want 507 quota_exceeded", st, body)
 		}
@@ -224,7 +224,7 @@ func TestSmallUploadLedgerDown(t *testing.T) {
 	x.addUser("uma", 100*cs)
 	r.Kill()
 	for _, size := range []int64{-1, 2 * cs} {
-		st, body := x.raw("uma", "PUT", "/api/v1/file/upload?path=/a.bin", randBytes(2*cs), size, nil)
+		st, body := x.raw("uma", "PUT", "/api/v1/file/upload?path=/a.bin", testutil.RandBytes(2*cs), size, nil)
 		if st != 503 || errorCode(t, body) != "unavailable" {
 			t.Fatalf("upload (size %d) with Redis down: %d %s, want 503 unavailable", size, st, body)
 		}

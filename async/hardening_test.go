@@ -10,7 +10,7 @@ import (
 
 	"netdisk/async"
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Answers recorded before the deadline count even when the scheduler's

@@ -14,11 +14,11 @@ import (
 
 	"netdisk/async"
 	"netdisk/drive"
+	"netdisk/drive/drivetest"
 	"netdisk/errs"
-	"netdisk/internal/testenv"
-	"netdisk/internal/testutil"
 	"netdisk/lock"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 // fixture is a real drive (SQLite + chunk dir) with one user and a service
@@ -27,7 +27,7 @@ import (
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
-	env   *testenv.Env
+	env   *drivetest.Env
 	clock *testutil.Clock
 	uid   int64
 	svc   *async.Service
@@ -40,7 +40,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func newFixture(t *testing.T, open storeOpener) *fixture {
 	// Real time as the start: Redis expires keys on its own clock.
 	clock := testutil.NewClock(time.Now().Truncate(time.Second))
-	env := testenv.New(t, testenv.Options{Clock: clock, ChunkSize: 1 << 10})
+	env := drivetest.New(t, drivetest.Options{Clock: clock, ChunkSize: 1 << 10})
 	u := env.AddUser(t, "alice", 0)
 	f := &fixture{t: t, ctx: context.Background(), env: env, clock: clock, uid: u.ID, store: open(t, async.DefaultTTL)}
 	f.locks = f.newLocks()
@@ -346,7 +346,7 @@ func TestTaskTTL(t *testing.T) {
 
 // The one slow test: real time, a 1 s window and a 100 ms tick.
 func TestRealTime(t *testing.T) {
-	env := testenv.New(t, testenv.Options{ChunkSize: 1 << 10})
+	env := drivetest.New(t, drivetest.Options{ChunkSize: 1 << 10})
 	u := env.AddUser(t, "alice", 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -446,7 +446,7 @@ func TestTwoDaemonsOneRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	clock := testutil.NewClock(time.Now().Truncate(time.Second))
-	env := testenv.New(t, testenv.Options{Clock: clock, ChunkSize: 1 << 10})
+	env := drivetest.New(t, drivetest.Options{Clock: clock, ChunkSize: 1 << 10})
 	u := env.AddUser(t, "alice", 0)
 	ctx := context.Background()
 	files := &countingFiles{Files: env.Drive}

@@ -10,8 +10,8 @@ import (
 
 	"netdisk/async"
 	"netdisk/async/storetest"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 func openEmbedded(t *testing.T, ttl time.Duration) async.Store {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestContentIdentityGolden pins the content identity to the shared vectors

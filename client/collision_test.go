@@ -8,7 +8,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/chunker"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // netdisk push never lets an MD5 match stand for its bytes. A = a‖S and

@@ -20,7 +20,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/chunker"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // End-to-end: the real daemon (64 KiB chunks so files stay small), reached

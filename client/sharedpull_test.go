@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"bytes"
@@ -15,19 +15,25 @@ import (
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/client"
 	"netdisk/daemon"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Shared-cache pulls against the daemon's own code in process (daemon.Open,
 // its real lock service and drive on a temp data directory), so the lock
-// lease runs on a fake clock: a lease passes when the test says so.
+// lease runs on a fake clock: a lease passes when the test says so. They sit
+// in the external test package: the client package, its own tests too, links
+// no server code.
 
-const sharedLease = 15 * time.Second
+const (
+	sharedLease = 15 * time.Second
+	sharedChunk = 64 << 10
+)
 
 type sharedEnv struct {
 	d     *daemon.Daemon
-	c     *Client
+	c     *client.Client
 	clock *testutil.Clock
 	file  []byte
 	hash  string
@@ -37,14 +43,14 @@ func openSharedEnv(t *testing.T, redisURL string) *sharedEnv {
 	t.Helper()
 	clock := testutil.NewClock(time.Now())
 	d, err := daemon.Open(context.Background(), daemon.Options{DataDir: t.TempDir(), AdminPass: "admin-pass",
-		ChunkSize: testChunk, Now: clock.Now, LockLease: sharedLease, Redis: redisURL,
+		ChunkSize: sharedChunk, Now: clock.Now, LockLease: sharedLease, Redis: redisURL,
 		Logger: slog.New(slog.DiscardHandler), Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(d.Server.Handler())
 	t.Cleanup(func() { hs.Close(); d.Close() })
-	e := &sharedEnv{d: d, c: New(hs.URL, "admin", "admin-pass"), clock: clock}
+	e := &sharedEnv{d: d, c: client.New(hs.URL, "admin", "admin-pass"), clock: clock}
 	e.file = bytes.Repeat([]byte("shared cache content "), 20_000) // 420,000 bytes: 7 chunks
 	req, _ := http.NewRequest(http.MethodPut, hs.URL+"/dav/f.bin", bytes.NewReader(e.file))
 	req.SetBasicAuth("admin", "admin-pass")
@@ -77,7 +83,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 type pullOutcome struct {
 	node string
-	res  SharedPullResult
+	res  client.SharedPullResult
 	err  error
 }
 
@@ -89,8 +95,8 @@ func TestSharedPullGrantedWaiterReleasesQueue(t *testing.T) {
 	e := openSharedEnv(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := ContentResource(e.hash)
-	if a, err := e.c.TryLock(ctx, PullOp, res, "holder", "/f.bin"); err != nil || a.Status != apitype.LockAcquired {
+	res := client.ContentResource(e.hash)
+	if a, err := e.c.TryLock(ctx, client.PullOp, res, "holder", "/f.bin"); err != nil || a.Status != apitype.LockAcquired {
 		t.Fatalf("holder: %+v %v", a, err)
 	}
 	cache, outDir := t.TempDir(), t.TempDir()
@@ -99,11 +105,11 @@ func TestSharedPullGrantedWaiterReleasesQueue(t *testing.T) {
 	for i := 1; i <= waiters; i++ {
 		node := fmt.Sprintf("w%d", i)
 		go func() {
-			r, err := e.c.SharedPull(ctx, "/f.bin", filepath.Join(outDir, node), SharedPullOptions{Cache: cache, Node: node})
+			r, err := e.c.SharedPull(ctx, "/f.bin", filepath.Join(outDir, node), client.SharedPullOptions{Cache: cache, Node: node})
 			done <- pullOutcome{node, r, err}
 		}()
 		waitFor(t, node+" queued", func() bool {
-			a, err := e.c.LockState(ctx, PullOp, res, node)
+			a, err := e.c.LockState(ctx, client.PullOp, res, node)
 			return err == nil && a.Status == apitype.LockQueued && a.Position == i
 		})
 	}
@@ -132,7 +138,7 @@ func TestSharedPullGrantedWaiterReleasesQueue(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"holder", "w1", "w2", "w3", "w4"} {
-		if a, err := e.c.LockState(ctx, PullOp, res, n); err != nil || a.Status != apitype.LockNone {
+		if a, err := e.c.LockState(ctx, client.PullOp, res, n); err != nil || a.Status != apitype.LockNone {
 			t.Errorf("%s still on the lock: %+v %v", n, a, err)
 		}
 	}
@@ -160,7 +166,7 @@ func TestSharedPullRefusesPoisonedCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs testutil.SyncBuffer
-			r, err := e.c.SharedPull(ctx, "/f.bin", out, SharedPullOptions{Cache: cache, Node: "n1",
+			r, err := e.c.SharedPull(ctx, "/f.bin", out, client.SharedPullOptions{Cache: cache, Node: "n1",
 				Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
 				t.Fatal(err)
@@ -181,23 +187,23 @@ func TestSharedPullRefusesPoisonedCache(t *testing.T) {
 	// The waiter's side: planted while it waits for a holder that then
 	// reports success.
 	cache, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
-	res := ContentResource(e.hash)
-	if _, err := e.c.TryLock(ctx, PullOp, res, "holder", "/f.bin"); err != nil {
+	res := client.ContentResource(e.hash)
+	if _, err := e.c.TryLock(ctx, client.PullOp, res, "holder", "/f.bin"); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan pullOutcome, 1)
 	go func() {
-		r, err := e.c.SharedPull(ctx, "/f.bin", out, SharedPullOptions{Cache: cache, Node: "w"})
+		r, err := e.c.SharedPull(ctx, "/f.bin", out, client.SharedPullOptions{Cache: cache, Node: "w"})
 		done <- pullOutcome{"w", r, err}
 	}()
 	waitFor(t, "w queued", func() bool {
-		a, err := e.c.LockState(ctx, PullOp, res, "w")
+		a, err := e.c.LockState(ctx, client.PullOp, res, "w")
 		return err == nil && a.Status == apitype.LockQueued
 	})
 	if err := os.WriteFile(filepath.Join(cache, e.hash), bytes.Repeat([]byte{'y'}, len(e.file)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Unlock(ctx, PullOp, res, "holder", true); err != nil {
+	if err := e.c.Unlock(ctx, client.PullOp, res, "holder", true); err != nil {
 		t.Fatal(err)
 	}
 	o := <-done
@@ -222,7 +228,7 @@ func TestSharedPullLockServiceDown(t *testing.T) {
 	r.Kill()
 	for i := range 2 {
 		out := filepath.Join(t.TempDir(), "out")
-		res, err := e.c.SharedPull(ctx, "/f.bin", out, SharedPullOptions{Cache: t.TempDir(), Node: "n1", Log: log})
+		res, err := e.c.SharedPull(ctx, "/f.bin", out, client.SharedPullOptions{Cache: t.TempDir(), Node: "n1", Log: log})
 		if err != nil {
 			t.Fatalf("pull %d with the lock service down: %v", i, err)
 		}
@@ -234,15 +240,15 @@ func TestSharedPullLockServiceDown(t *testing.T) {
 		t.Fatalf("%d outage lines, want 1:\n%s", n, logs.String())
 	}
 	r.Restart()
-	res := ContentResource(e.hash)
+	res := client.ContentResource(e.hash)
 	waitFor(t, "the lock service back", func() bool {
-		a, err := e.c.TryLock(ctx, PullOp, res, "holder", "/f.bin")
+		a, err := e.c.TryLock(ctx, client.PullOp, res, "holder", "/f.bin")
 		return err == nil && a.Status == apitype.LockAcquired
 	})
 	queued := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.c.SharedPull(ctx, "/f.bin", filepath.Join(t.TempDir(), "out"), SharedPullOptions{Cache: t.TempDir(), Node: "n1", Log: log,
+		_, err := e.c.SharedPull(ctx, "/f.bin", filepath.Join(t.TempDir(), "out"), client.SharedPullOptions{Cache: t.TempDir(), Node: "n1", Log: log,
 			OnWait: func(a apitype.LockAnswer) {
 				if a.Status == apitype.LockQueued {
 					select {
@@ -258,7 +264,7 @@ func TestSharedPullLockServiceDown(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("pulled without queueing behind the holder (%v)", err)
 	}
-	if err := e.c.Unlock(ctx, PullOp, res, "holder", false); err != nil {
+	if err := e.c.Unlock(ctx, client.PullOp, res, "holder", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"netdisk/dedup"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // daemonPackages are the packages whose goroutines a closed daemon must

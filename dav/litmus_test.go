@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestLitmus runs the WebDAV compliance suite against the real daemon's

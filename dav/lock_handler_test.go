@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"netdisk/davlock"
-	"netdisk/internal/testenv"
-	"netdisk/internal/testutil"
+	"netdisk/drive/drivetest"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
-// lockEnv is the Handler over the in-process test drive (testenv: SQLite,
+// lockEnv is the Handler over the in-process test drive (drivetest: SQLite,
 // chunk store on disk, quota guard) with one fake clock for the metadata
 // store, the drive and the lock manager, so lock timeouts and folder times
 // can be driven. Requests pick their user by the Basic auth name
@@ -30,7 +30,7 @@ type lockEnv struct {
 func startLockEnv(t *testing.T) *lockEnv {
 	t.Helper()
 	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	env := testenv.New(t, testenv.Options{Clock: clock})
+	env := drivetest.New(t, drivetest.Options{Clock: clock})
 	users := map[string]meta.User{}
 	for _, name := range []string{"alice", "bob"} {
 		users[name] = env.AddUser(t, name, 0)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestOddNamesOverWebDAV: every odd name of testdata/names.txt, escaped as a

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // BenchmarkPropfindDepth1 times PROPFIND Depth 1 of a 10,000-entry folder on

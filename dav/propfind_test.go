@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 // propEnv is a real daemon spoken to as admin over HTTP.

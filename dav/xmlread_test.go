@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestXMLNestingRefusedAfterBoundedWork: a body nested 2,000 deep, every

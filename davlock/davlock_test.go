@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 func TestHeaderTokens(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // testTable is a Table whose per-user bound tests can lower.

@@ -6,7 +6,7 @@ import (
 
 	"netdisk/davlock"
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Two nodes' tables over one Redis are one table: a lock taken through one

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"netdisk/dedup"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Closing the read cache while its read-ahead and a fetch its reader left

@@ -17,7 +17,7 @@ import (
 	"netdisk/dedup"
 	"netdisk/dedup/storetest"
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // One S3 server serves the package's tests; each store gets its own bucket.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"netdisk/dedup"
-	"netdisk/internal/testutil"
 	"netdisk/lock"
+	"netdisk/testutil"
 )
 
 // gatedStore counts the chunk reads one process makes of the remote store,

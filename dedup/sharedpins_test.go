@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"netdisk/dedup"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // A chunk pinned on node A is safe from node B's GC; once A unpins, B's GC

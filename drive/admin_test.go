@@ -8,12 +8,12 @@ import (
 
 	"netdisk/davlock"
 	"netdisk/drive"
+	"netdisk/drive/drivetest"
 	"netdisk/errs"
-	"netdisk/internal/testenv"
 	"netdisk/meta"
 )
 
-func newAdminDrive(t *testing.T) *drive.Drive { return testenv.New(t, testenv.Options{}).Drive }
+func newAdminDrive(t *testing.T) *drive.Drive { return drivetest.New(t, drivetest.Options{}).Drive }
 
 func TestDeleteUserAsKeepsAnAdmin(t *testing.T) {
 	ctx := context.Background()

@@ -14,10 +14,10 @@ import (
 	"netdisk/chunker"
 	"netdisk/dedup"
 	"netdisk/drive"
+	"netdisk/drive/drivetest"
 	"netdisk/errs"
-	"netdisk/internal/testenv"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 const testChunk = 1024
@@ -31,11 +31,11 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture { return newFixtureChunk(t, testChunk) }
 
-// newFixtureChunk is the daemon's drive (testenv) cut at chunkSize, with the
+// newFixtureChunk is the daemon's drive (drivetest) cut at chunkSize, with the
 // users alice and bob.
 func newFixtureChunk(t testing.TB, chunkSize int64) *fixture {
 	t.Helper()
-	e := testenv.New(t, testenv.Options{ChunkSize: chunkSize})
+	e := drivetest.New(t, drivetest.Options{ChunkSize: chunkSize})
 	return &fixture{d: e.Drive, m: e.Meta, dir: e.Dir, a: e.AddUser(t, "alice", 0), b: e.AddUser(t, "bob", 0)}
 }
 
@@ -320,10 +320,10 @@ func TestTreeOpsAndIsolation(t *testing.T) {
 func TestAuthenticate(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.d.Authenticate(ctx, "alice", testenv.Password("alice")); err != nil {
+	if _, err := f.d.Authenticate(ctx, "alice", drivetest.Password("alice")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.d.Authenticate(ctx, "alice", testenv.Password("alice")); err != nil {
+	if _, err := f.d.Authenticate(ctx, "alice", drivetest.Password("alice")); err != nil {
 		t.Fatal("cached check failed")
 	}
 	_, e1 := f.d.Authenticate(ctx, "alice", "wrong")
@@ -334,7 +334,7 @@ func TestAuthenticate(t *testing.T) {
 	if err := f.d.SetPassword(ctx, "alice", "new"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.d.Authenticate(ctx, "alice", testenv.Password("alice")); err == nil {
+	if _, err := f.d.Authenticate(ctx, "alice", drivetest.Password("alice")); err == nil {
 		t.Fatal("old password still accepted after change (stale auth cache)")
 	}
 }
@@ -345,10 +345,10 @@ func TestAuthenticate(t *testing.T) {
 // process at once.
 func TestAuthenticateCachedFreshness(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
-	e := testenv.New(t, testenv.Options{Clock: clock})
+	e := drivetest.New(t, drivetest.Options{Clock: clock})
 	ctx := context.Background()
 	alice := e.AddUser(t, "alice", 0)
-	pass := testenv.Password("alice")
+	pass := drivetest.Password("alice")
 	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", pass); ok {
 		t.Fatal("AuthenticateCached vouched for a password never verified")
 	}

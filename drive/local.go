@@ -19,7 +19,7 @@ import (
 // Local is a Drive over the stores of one data directory — SQLite metadata
 // (meta.db), the chunk directory (chunks/) and the quota guard over them —
 // wired as `netdisk serve` runs it. The daemon (daemon.Open) and the
-// in-process test drive (internal/testenv) both open it here, so tests run
+// in-process test drive (drive/drivetest) both open it here, so tests run
 // the path production runs.
 type Local struct {
 	Drive *Drive

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // The write path gives every golden vector (testdata/identity) the chunks

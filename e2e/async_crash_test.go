@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"netdisk/testutil"
 )
 
 // stallProxy forwards to the daemon but stops every async content answer
@@ -70,7 +72,7 @@ func (b *stallBody) Close() error { return b.rc.Close() }
 func TestAsyncAgentCrashMidDownload(t *testing.T) {
 	e := start(t, "--async-window", "1s", "--async-tick", "100ms", "--async-recheck", "200ms", "--async-timeout", "12s")
 	e.addUser("alice", "alice-pw")
-	data := randBytes(t, 8<<20)
+	data := testutil.RandBytes(8 << 20)
 	e.put("alice", "alice-pw", "/dav/big.bin", data)
 	root := t.TempDir()
 	proxy := newStallProxy(t, e.d.URL, 1<<20)
@@ -108,7 +110,7 @@ func TestAsyncAgentCrashMidDownload(t *testing.T) {
 func TestAsyncDaemonRestartMidJob(t *testing.T) {
 	e := start(t, "--async-window", "1s", "--async-tick", "100ms", "--async-recheck", "200ms")
 	e.addUser("alice", "alice-pw")
-	data := randBytes(t, 100000)
+	data := testutil.RandBytes(100000)
 	e.put("alice", "alice-pw", "/dav/f.bin", data)
 	task := e.asyncAddWaiting("/f.bin", "late", "x") // the agent is started only after the restart
 	waitFor(t, 30*time.Second, "the job to run", func() bool { return e.asyncStatus(task.TaskID).Status == "Running" })

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // reportProxy forwards to the daemon, holding the first agent report until
@@ -83,7 +83,7 @@ func TestAsyncOutcomeSurvivesRedisOutageAndAgentRestart(t *testing.T) {
 	r := testutil.StartRedis(t)
 	e := start(t, "--redis", r.URL, "--async-window", "1s", "--async-tick", "100ms", "--async-recheck", "200ms")
 	e.addUser("alice", "alice-pw")
-	data := randBytes(t, 300000)
+	data := testutil.RandBytes(300000)
 	e.put("alice", "alice-pw", "/dav/f.bin", data)
 	root := t.TempDir()
 	dir, cache, state := filepath.Join(root, "dir"), filepath.Join(root, "cache"), filepath.Join(root, "state")
@@ -175,7 +175,7 @@ func TestAsyncStreamReoffersUnanswered(t *testing.T) {
 func TestAsyncUnknownAgentAndProgress(t *testing.T) {
 	e := start(t, "--async-window", "1s", "--async-tick", "100ms", "--async-recheck", "200ms")
 	e.addUser("alice", "alice-pw")
-	data := randBytes(t, 8<<20)
+	data := testutil.RandBytes(8 << 20)
 	e.put("alice", "alice-pw", "/dav/big.bin", data)
 	cli := func(args ...string) (string, error) {
 		cmd := exec.Command(testutil.Binary(t), append(args, "--server", e.d.URL, "--user", "alice", "--password", "alice-pw")...)

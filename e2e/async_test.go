@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Async downloads with real `netdisk agent` processes.
@@ -158,7 +158,7 @@ func waitWindowStart(t *testing.T, left time.Duration) {
 func TestAsyncFiftyTasksTenAgents(t *testing.T) {
 	e := startAsync(t)
 	e.addUser("alice", "alice-pw")
-	data := randBytes(t, 3<<20+123)
+	data := testutil.RandBytes(3<<20 + 123)
 	e.put("alice", "alice-pw", "/dav/payload.bin", data)
 
 	root := t.TempDir()
@@ -228,7 +228,7 @@ func TestAsyncFiftyTasksTenAgents(t *testing.T) {
 func TestAsyncTwoWindowsTwoJobs(t *testing.T) {
 	e := startAsync(t)
 	e.addUser("alice", "alice-pw")
-	data := randBytes(t, 10000)
+	data := testutil.RandBytes(10000)
 	e.put("alice", "alice-pw", "/dav/f.txt", data)
 	root := t.TempDir()
 	e.startAgent("solo", filepath.Join(root, "solo"), filepath.Join(root, "cache"))

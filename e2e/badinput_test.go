@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"netdisk/testutil"
 )
 
 // An unknown user and a wrong password get the same answer, so names cannot
@@ -95,7 +97,7 @@ func TestMalformedPaths(t *testing.T) {
 func TestFinderChunkedPut(t *testing.T) {
 	e := start(t)
 	e.addUser("alice", "alice-pw")
-	data := randBytes(t, 5<<20+3)
+	data := testutil.RandBytes(5<<20 + 3)
 	chunked := func(path string, body []byte, expected int) int {
 		// A reader of unknown length makes net/http send Transfer-Encoding: chunked.
 		rd := io.MultiReader(bytes.NewReader(body[:len(body)/2]), bytes.NewReader(body[len(body)/2:]))
@@ -121,7 +123,7 @@ func TestRangeRequests(t *testing.T) {
 	e := start(t)
 	e.addUser("alice", "alice-pw")
 	size := 9<<20 + 5
-	data := randBytes(t, size)
+	data := testutil.RandBytes(size)
 	e.put("alice", "alice-pw", "/dav/r.bin", data)
 	get := func(rng string) (int, []byte, http.Header) {
 		return e.call("GET", "/dav/r.bin", "alice", "alice-pw", nil, map[string]string{"Range": rng})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"netdisk/internal/crashpoint"
+	"netdisk/testutil"
 )
 
 // crashLog records what a workload asked for and what the daemon
@@ -44,11 +45,11 @@ func crashWorkload(t *testing.T, e *env, log *crashLog, pass string) bool {
 		api  bool
 	}
 	seq := []op{
-		{"/a.txt", randBytes(t, 4096), false},
-		{"/b.bin", randBytes(t, 200<<10), false}, // 4 chunks of 64 KiB
-		{"/a.txt", randBytes(t, 3000), false},    // overwrite (204)
-		{"/c.bin", randBytes(t, 100<<10), true},  // one-request API upload
-		{"/d.txt", randBytes(t, 10), true},
+		{"/a.txt", testutil.RandBytes(4096), false},
+		{"/b.bin", testutil.RandBytes(200 << 10), false}, // 4 chunks of 64 KiB
+		{"/a.txt", testutil.RandBytes(3000), false},      // overwrite (204)
+		{"/c.bin", testutil.RandBytes(100 << 10), true},  // one-request API upload
+		{"/d.txt", testutil.RandBytes(10), true},
 	}
 	send := func(o op) bool {
 		log.try(o.path, o.b)
@@ -79,7 +80,7 @@ func crashWorkload(t *testing.T, e *env, log *crashLog, pass string) bool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok[i] = send(op{fmt.Sprintf("/p%d.txt", i), randBytes(t, 2000+i), false})
+			ok[i] = send(op{fmt.Sprintf("/p%d.txt", i), testutil.RandBytes(2000 + i), false})
 		}()
 	}
 	wg.Wait()

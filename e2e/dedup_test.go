@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"testing"
+
+	"netdisk/testutil"
 )
 
 // Identical content is stored once, whoever uploads it and under whatever name.
@@ -10,7 +12,7 @@ func TestDedupAcrossUsersAndNames(t *testing.T) {
 	e.addUser("alice", "alice-pw")
 	e.addUser("bob", "bob-pw")
 	const size = 64 << 20
-	data := randBytes(t, size)
+	data := testutil.RandBytes(size)
 
 	e.put("alice", "alice-pw", "/dav/big.bin", data)
 	after1, n1 := chunkStoreBytes(t, e.d.DataDir)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"netdisk/testutil"
 )
 
 // cutPut sends a PUT announcing announced bytes, sends only body, and hangs
@@ -68,7 +70,7 @@ func failedPuts(m map[int]int) int {
 func TestInterruptedPutLeavesOldVersion(t *testing.T) {
 	e := start(t)
 	e.addUser("alice", "alice-pw")
-	old := randBytes(t, 6<<20) // two chunks: 4 MiB + 2 MiB
+	old := testutil.RandBytes(6 << 20) // two chunks: 4 MiB + 2 MiB
 	e.put("alice", "alice-pw", "/dav/f.bin", old)
 	committed, _ := chunkStoreBytes(t, e.d.DataDir)
 	if committed != int64(len(old)) {
@@ -77,8 +79,8 @@ func TestInterruptedPutLeavesOldVersion(t *testing.T) {
 
 	before := failedPuts(e.finishedPuts())
 	// 12 MiB of 20 announced: three whole new chunks reach the store first.
-	e.cutPut("alice", "alice-pw", "/dav/f.bin", 20<<20, randBytes(t, 12<<20))
-	e.cutPut("alice", "alice-pw", "/dav/new.bin", 20<<20, randBytes(t, 12<<20))
+	e.cutPut("alice", "alice-pw", "/dav/f.bin", 20<<20, testutil.RandBytes(12<<20))
+	e.cutPut("alice", "alice-pw", "/dav/new.bin", 20<<20, testutil.RandBytes(12<<20))
 	waitFor(t, 30*time.Second, "the daemon to finish both cut-off PUTs", func() bool {
 		return failedPuts(e.finishedPuts()) >= before+2
 	})
@@ -107,18 +109,18 @@ func TestKillAfterPutKeepsAcknowledgedFiles(t *testing.T) {
 	e := start(t)
 	e.addUser("alice", "alice-pw")
 	files := map[string][]byte{
-		"/dav/one.bin":   randBytes(t, 1),
-		"/dav/five.bin":  randBytes(t, 5<<20),
-		"/dav/nine.bin":  randBytes(t, 9<<20+17),
+		"/dav/one.bin":   testutil.RandBytes(1),
+		"/dav/five.bin":  testutil.RandBytes(5 << 20),
+		"/dav/nine.bin":  testutil.RandBytes(9<<20 + 17),
 		"/dav/empty.bin": {},
 	}
 	for p, b := range files {
 		e.put("alice", "alice-pw", p, b)
 	}
 	e.mkcol("alice", "alice-pw", "/dav/dir")
-	files["/dav/dir/last.bin"] = randBytes(t, 4<<20)
+	files["/dav/dir/last.bin"] = testutil.RandBytes(4 << 20)
 	e.put("alice", "alice-pw", "/dav/dir/last.bin", files["/dav/dir/last.bin"])
-	files["/dav/five.bin"] = randBytes(t, 3<<20) // overwrite: the new version must win
+	files["/dav/five.bin"] = testutil.RandBytes(3 << 20) // overwrite: the new version must win
 	e.put("alice", "alice-pw", "/dav/five.bin", files["/dav/five.bin"])
 
 	e.d.Kill()

@@ -7,7 +7,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -18,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // env is one running daemon and a client for it.
@@ -135,15 +134,6 @@ func (e *env) status(method, path, user, pass string, hdr map[string]string) int
 	e.t.Helper()
 	st, _, _ := e.call(method, path, user, pass, nil, hdr)
 	return st
-}
-
-// randBytes returns n random bytes (incompressible, never deduplicated by accident).
-func randBytes(t testing.TB, n int) []byte {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // chunkStoreBytes sums the sizes of the stored chunks (DATA/chunks, without

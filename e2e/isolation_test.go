@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"netdisk/testutil"
 )
 
 // rawRequest sends a request whose request-target is exactly target (no
@@ -36,7 +38,7 @@ func TestCrossUserIsolation(t *testing.T) {
 	e := start(t)
 	e.addUser("alice", "alice-pw")
 	e.addUser("bob", "bob-pw")
-	secret := append([]byte("ALICE-SECRET-"), randBytes(t, 1000)...)
+	secret := append([]byte("ALICE-SECRET-"), testutil.RandBytes(1000)...)
 	top := []byte("alice top-level file")
 	mine := []byte("bob's own file")
 	e.mkcol("alice", "alice-pw", "/dav/aliceonly")

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"netdisk/apitype"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // cluster is two nodes on one PostgreSQL, one S3 bucket and one Redis, each
@@ -83,7 +83,7 @@ func requestCount(t *testing.T, d *testutil.Daemon, surface, method string, code
 // Once S3 is back, everything reads again.
 func TestS3OutageAnswersBeforeTheStatus(t *testing.T) {
 	c := startCluster(t)
-	big := randBytes(t, 5*64<<10) // five chunks
+	big := testutil.RandBytes(5 * 64 << 10) // five chunks
 	small := []byte("a small file: kept inline in the metadata store")
 	for p, body := range map[string][]byte{"/dav/big.bin": big, "/dav/small.txt": small} {
 		if a := ask(t, c.a, "PUT", p, body, nil); a.code != http.StatusCreated {
@@ -109,7 +109,7 @@ func TestS3OutageAnswersBeforeTheStatus(t *testing.T) {
 	}
 	unavailable("GET from the second chunk on", ask(t, c.b, "GET", "/dav/big.bin", nil, map[string]string{"Range": "bytes=70000-"}))
 	unavailable("range GET of the last chunk", ask(t, c.b, "GET", "/dav/big.bin", nil, map[string]string{"Range": "bytes=-100"}))
-	unavailable("PUT", ask(t, c.b, "PUT", "/dav/new.bin", randBytes(t, 200<<10), nil))
+	unavailable("PUT", ask(t, c.b, "PUT", "/dav/new.bin", testutil.RandBytes(200<<10), nil))
 	if a := ask(t, c.b, "GET", "/dav/small.txt", nil, nil); a.code != 200 || !bytes.Equal(a.body, small) {
 		t.Errorf("inline file during the S3 outage: %d %q; want 200 and its bytes", a.code, clip(a.body))
 	}
@@ -148,7 +148,7 @@ func TestS3OutageAnswersBeforeTheStatus(t *testing.T) {
 // text; once it is back, every node answers.
 func TestPostgresRestartDuringRequests(t *testing.T) {
 	c := startCluster(t)
-	content := randBytes(t, 100<<10)
+	content := testutil.RandBytes(100 << 10)
 	if a := ask(t, c.a, "PUT", "/dav/f.bin", content, nil); a.code != http.StatusCreated {
 		t.Fatalf("PUT: %d %s", a.code, a.body)
 	}
@@ -247,7 +247,7 @@ func TestNodeStartKeepsOtherNodesHolds(t *testing.T) {
 	if a := ask(t, c.a, "POST", "/api/v1/admin/users", []byte(`{"name":"quinn","password":"quinn-pass-123","quota":204800}`), nil); a.code != http.StatusCreated {
 		t.Fatalf("add user: %d %s", a.code, a.body)
 	}
-	first := randBytes(t, 150<<10)
+	first := testutil.RandBytes(150 << 10)
 	pr, pw := io.Pipe()
 	req, err := c.a.Request(context.Background(), "PUT", "/dav/first.bin", "quinn", "quinn-pass-123", pr, nil)
 	if err != nil {
@@ -281,7 +281,7 @@ func TestNodeStartKeepsOtherNodesHolds(t *testing.T) {
 		return json.NewDecoder(resp.Body).Decode(&q) == nil && q.Uploading >= int64(len(first))
 	})
 	c.b.Restart()
-	resp, err := c.b.Do(context.Background(), "PUT", "/dav/second.bin", "quinn", "quinn-pass-123", randBytes(t, 100<<10), nil)
+	resp, err := c.b.Do(context.Background(), "PUT", "/dav/second.bin", "quinn", "quinn-pass-123", testutil.RandBytes(100<<10), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // smallDisk mounts a tmpfs of size at dir (we run as root in CI; without
@@ -75,7 +73,7 @@ func TestDiskFull(t *testing.T) {
 	var full string
 	for i := 0; i < 20 && full == ""; i++ {
 		p := fmt.Sprintf("/dav/f%d.bin", i)
-		st, body, _ := e.call("PUT", p, "ann", "ann-pw", randBytes(t, fileSize), nil)
+		st, body, _ := e.call("PUT", p, "ann", "ann-pw", testutil.RandBytes(fileSize), nil)
 		switch st {
 		case http.StatusCreated:
 			stored = append(stored, p)
@@ -92,7 +90,7 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// The other surfaces that store bytes, while the disk is full.
-	big := randBytes(t, fileSize)
+	big := testutil.RandBytes(fileSize)
 	st, body, _ := e.call("PUT", "/api/v1/file/upload?path=/one.bin", "ann", "ann-pw", big, nil)
 	wantNoSpace("one-request upload", st, body, true)
 	if st := e.status("GET", "/dav/one.bin", "ann", "ann-pw", nil); st != http.StatusNotFound {
@@ -106,14 +104,14 @@ func TestDiskFull(t *testing.T) {
 	}
 	// Fill what the refused writes' orphans left free, so the chunk cannot fit.
 	for i := 0; ; i++ {
-		st, _, _ := e.call("PUT", fmt.Sprintf("/dav/pad%d.bin", i), "ann", "ann-pw", randBytes(t, 1<<20), nil)
+		st, _, _ := e.call("PUT", fmt.Sprintf("/dav/pad%d.bin", i), "ann", "ann-pw", testutil.RandBytes(1<<20), nil)
 		if st != http.StatusCreated {
 			break
 		}
 		stored = append(stored, fmt.Sprintf("/dav/pad%d.bin", i))
 	}
-	chunk := randBytes(t, 1<<20)
-	url := fmt.Sprintf("/api/v1/file/uploadChunk?uploadId=%s&index=0&hash=%s", in.UploadID, md5hex(chunk))
+	chunk := testutil.RandBytes(1 << 20)
+	url := fmt.Sprintf("/api/v1/file/uploadChunk?uploadId=%s&index=0&hash=%s", in.UploadID, testutil.MD5Hex(chunk))
 	st, body, _ = e.call("PUT", url, "ann", "ann-pw", chunk, nil)
 	wantNoSpace("uploadChunk", st, body, true)
 
@@ -123,7 +121,7 @@ func TestDiskFull(t *testing.T) {
 			t.Fatalf("DELETE: %d", st)
 		}
 	}
-	again := randBytes(t, fileSize)
+	again := testutil.RandBytes(fileSize)
 	e.put("ann", "ann-pw", full, again)
 	e.mustGet("ann", "ann-pw", full, again)
 	if st, body, _ := e.call("PUT", url, "ann", "ann-pw", chunk, nil); st != http.StatusOK {
@@ -133,8 +131,6 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("the daemon did not log the full store:\n%s", logs)
 	}
 }
-
-func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
 
 // A disk the drive itself filled recovers: the data directory (database and
 // chunks) is one small file system, filled through WebDAV until writes are
@@ -174,7 +170,7 @@ func TestDiskFullRecovers(t *testing.T) {
 			t.Fatal("a 48 MiB disk took 100 files of 1 MiB")
 		}
 		p := fmt.Sprintf("/dav/f%d.bin", i)
-		st, body, _ := e.call("PUT", p, "ann", "ann-pw", randBytes(t, 1<<20), nil)
+		st, body, _ := e.call("PUT", p, "ann", "ann-pw", testutil.RandBytes(1<<20), nil)
 		if st == http.StatusInsufficientStorage {
 			break
 		}
@@ -215,7 +211,7 @@ func TestDiskFullRecovers(t *testing.T) {
 
 	// And across a restart.
 	e.d.Restart()
-	again := randBytes(t, 1<<20)
+	again := testutil.RandBytes(1 << 20)
 	e.put("ann", "ann-pw", "/dav/again.bin", again)
 	e.mustGet("ann", "ann-pw", "/dav/again.bin", again)
 

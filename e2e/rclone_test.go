@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // rclone's WebDAV backend, a real client with its own PROPFIND parsing and
@@ -23,12 +23,12 @@ func TestRcloneRoundTrip(t *testing.T) {
 	src := t.TempDir()
 	tree := map[string][]byte{
 		"empty.txt":                       {},
-		"one.bin":                         randBytes(t, 1),
-		"exactly-4MiB.bin":                randBytes(t, 4<<20),
-		"4MiB-plus-1.bin":                 randBytes(t, 4<<20+1),
-		"ten.bin":                         randBytes(t, 10<<20+12345),
+		"one.bin":                         testutil.RandBytes(1),
+		"exactly-4MiB.bin":                testutil.RandBytes(4 << 20),
+		"4MiB-plus-1.bin":                 testutil.RandBytes(4<<20 + 1),
+		"ten.bin":                         testutil.RandBytes(10<<20 + 12345),
 		"nested/a/b/c/deep.txt":           []byte("deep"),
-		"nested/a/sibling.bin":            randBytes(t, 70000),
+		"nested/a/sibling.bin":            testutil.RandBytes(70000),
 		"nested/Ελληνικά/файл.txt":        []byte("non-latin directories"),
 		"nested/a/b/same-as-one.bin":      nil, // filled below: duplicate content
 		"nested/a/b/exactly-4MiB-dup.bin": nil,

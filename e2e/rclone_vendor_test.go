@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 var getCountRE = regexp.MustCompile(`netdisk_http_requests_total\{code="\d+",method="GET",surface="dav"\} (\d+)`)
@@ -47,8 +47,8 @@ func TestRcloneOwncloudVendors(t *testing.T) {
 			files := map[string][]byte{
 				"a.txt":          []byte("hello"),
 				"empty":          {},
-				"sub/big.bin":    randBytes(t, 5<<20+3),
-				"sub/deep/x.bin": randBytes(t, 70000),
+				"sub/big.bin":    testutil.RandBytes(5<<20 + 3),
+				"sub/deep/x.bin": testutil.RandBytes(70000),
 			}
 			old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 			times := map[string]time.Time{}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestSharedCacheMounts: two real FUSE mounts sharing one --cache-dir with
@@ -24,7 +24,7 @@ func TestSharedCacheMounts(t *testing.T) {
 	testutil.RequireTool(t, "fusermount3")
 	const size = 64 << 20 // 16 chunks of 4 MiB
 	e := start(t)
-	body := randBytes(t, size)
+	body := testutil.RandBytes(size)
 	e.put("admin", e.d.AdminPass, "/dav/big.bin", body)
 	want := sha256.Sum256(body)
 	cache := t.TempDir()

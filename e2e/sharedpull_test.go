@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Coordinated pulls: many `netdisk pull --shared-cache` of one
@@ -144,7 +144,7 @@ func fileSum(t *testing.T, p string) [32]byte {
 
 func (e *env) bigFile() [32]byte {
 	e.t.Helper()
-	body := randBytes(e.t, sharedSize)
+	body := testutil.RandBytes(sharedSize)
 	e.put("admin", e.d.AdminPass, "/dav/big.bin", body)
 	return sha256.Sum256(body)
 }

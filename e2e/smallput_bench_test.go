@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // BenchmarkSmallPutHTTP PUTs 4 KiB files one after another on one keep-alive

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"netdisk/internal/testutil"
 	"netdisk/lock"
 	"netdisk/lock/locktest"
+	"netdisk/testutil"
 )
 
 // TestRedis runs the suite on a real redis-server; each subtest gets its own

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"netdisk/errs"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestGroupCommit: callers arriving while a batch commits share the next

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"netdisk/errs"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/meta/metatest"
+	"netdisk/testutil"
 )
 
 // One PostgreSQL cluster serves the package's tests; each store gets its own

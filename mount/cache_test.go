@@ -15,8 +15,8 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // setupCache is setup with the daemon's chunk size and the chunk cache (in
@@ -151,7 +151,7 @@ func TestCacheDirCleanedWhileMounted(t *testing.T) {
 	// A cache of 32 MiB keeps 8 MiB in memory: less than the file.
 	e := setupCache(t, "1MiB", dir, 32<<20, func(o *mount.Options) { o.Prefetch = 2 })
 	e.cache.Logger = slog.New(logs)
-	data := randBytes(20*chunk + 12345)
+	data := testutil.RandBytes(20*chunk + 12345)
 	e.put("big.bin", data)
 	size := float64(len(data))
 

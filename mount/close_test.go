@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // stalledReads is the real backend, except that reads past the first chunk

@@ -9,8 +9,8 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // cp into the mount stores the bytes copied, never other content sharing

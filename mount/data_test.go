@@ -16,13 +16,14 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
+	"netdisk/testutil"
 )
 
 // Copying content the server already holds sends no chunk bytes.
 func TestInstantUploadThroughCp(t *testing.T) {
 	e := setup(t)
 	src := filepath.Join(t.TempDir(), "big.bin")
-	data := randBytes(20*testChunk + 5)
+	data := testutil.RandBytes(20*testChunk + 5)
 	os.WriteFile(src, data, 0o644)
 	e.sh(`cp ` + src + ` "$M/one.bin"`)
 	before := metric(t, e.d, "netdisk_http_bytes_in_total")
@@ -43,7 +44,7 @@ func TestInstantUploadThroughCp(t *testing.T) {
 // afresh after the TTL.
 func TestChunkReadsAndCache(t *testing.T) {
 	e := setup(t, func(o *optsT) { o.Prefetch = -1 })
-	data := randBytes(16 * testChunk)
+	data := testutil.RandBytes(16 * testChunk)
 	if err := os.WriteFile(filepath.Join(e.mnt, "f.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestChunkReadsAndCache(t *testing.T) {
 	}
 
 	// Changed by someone else (WebDAV PUT): visible after the TTL.
-	newData := randBytes(3 * testChunk)
+	newData := testutil.RandBytes(3 * testChunk)
 	resp, err := e.d.Do(context.Background(), "PUT", "/dav/f.bin", "alice", "alice-pass", newData, nil)
 	if err != nil || resp.StatusCode/100 != 2 {
 		t.Fatalf("PUT: %v %v", resp, err)
@@ -141,7 +142,7 @@ func TestServerDown(t *testing.T) {
 func TestSendAheadWhileWriting(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	data := randBytes(10*testChunk + 5)
+	data := testutil.RandBytes(10*testChunk + 5)
 	before := metric(t, e.d, "netdisk_http_bytes_in_total")
 	f, err := os.Create(filepath.Join(e.mnt, "seq.bin"))
 	if err != nil {
@@ -209,7 +210,7 @@ func TestDfShowsQuota(t *testing.T) {
 	}
 	e.c = client.New(e.d.URL, "bob", "bob-pass")
 	e.mount()
-	if err := os.WriteFile(filepath.Join(e.mnt, "f"), randBytes(3<<20), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.mnt, "f"), testutil.RandBytes(3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Sessions that carried chunks are given up in the background: poll.
@@ -246,7 +247,7 @@ func TestDfCountsUploadsApart(t *testing.T) {
 	}
 	e.c = client.New(e.d.URL, "bob", "bob-pass")
 	e.mount()
-	if _, err := e.c.Upload(ctx, "/have.bin", bytes.NewReader(randBytes(3<<20)), 3<<20); err != nil {
+	if _, err := e.c.Upload(ctx, "/have.bin", bytes.NewReader(testutil.RandBytes(3<<20)), 3<<20); err != nil {
 		t.Fatal(err)
 	}
 	const declared = 10 << 20
@@ -254,7 +255,7 @@ func TestDfCountsUploadsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk := randBytes(int(s.ChunkSize))
+	chunk := testutil.RandBytes(int(s.ChunkSize))
 	sum := md5.Sum(chunk)
 	if err := e.c.UploadChunk(ctx, s.UploadID, 0, hex.EncodeToString(sum[:]), chunk); err != nil {
 		t.Fatal(err)
@@ -293,14 +294,14 @@ func TestSendAheadNearFullQuota(t *testing.T) {
 	}
 	e.c = client.New(e.d.URL, "carol", "carol-pass")
 	e.mount()
-	data := randBytes(20 * testChunk) // 2/3 of the quota: twice would not fit
+	data := testutil.RandBytes(20 * testChunk) // 2/3 of the quota: twice would not fit
 	if err := os.WriteFile(filepath.Join(e.mnt, "big.bin"), data, 0o644); err != nil {
 		t.Fatalf("writing 2/3 of the quota through the mount: %v", err)
 	}
 	serverHolds(t, e, "/big.bin", "carol", "carol-pass", data)
 	// And a file that really does not fit is refused with EDQUOT (the
 	// user's quota; a full server disk is ENOSPC).
-	err := os.WriteFile(filepath.Join(e.mnt, "too-big.bin"), randBytes(20*testChunk), 0o644)
+	err := os.WriteFile(filepath.Join(e.mnt, "too-big.bin"), testutil.RandBytes(20*testChunk), 0o644)
 	if !errors.Is(err, syscall.EDQUOT) {
 		t.Fatalf("over quota through the mount: %v, want EDQUOT", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // TestNameErrors: names the drive cannot hold fail with the errno a local

@@ -19,8 +19,8 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // setupVia is setup with the mount talking to the daemon through front,
@@ -153,7 +153,7 @@ func TestGitCloneProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(filepath.Join(repo, "big.bin"), randBytes(300_000), 0o644)
+	os.WriteFile(filepath.Join(repo, "big.bin"), testutil.RandBytes(300_000), 0o644)
 	run(repo, "add", "-A")
 	run(repo, "commit", "-q", "-m", "tree")
 	run(e.mnt, "clone", "--progress", "--no-hardlinks", "file://"+repo, "clone")
@@ -172,7 +172,7 @@ func TestOpenFileOutlivesUnlink(t *testing.T) {
 	for _, how := range []string{"unlink", "rename-over"} {
 		t.Run(how, func(t *testing.T) {
 			p := filepath.Join(e.mnt, how+".bin")
-			old := randBytes(5*testChunk + 123)
+			old := testutil.RandBytes(5*testChunk + 123)
 			if err := os.WriteFile(p, old, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestOpenFileOutlivesUnlink(t *testing.T) {
 				}
 			case "rename-over":
 				other := filepath.Join(e.mnt, "other.bin")
-				if err := os.WriteFile(other, randBytes(1000), 0o644); err != nil {
+				if err := os.WriteFile(other, testutil.RandBytes(1000), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				if err := os.Rename(other, p); err != nil {
@@ -211,7 +211,7 @@ func TestOpenFileOutlivesUnlink(t *testing.T) {
 func TestOpenFileFollowsRename(t *testing.T) {
 	e := setup(t)
 	p, q := filepath.Join(e.mnt, "a.bin"), filepath.Join(e.mnt, "b.bin")
-	data := randBytes(3 * testChunk)
+	data := testutil.RandBytes(3 * testChunk)
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestStatDuringSlowUpload(t *testing.T) {
 		return front
 	}, func(o *mount.Options) { o.TTL = time.Nanosecond }) // every stat reaches the filesystem
 	p := filepath.Join(e.mnt, "slow.bin")
-	data := randBytes(50_000) // under one chunk: nothing is sent ahead, close sends it all
+	data := testutil.RandBytes(50_000) // under one chunk: nothing is sent ahead, close sends it all
 	f, err := os.Create(p)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // TestInterruptedFetchReturnsEINTR: a reader whose chunk fetch is held on
@@ -25,7 +25,7 @@ func TestInterruptedFetchReturnsEINTR(t *testing.T) {
 	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "alice", Password: "alice-pass"}); err != nil {
 		t.Fatal(err)
 	}
-	data := randBytes(testChunk)
+	data := testutil.RandBytes(testChunk)
 	direct := client.New(d.URL, "alice", "alice-pass")
 	if _, err := direct.Upload(ctx, "/held.bin", bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // permOf is what a copy that keeps permissions must keep: the permission
@@ -40,7 +40,7 @@ func modeTree(t *testing.T, dir string) map[string]fs.FileMode {
 		if name == "big" {
 			size = 2*testChunk + 5 // goes through the chunked upload
 		}
-		if err := os.WriteFile(p, randBytes(size), 0o644); err != nil {
+		if err := os.WriteFile(p, testutil.RandBytes(size), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chmod(p, m); err != nil {
@@ -152,7 +152,7 @@ func TestModesKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Write(randBytes(3*testChunk + 1)); err != nil {
+	if _, err := h.Write(testutil.RandBytes(3*testChunk + 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Chmod(0o705); err != nil {

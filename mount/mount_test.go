@@ -3,7 +3,6 @@ package mount_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -19,8 +18,8 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // env is a real daemon with a user and our filesystem mounted for them.
@@ -99,12 +98,6 @@ func (e *env) sh(script string) string {
 	return string(out)
 }
 
-func randBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
 // makeTree writes a small source tree with files below, at and across the
 // chunk size, an empty file and nested directories.
 func makeTree(t *testing.T, dir string) {
@@ -118,7 +111,7 @@ func makeTree(t *testing.T, dir string) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, randBytes(size), 0o644); err != nil {
+		if err := os.WriteFile(p, testutil.RandBytes(size), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

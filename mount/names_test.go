@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestOddNamesThroughMount: every odd name of testdata/names.txt (unicode,

@@ -16,8 +16,8 @@ import (
 	"netdisk/apitype"
 	"netdisk/client"
 	"netdisk/daemon"
-	"netdisk/internal/testutil"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // Mounts sharing a cache wait for a chunk behind a holder that cached it and

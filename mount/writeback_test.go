@@ -21,6 +21,7 @@ import (
 	"netdisk/chunker"
 	"netdisk/client"
 	"netdisk/mount"
+	"netdisk/testutil"
 )
 
 // gatedBackend is the real HTTP backend whose uploads wait until the test
@@ -50,15 +51,6 @@ func (g *gatedBackend) open() {
 	g.mu.Unlock()
 }
 
-// clock is a settable clock for the mount's TTLs.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-func newClock() *clock               { return &clock{now: time.Now()} }
 func (e *env) serverHas(p string) bool {
 	_, err := e.c.Stat(context.Background(), p)
 	return err == nil
@@ -73,8 +65,8 @@ func mustNil(t *testing.T, err error) {
 
 // setupWriteBack mounts with write-back, uploads held at a gate, and a clock
 // the test moves past the TTLs.
-func setupWriteBack(t *testing.T) (*env, *gatedBackend, *clock) {
-	clk := newClock()
+func setupWriteBack(t *testing.T) (*env, *gatedBackend, *testutil.Clock) {
+	clk := testutil.NewClock(time.Now())
 	var g *gatedBackend
 	e := setup(t, func(o *mount.Options) {
 		g = &gatedBackend{HTTPBackend: o.Backend.(*mount.HTTPBackend), gate: make(chan struct{})}
@@ -100,7 +92,7 @@ func (g *gatedBackend) openOnce() {
 // holds the same bytes.
 func TestWriteBackCloseToOpen(t *testing.T) {
 	e, g, clk := setupWriteBack(t)
-	data := randBytes(3*testChunk + 5)
+	data := testutil.RandBytes(3*testChunk + 5)
 	small := []byte("small file\n")
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "big.bin"), data, 0o644))
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "small.txt"), small, 0o600))
@@ -108,7 +100,7 @@ func TestWriteBackCloseToOpen(t *testing.T) {
 		t.Fatal("the server has a file whose upload is held at the gate: close waited for it")
 	}
 	for round := 0; round < 2; round++ {
-		clk.Add(time.Hour) // every name, attribute and listing is stale now
+		clk.Advance(time.Hour) // every name, attribute and listing is stale now
 		if got := mustRead(t, filepath.Join(e.mnt, "big.bin")); !bytes.Equal(got, data) {
 			t.Fatalf("round %d: read back %d bytes, want the %d written", round, len(got), len(data))
 		}
@@ -130,7 +122,7 @@ func TestWriteBackCloseToOpen(t *testing.T) {
 	if n, err := e.c.Stat(context.Background(), "/small.txt"); err != nil || n.Mode&0o777 != 0o600 {
 		t.Fatalf("small.txt on the server: mode %o, %v (the create's mode is stored with the upload)", n.Mode, err)
 	}
-	clk.Add(time.Hour)
+	clk.Advance(time.Hour)
 	if got := mustRead(t, filepath.Join(e.mnt, "big.bin")); !bytes.Equal(got, data) {
 		t.Fatal("after the upload the mount reads other bytes")
 	}
@@ -142,7 +134,7 @@ func TestWriteBackFsyncWaits(t *testing.T) {
 	e, g, _ := setupWriteBack(t)
 	g.open()
 	for i := 0; i < 5; i++ {
-		data := randBytes(testChunk*i + 100)
+		data := testutil.RandBytes(testChunk*i + 100)
 		name := fmt.Sprintf("f%d", i)
 		f, err := os.Create(filepath.Join(e.mnt, name))
 		mustNil(t, err)
@@ -183,7 +175,7 @@ func TestWriteBackNamesWaitForData(t *testing.T) {
 	}
 	g.open()
 	for i := 0; i < 20; i++ {
-		b := randBytes(100 + i*testChunk/4)
+		b := testutil.RandBytes(100 + i*testChunk/4)
 		p := fmt.Sprintf("d/sub/f%02d", i)
 		if i == 0 {
 			mustNil(t, os.Mkdir(filepath.Join(m, "d", "sub"), 0o755))
@@ -217,7 +209,7 @@ func TestWriteBackUnmountUploads(t *testing.T) {
 	e, g, _ := setupWriteBack(t)
 	want := map[string][]byte{}
 	for i := 0; i < 30; i++ {
-		b := randBytes(50 + i)
+		b := testutil.RandBytes(50 + i)
 		p := fmt.Sprintf("/u%02d", i)
 		mustNil(t, os.WriteFile(e.mnt+p, b, 0o644))
 		want[p] = b
@@ -244,7 +236,7 @@ func TestWriteBackErrorAtFsync(t *testing.T) {
 	e.c = client.New(e.d.URL, "dave", "dave-pass")
 	e.mount(func(o *mount.Options) { o.WriteBack = true })
 	p := filepath.Join(e.mnt, "big.bin")
-	data := randBytes(12 * testChunk)
+	data := testutil.RandBytes(12 * testChunk)
 	mustNil(t, os.WriteFile(p, data, 0o644)) // close does not wait for the refusal
 	e.syncAll(t)                             // the background upload has been refused
 	if got := mustRead(t, p); !bytes.Equal(got, data) {
@@ -279,7 +271,7 @@ func TestWriteBackRecovery(t *testing.T) {
 	mustNil(t, os.WriteFile(filepath.Join(live.Dir, "stage-1.wb"), []byte(`{"path":"/live"}`), 0o600))
 	mustNil(t, os.WriteFile(filepath.Join(live.Dir, "stage-1"), []byte("live"), 0o600))
 
-	clk := newClock()
+	clk := testutil.NewClock(time.Now())
 	var g *gatedBackend
 	e := setup(t, func(o *mount.Options) {
 		g = &gatedBackend{HTTPBackend: o.Backend.(*mount.HTTPBackend), gate: make(chan struct{})}
@@ -293,8 +285,8 @@ func TestWriteBackRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk.Add(time.Hour) // the mount sees the server's files
-	fresh, old, changed := randBytes(3*testChunk+1), []byte("new old"), []byte("ours")
+	clk.Advance(time.Hour) // the mount sees the server's files
+	fresh, old, changed := testutil.RandBytes(3*testChunk+1), []byte("new old"), []byte("ours")
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "fresh"), fresh, 0o640))
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "old"), old, 0o644))
 	mustNil(t, os.WriteFile(filepath.Join(e.mnt, "changed"), changed, 0o644))

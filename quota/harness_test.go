@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"netdisk/errs"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/testutil"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)

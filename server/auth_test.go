@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testenv"
-	"netdisk/internal/testutil"
+	"netdisk/drive/drivetest"
+	"netdisk/testutil"
 )
 
-// newServer is the server over the in-process test drive (testenv) on clock,
-// with the named users (password testenv.Password(name)).
+// newServer is the server over the in-process test drive (drivetest) on clock,
+// with the named users (password drivetest.Password(name)).
 func newServer(t *testing.T, clock *testutil.Clock, users ...string) *Server {
 	t.Helper()
-	env := testenv.New(t, testenv.Options{Clock: clock})
+	env := drivetest.New(t, drivetest.Options{Clock: clock})
 	for _, name := range users {
 		env.AddUser(t, name, 0)
 	}

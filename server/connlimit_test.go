@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // dialFrom opens a TCP connection to addr from the loopback address src

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"netdisk/api"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestCrossOriginRefused: a state-changing request a browser sends for

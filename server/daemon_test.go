@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 func freeAddr(t *testing.T) string {

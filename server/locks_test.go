@@ -9,8 +9,8 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/client"
-	"netdisk/internal/testutil"
 	"netdisk/lock"
+	"netdisk/testutil"
 )
 
 // Lock API tests against the real daemon (docs/API.md, "Locks").

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testenv"
-	"netdisk/internal/testutil"
+	"netdisk/drive/drivetest"
+	"netdisk/testutil"
 	"netdisk/web"
 )
 
@@ -64,7 +64,7 @@ func TestParseTrustedProxies(t *testing.T) {
 // (which appends the address it saw) or around it.
 func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
-	env := testenv.New(t, testenv.Options{Clock: clock})
+	env := drivetest.New(t, drivetest.Options{Clock: clock})
 	env.AddUser(t, "alice", 0)
 	var logs lockedBuffer
 	s := New(Config{Drive: env.Drive, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil)),

@@ -22,8 +22,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"netdisk/chunker"
-	"netdisk/internal/testutil"
 	"netdisk/server"
+	"netdisk/testutil"
 )
 
 // One PostgreSQL cluster and one S3 server serve the package's tests.

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"testing"
 
-	"netdisk/internal/testutil"
 	"netdisk/server"
+	"netdisk/testutil"
 )
 
 // sprayKeepsAdminIn is the attack of a client sharing its address with

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // throttleEnv drives the real server handler from chosen client addresses
@@ -22,7 +22,7 @@ func newThrottleEnv(t *testing.T) *throttleEnv {
 	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
 	// Unknown names (compared against a default-cost dummy hash) are avoided:
 	// at the default cost under -race on a shared machine the tests took
-	// minutes; testenv hashes its users at bcrypt's minimum cost.
+	// minutes; drivetest hashes its users at bcrypt's minimum cost.
 	s := newServer(t, clock, "alice", "mallory", "bob", "carol", "dave", "erin", "frank")
 	return &throttleEnv{t: t, s: s, clock: clock}
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 	"netdisk/web"
 )
 

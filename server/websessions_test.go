@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 	"netdisk/web"
 )
 

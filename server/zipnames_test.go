@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestWebZipWindowsNames: names that are one plain name in the drive but a

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"testing"
 	"time"
+
+	"netdisk/testutil"
 )
 
 // A merged upload's content checksums are unknown at the merge (the server
@@ -21,7 +23,7 @@ func TestMergeGetsChecksumsFromThePass(t *testing.T) {
 	if n := <-done; n != 0 { // the pass at start: nothing pending yet
 		t.Fatalf("first pass filled %d", n)
 	}
-	b := randBytes(3*testChunk + 9)
+	b := testutil.RandBytes(3*testChunk + 9)
 	if _, err := e.upload(uid, "/m.bin", b); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestMergeGetsChecksumsFromThePass(t *testing.T) {
 	}
 	st, err := e.d.Stat(ctx, uid, "/m.bin")
 	s := sha1.Sum(b)
-	if err != nil || st.MD5 != md5hex(b) || st.SHA1 != hex.EncodeToString(s[:]) {
+	if err != nil || st.MD5 != testutil.MD5Hex(b) || st.SHA1 != hex.EncodeToString(s[:]) {
 		t.Fatalf("after the pass: %+v %v", st, err)
 	}
 }

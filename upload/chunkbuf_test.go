@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"netdisk/errs"
+	"netdisk/testutil"
 )
 
 // TestPooledChunkBuffers runs chunks large enough for the reused body buffers
@@ -33,19 +34,19 @@ func TestPooledChunkBuffers(t *testing.T) {
 			if refusals {
 				// Each refused body leaves its bytes in a buffer the
 				// good one may get next.
-				junk := randBytes(cs + 1)
-				if err := put(info.UploadID, i, md5hex(c), bytes.NewReader(junk[:len(c)-1]), -1); !errs.Is(err, errs.Invalid) {
+				junk := testutil.RandBytes(cs + 1)
+				if err := put(info.UploadID, i, testutil.MD5Hex(c), bytes.NewReader(junk[:len(c)-1]), -1); !errs.Is(err, errs.Invalid) {
 					return fmt.Errorf("chunk %d, body one byte short: %v, want Invalid", i, err)
 				}
-				if err := put(info.UploadID, i, md5hex(c), bytes.NewReader(append(append([]byte{}, c...), 'x')), -1); !errs.Is(err, errs.TooLarge) {
+				if err := put(info.UploadID, i, testutil.MD5Hex(c), bytes.NewReader(append(append([]byte{}, c...), 'x')), -1); !errs.Is(err, errs.TooLarge) {
 					return fmt.Errorf("chunk %d, body one byte long: %v, want TooLarge", i, err)
 				}
-				if err := put(info.UploadID, i, md5hex(c), bytes.NewReader(junk[:len(c)]), -1); !errs.Is(err, errs.Invalid) {
+				if err := put(info.UploadID, i, testutil.MD5Hex(c), bytes.NewReader(junk[:len(c)]), -1); !errs.Is(err, errs.Invalid) {
 					return fmt.Errorf("chunk %d, other bytes: %v, want Invalid", i, err)
 				}
 			}
 			// Small reads, as a slow connection gives them.
-			if err := put(info.UploadID, i, md5hex(c), io.LimitReader(&trickle{r: bytes.NewReader(c)}, int64(len(c))), int64(len(c))); err != nil {
+			if err := put(info.UploadID, i, testutil.MD5Hex(c), io.LimitReader(&trickle{r: bytes.NewReader(c)}, int64(len(c))), int64(len(c))); err != nil {
 				return fmt.Errorf("chunk %d: %w", i, err)
 			}
 		}
@@ -59,7 +60,7 @@ func TestPooledChunkBuffers(t *testing.T) {
 		}
 	}
 
-	one := randBytes(3*cs - 100)
+	one := testutil.RandBytes(3*cs - 100)
 	if err := send("/one", one, true); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestPooledChunkBuffers(t *testing.T) {
 	var wg sync.WaitGroup
 	errc := make(chan error, len(files))
 	for k := range files {
-		files[k] = randBytes(2*cs + k)
+		files[k] = testutil.RandBytes(2*cs + k)
 		wg.Go(func() { errc <- send(fmt.Sprintf("/p%d", k), files[k], k%2 == 0) })
 	}
 	wg.Wait()

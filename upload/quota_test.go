@@ -12,8 +12,8 @@ import (
 
 	"netdisk/drive"
 	"netdisk/errs"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 // ledgers runs fn on the embedded ledger and on a real redis-server.
@@ -71,8 +71,8 @@ func TestAbandonedSessionsRefusedThenExpire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := randBytes(testChunk)
-			if err := e.s.PutChunk(ctx, uid, info.UploadID, 0, md5hex(c), bytes.NewReader(c), -1); err != nil {
+			c := testutil.RandBytes(testChunk)
+			if err := e.s.PutChunk(ctx, uid, info.UploadID, 0, testutil.MD5Hex(c), bytes.NewReader(c), -1); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, info.UploadID)
@@ -107,7 +107,7 @@ func TestAbandonedSessionsRefusedThenExpire(t *testing.T) {
 			t.Fatalf("SQLite unfinished after expiry = %d", flushed)
 		}
 		// All of it, the new file's entry included (meta/charge.go).
-		if _, err := e.upload(uid, "/real", randBytes(10*testChunk-int(meta.EntryCharge("real")))); err != nil {
+		if _, err := e.upload(uid, "/real", testutil.RandBytes(10*testChunk-int(meta.EntryCharge("real")))); err != nil {
 			t.Fatalf("upload after expiry: %v", err)
 		}
 	})
@@ -150,12 +150,12 @@ func TestConcurrentWritesKeepInvariant(t *testing.T) {
 					var err error
 					switch r.IntN(5) {
 					case 0, 1:
-						_, err = e.upload(uid, p, randBytes(r.IntN(3*testChunk)+1))
+						_, err = e.upload(uid, p, testutil.RandBytes(r.IntN(3*testChunk)+1))
 					case 2:
 						var info Info
 						if info, err = e.s.Init(ctx, uid, p+".part", int64(2*testChunk), ""); err == nil {
-							c := randBytes(testChunk)
-							e.s.PutChunk(ctx, uid, info.UploadID, 0, md5hex(c), bytes.NewReader(c), -1)
+							c := testutil.RandBytes(testChunk)
+							e.s.PutChunk(ctx, uid, info.UploadID, 0, testutil.MD5Hex(c), bytes.NewReader(c), -1)
 							err = e.s.Abort(ctx, uid, info.UploadID)
 						}
 					case 3:
@@ -216,8 +216,8 @@ func TestGuardHealAndFlushSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := randBytes(testChunk)
-	if err := e.s.PutChunk(ctx, uid, info.UploadID, 0, md5hex(c), bytes.NewReader(c), -1); err != nil {
+	c := testutil.RandBytes(testChunk)
+	if err := e.s.PutChunk(ctx, uid, info.UploadID, 0, testutil.MD5Hex(c), bytes.NewReader(c), -1); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Second)

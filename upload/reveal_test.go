@@ -10,6 +10,7 @@ import (
 
 	"netdisk/dedup"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 // blobCount is how many chunk blobs the store holds.
@@ -69,7 +70,7 @@ func (e *env) push(uid int64, path string, b []byte) (sent int64, revealed bool)
 	}
 	for i := int64(0); i < info.TotalChunks; i++ {
 		c := chunkOf(b, i)
-		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(c), sha256hex(c))
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, testutil.MD5Hex(c), sha256hex(c))
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func (e *env) push(uid int64, path string, b []byte) (sent int64, revealed bool)
 				continue
 			}
 		}
-		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, md5hex(c), bytes.NewReader(c), int64(len(c))); err != nil {
+		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, testutil.MD5Hex(c), bytes.NewReader(c), int64(len(c))); err != nil {
 			e.t.Fatal(err)
 		}
 		sent += int64(len(c))
@@ -113,7 +114,7 @@ func (e *env) probe(uid int64, path string, b []byte) []HashResult {
 	}
 	out := []HashResult{hr}
 	for i := int64(0); i < info.TotalChunks; i++ {
-		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)), sha256hex(chunkOf(b, i)))
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, testutil.MD5Hex(chunkOf(b, i)), sha256hex(chunkOf(b, i)))
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func (e *env) thresholds(b []byte) (file int, chunks []int) {
 	file = e.s.inst.threshold(h.Draw)
 	for i := int64(0); i*testChunk < int64(len(b)); i++ {
 		c := chunkOf(b, i)
-		hs, err := e.m.ChunksHeld(ctx, 0, md5hex(c), int64(len(c)), 1)
+		hs, err := e.m.ChunksHeld(ctx, 0, testutil.MD5Hex(c), int64(len(c)), 1)
 		if err != nil || len(hs) != 1 {
 			e.t.Fatalf("ChunksHeld: %+v %v", hs, err)
 		}
@@ -149,13 +150,13 @@ func (e *env) thresholds(b []byte) (file int, chunks []int) {
 func TestOthersUniqueFileLooksUnknown(t *testing.T) {
 	ledgers(t, func(t *testing.T, e *env) {
 		alice, bob := e.member("alice"), e.member("bob")
-		secret := randBytes(3*testChunk + 17)
+		secret := testutil.RandBytes(3*testChunk + 17)
 		if sent, _ := e.push(alice, "/letter.bin", secret); sent != int64(len(secret)) {
 			t.Fatalf("alice sent %d bytes of new content, want %d", sent, len(secret))
 		}
 		blobs := e.blobCount()
 		held := e.probe(bob, "/guess.bin", secret)
-		unknown := e.probe(bob, "/guess.bin", randBytes(len(secret)))
+		unknown := e.probe(bob, "/guess.bin", testutil.RandBytes(len(secret)))
 		if !slices.Equal(held, unknown) {
 			t.Fatalf("held-but-hidden %+v, unknown %+v: the answers differ", held, unknown)
 		}
@@ -182,7 +183,7 @@ func TestOthersUniqueFileLooksUnknown(t *testing.T) {
 // minimum, always at its maximum; storage holds one copy throughout.
 func TestInstantOnceCommonEnough(t *testing.T) {
 	ledgers(t, func(t *testing.T, e *env) {
-		b := randBytes(2*testChunk + 5)
+		b := testutil.RandBytes(2*testChunk + 5)
 		first := e.member("u0")
 		e.push(first, "/f", b)
 		blobs := e.blobCount()
@@ -228,19 +229,19 @@ func TestOwnContentStaysInstant(t *testing.T) {
 			e := newEnvWith(t, nil, Instant{Mode: mode})
 			ctx := context.Background()
 			alice := e.member("alice")
-			b := randBytes(2*testChunk + 3)
+			b := testutil.RandBytes(2*testChunk + 3)
 			e.push(alice, "/a", b)
 			if sent, revealed := e.push(alice, "/copy", b); !revealed || sent != 0 {
 				t.Fatalf("own file: sent %d, revealed %v", sent, revealed)
 			}
 			// A chunk only in one of her open sessions.
-			c := randBytes(testChunk)
+			c := testutil.RandBytes(testChunk)
 			open, _ := e.s.Init(ctx, alice, "/open", testChunk, "")
-			if err := e.s.PutChunk(ctx, alice, open.UploadID, 0, md5hex(c), bytes.NewReader(c), -1); err != nil {
+			if err := e.s.PutChunk(ctx, alice, open.UploadID, 0, testutil.MD5Hex(c), bytes.NewReader(c), -1); err != nil {
 				t.Fatal(err)
 			}
 			other, _ := e.s.Init(ctx, alice, "/other", testChunk, "")
-			hr, err := e.s.PatchChunk(ctx, alice, other.UploadID, 0, md5hex(c), sha256hex(c))
+			hr, err := e.s.PatchChunk(ctx, alice, other.UploadID, 0, testutil.MD5Hex(c), sha256hex(c))
 			if err != nil || !hr.Exists || hr.Challenge != nil {
 				t.Fatalf("own session's chunk = %+v, %v; want exists, no challenge", hr, err)
 			}
@@ -254,7 +255,7 @@ func TestOwnContentStaysInstant(t *testing.T) {
 func TestInstantModes(t *testing.T) {
 	ctx := context.Background()
 	common := func(e *env, n int) []byte {
-		b := randBytes(testChunk + 9)
+		b := testutil.RandBytes(testChunk + 9)
 		for i := range n {
 			e.push(e.user(fmt.Sprintf("owner%d", i), 0), "/c", b)
 		}
@@ -262,11 +263,11 @@ func TestInstantModes(t *testing.T) {
 	}
 	// sessionOnly leaves a chunk in n users' open sessions.
 	sessionOnly := func(e *env, n int) []byte {
-		c := randBytes(testChunk)
+		c := testutil.RandBytes(testChunk)
 		for i := range n {
 			u := e.user(fmt.Sprintf("sess%d", i), 0)
 			info, _ := e.s.Init(ctx, u, "/s", testChunk, "")
-			if err := e.s.PutChunk(ctx, u, info.UploadID, 0, md5hex(c), bytes.NewReader(c), -1); err != nil {
+			if err := e.s.PutChunk(ctx, u, info.UploadID, 0, testutil.MD5Hex(c), bytes.NewReader(c), -1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -345,7 +346,7 @@ func timingCase(t *testing.T, mode InstantMode) (fileHeld, fileUnknown, chunkHel
 	e := newEnvWith(t, nil, Instant{Mode: mode})
 	ctx := context.Background()
 	alice, bob := e.member("alice"), e.member("bob")
-	secret, random := randBytes(2*testChunk), randBytes(2*testChunk)
+	secret, random := testutil.RandBytes(2*testChunk), testutil.RandBytes(2*testChunk)
 	e.push(alice, "/secret", secret)
 	info, err := e.s.Init(ctx, bob, "/probe", int64(len(secret)), "")
 	if err != nil {
@@ -363,7 +364,7 @@ func timingCase(t *testing.T, mode InstantMode) (fileHeld, fileUnknown, chunkHel
 		return call(func() (HashResult, error) { return e.s.PatchFile(ctx, bob, info.UploadID, fh, fs) })
 	}
 	chunk := func(b []byte) func() {
-		h, sh := md5hex(chunkOf(b, 1)), sha256hex(chunkOf(b, 1))
+		h, sh := testutil.MD5Hex(chunkOf(b, 1)), sha256hex(chunkOf(b, 1))
 		return call(func() (HashResult, error) { return e.s.PatchChunk(ctx, bob, info.UploadID, 1, h, sh) })
 	}
 	return file(secret), file(random), chunk(secret), chunk(random)

@@ -3,8 +3,6 @@ package upload
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -19,11 +17,11 @@ import (
 	"netdisk/chunker"
 	"netdisk/dedup"
 	"netdisk/drive"
+	"netdisk/drive/drivetest"
 	"netdisk/errs"
-	"netdisk/internal/testenv"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/testutil"
 )
 
 const testChunk = 1024
@@ -42,7 +40,7 @@ type env struct {
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
 // newEnvWith wires it on rdb's Redis ledger (nil: embedded): the test drive
-// (testenv, opened as the daemon opens its data directory) with the service
+// (drivetest, opened as the daemon opens its data directory) with the service
 // as the ledger's truth, and the instant upload policy inst (the zero value:
 // the daemon's default).
 func newEnvWith(t testing.TB, rdb *redis.Client, inst ...Instant) *env {
@@ -54,7 +52,7 @@ func newEnvWith(t testing.TB, rdb *redis.Client, inst ...Instant) *env {
 func newEnvSized(t testing.TB, cs int64, rdb *redis.Client, inst ...Instant) *env {
 	t.Helper()
 	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	te := testenv.New(t, testenv.Options{ChunkSize: cs, Clock: clock, Redis: rdb})
+	te := drivetest.New(t, drivetest.Options{ChunkSize: cs, Clock: clock, Redis: rdb})
 	c := Config{Drive: te.Drive, DB: te.Meta, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Accountant: LedgerAccountant{G: te.Quota}}
 	if len(inst) > 0 {
@@ -76,14 +74,6 @@ func (e *env) user(name string, quota int64) int64 {
 	return u.ID
 }
 
-func randBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
-func md5hex(b []byte) string { m := md5.Sum(b); return hex.EncodeToString(m[:]) }
-
 func sha256hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
 // fileSHA is b's chunker.FileSHA256, cut at cs.
@@ -98,7 +88,7 @@ func fileSHA(b []byte, cs int) string {
 func fileHash(b []byte, cs int) string {
 	var hs []string
 	for off := 0; off < len(b); off += cs {
-		hs = append(hs, md5hex(b[off:min(off+cs, len(b))]))
+		hs = append(hs, testutil.MD5Hex(b[off:min(off+cs, len(b))]))
 	}
 	return chunker.FileHash(hs)
 }
@@ -116,7 +106,7 @@ func (e *env) upload(uid int64, path string, b []byte) (Result, error) {
 	}
 	for i := int64(0); i < info.TotalChunks; i++ {
 		c := chunkOf(b, i)
-		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, md5hex(c), bytes.NewReader(c), int64(len(c))); err != nil {
+		if err := e.s.PutChunk(ctx, uid, info.UploadID, i, testutil.MD5Hex(c), bytes.NewReader(c), int64(len(c))); err != nil {
 			return Result{}, err
 		}
 	}
@@ -129,7 +119,7 @@ func (e *env) putChunks(uid int64, id string, b []byte, idx ...int64) {
 	e.t.Helper()
 	for _, i := range idx {
 		c := chunkOf(b, i)
-		if err := e.s.PutChunk(context.Background(), uid, id, i, md5hex(c), bytes.NewReader(c), -1); err != nil {
+		if err := e.s.PutChunk(context.Background(), uid, id, i, testutil.MD5Hex(c), bytes.NewReader(c), -1); err != nil {
 			e.t.Fatalf("chunk %d: %v", i, err)
 		}
 	}
@@ -161,7 +151,7 @@ func TestJanitorExpiresIdleSessions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	uid := e.user("alice", 0)
-	b := randBytes(3*testChunk + 10)
+	b := testutil.RandBytes(3*testChunk + 10)
 	info, err := e.s.Init(ctx, uid, "/a.bin", int64(len(b)), "")
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +189,7 @@ func TestMergedSessionIsIdempotentThenRetired(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	uid := e.user("bob", 0)
-	b := randBytes(2*testChunk + 1)
+	b := testutil.RandBytes(2*testChunk + 1)
 	info, _ := e.s.Init(ctx, uid, "/x/y/z.bin", int64(len(b)), "")
 	e.putChunks(uid, info.UploadID, b, 0, 1, 2)
 	fh := fileHash(b, testChunk)
@@ -237,14 +227,14 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	e := newEnvWith(t, nil, Instant{Mode: InstantShared})
 	ctx := context.Background()
 	alice, mallory, carol := e.user("alice", 0), e.user("mallory", 0), e.user("carol", 0)
-	x, y := randBytes(testChunk), randBytes(testChunk)
+	x, y := testutil.RandBytes(testChunk), testutil.RandBytes(testChunk)
 	ySum := chunker.HashChunk(y)
 	if err := e.blobs.Put(ctx, dedup.Key(ySum.SHA256), y); err != nil {
 		t.Fatal(err)
 	}
 	// Mallory's file references the crafted record {sha256(y), md5(x)}.
-	crafted := meta.Chunk{SHA256: ySum.SHA256, MD5: md5hex(x), Size: testChunk}
-	if _, err := e.m.CommitFile(ctx, mallory, "/evil", meta.NewFile{Size: testChunk, FileHash: chunker.FileHash([]string{md5hex(x)}), Chunks: []meta.Chunk{crafted}}); err != nil {
+	crafted := meta.Chunk{SHA256: ySum.SHA256, MD5: testutil.MD5Hex(x), Size: testChunk}
+	if _, err := e.m.CommitFile(ctx, mallory, "/evil", meta.NewFile{Size: testChunk, FileHash: chunker.FileHash([]string{testutil.MD5Hex(x)}), Chunks: []meta.Chunk{crafted}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -252,12 +242,12 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	// crafted record's bytes: no challenge, she sends the bytes.
 	info, _ := e.s.Init(ctx, alice, "/x.bin", testChunk, "")
 	for _, sha := range []string{"", sha256hex(x)} {
-		hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, md5hex(x), sha)
+		hr, err := e.s.PatchChunk(ctx, alice, info.UploadID, 0, testutil.MD5Hex(x), sha)
 		if err != nil || hr.Exists {
 			t.Fatalf("patchHash (sha256 %q) = %+v, %v; want exists=false", sha, hr, err)
 		}
 	}
-	if err := e.s.PutChunk(ctx, alice, info.UploadID, 0, md5hex(x), bytes.NewReader(x), -1); err != nil {
+	if err := e.s.PutChunk(ctx, alice, info.UploadID, 0, testutil.MD5Hex(x), bytes.NewReader(x), -1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.s.Merge(ctx, alice, info.UploadID, fileHash(x, testChunk), fileSHA(x, testChunk)); err != nil {
@@ -266,17 +256,17 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 	if !bytes.Equal(e.read(alice, "/x.bin"), x) {
 		t.Fatal("alice's file does not hold her bytes")
 	}
-	cs, _ := e.m.ChunksByMD5(ctx, md5hex(x))
+	cs, _ := e.m.ChunksByMD5(ctx, testutil.MD5Hex(x))
 	if len(cs) != 2 {
 		t.Fatalf("%d chunk records share the MD5, want 2 (stored by SHA-256)", len(cs))
 	}
 	// Two stored chunks share the MD5: the SHA-256 picks the one carol
 	// names (a challenge over alice's x), and MD5 alone picks none.
 	info2, _ := e.s.Init(ctx, carol, "/c.bin", testChunk, "")
-	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), ""); err != nil || hr.Exists {
+	if hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, testutil.MD5Hex(x), ""); err != nil || hr.Exists {
 		t.Fatalf("carol's patchHash by MD5 = %+v, %v; want exists=false", hr, err)
 	}
-	hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, md5hex(x), sha256hex(x))
+	hr, err := e.s.PatchChunk(ctx, carol, info2.UploadID, 0, testutil.MD5Hex(x), sha256hex(x))
 	if err != nil || hr.Challenge == nil {
 		t.Fatalf("carol's patchHash by SHA-256 = %+v, %v; want a challenge", hr, err)
 	}
@@ -300,7 +290,7 @@ func TestMD5CollisionCraftedEntry(t *testing.T) {
 func TestGCRacesUploads(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	shared := randBytes(testChunk)
+	shared := testutil.RandBytes(testChunk)
 	stop := make(chan struct{})
 	var gcRuns atomic.Int64
 	var gcWG sync.WaitGroup
@@ -334,13 +324,13 @@ func TestGCRacesUploads(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 8 {
-				b := append(append(randBytes(testChunk), shared...), randBytes(100)...)
+				b := append(append(testutil.RandBytes(testChunk), shared...), testutil.RandBytes(100)...)
 				path := "/f" + string(rune('0'+i))
 				if i%3 == 2 { // an abandoned session leaves garbage behind
 					info, err := e.s.Init(ctx, uid, path+".tmp", int64(len(b)), "")
 					if err == nil {
 						c := chunkOf(b, 1)
-						e.s.PutChunk(ctx, uid, info.UploadID, 1, md5hex(c), bytes.NewReader(c), -1)
+						e.s.PutChunk(ctx, uid, info.UploadID, 1, testutil.MD5Hex(c), bytes.NewReader(c), -1)
 						err = e.s.Abort(ctx, uid, info.UploadID)
 					}
 					if err != nil {
@@ -383,7 +373,7 @@ func TestClaimedChunkSurvivesGC(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	uid := e.user("dora", 0)
-	b := randBytes(testChunk + 5)
+	b := testutil.RandBytes(testChunk + 5)
 	// Written as WebDAV PUT does, so no session references its chunks.
 	w, err := e.d.Create(ctx, uid, "/orig", drive.WriteOptions{ExpectedSize: -1})
 	if err != nil {
@@ -395,7 +385,7 @@ func TestClaimedChunkSurvivesGC(t *testing.T) {
 	}
 	info, _ := e.s.Init(ctx, uid, "/copy", int64(len(b)), "")
 	for i := int64(0); i < 2; i++ {
-		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, md5hex(chunkOf(b, i)), sha256hex(chunkOf(b, i)))
+		hr, err := e.s.PatchChunk(ctx, uid, info.UploadID, i, testutil.MD5Hex(chunkOf(b, i)), sha256hex(chunkOf(b, i)))
 		if err != nil || !hr.Exists || hr.Challenge != nil {
 			t.Fatalf("patchHash %d = %+v, %v; want exists without challenge", i, hr, err)
 		}
@@ -435,8 +425,8 @@ func TestQuotaAdmissionAndChunkLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func(id string, i int64) error {
-		c := randBytes(testChunk)
-		return e.s.PutChunk(ctx, uid, id, i, md5hex(c), bytes.NewReader(c), -1)
+		c := testutil.RandBytes(testChunk)
+		return e.s.PutChunk(ctx, uid, id, i, testutil.MD5Hex(c), bytes.NewReader(c), -1)
 	}
 	for _, p := range []struct {
 		id string

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 	"netdisk/web/browsertest"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 	"netdisk/web/browsertest"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 	"netdisk/web/browsertest"
 )
 

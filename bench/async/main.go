@@ -37,7 +37,7 @@ import (
 	"netdisk/client"
 	"netdisk/daemon"
 	"netdisk/drive"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 func main() {

@@ -26,7 +26,7 @@ import (
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/benchmount"
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 func main() {

@@ -41,7 +41,7 @@ import (
 	"netdisk/chunker"
 	"netdisk/client"
 	"netdisk/daemon"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 func main() {

@@ -26,9 +26,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"netdisk/bench/internal/benchredis"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/testutil"
 )
 
 type truth struct{}

@@ -40,8 +40,8 @@ import (
 
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/fanout"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 const adminPass = "bench-admin-pass"

@@ -28,7 +28,7 @@ import (
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
 	"netdisk/daemon"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 	"netdisk/web/browsertest"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"netdisk/bench/internal/benchdata"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 type config struct {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // server is one WebDAV server under test, run as a child process: netdisk

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // One PostgreSQL cluster and one S3 server serve the package's tests.

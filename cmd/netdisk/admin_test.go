@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"netdisk/apitype"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // These tests run the real binary against a real daemon, as an admin would.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // requestCounter reads how many HTTP requests d has answered, from the

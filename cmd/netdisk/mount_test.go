@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestMountPassword: `netdisk mount` takes the password from

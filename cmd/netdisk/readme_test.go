@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // readmeBlocks returns the ```sh blocks of the README section under heading.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // rm words the server's refusals in its own terms, decided by the answer's

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // serveRefused runs `netdisk serve` on data with args, which must make it

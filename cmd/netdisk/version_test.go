@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"netdisk/client"
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // TestVersion: `netdisk --version`, `-v` and `netdisk version` print one

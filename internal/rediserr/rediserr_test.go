@@ -16,9 +16,9 @@ import (
 	"netdisk/davlock"
 	"netdisk/errs"
 	"netdisk/internal/rediserr"
-	"netdisk/internal/testutil"
 	"netdisk/lock"
 	"netdisk/quota"
+	"netdisk/testutil"
 )
 
 func TestMain(m *testing.M) { testutil.Main(m) }

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"netdisk/errs"
-	"netdisk/internal/testutil"
 	"netdisk/lock"
+	"netdisk/testutil"
 )
 
 // Open returns two handles on one fresh, empty state: for an in-process

@@ -8,40 +8,30 @@ package metatest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 // Open returns a fresh, empty store whose clock is now (the store stamps
 // folder times, chunk records and settlements with it).
 type Open func(t *testing.T, now func() time.Time) meta.Store
 
-// clock is the suite's injected time.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 // env is one store under test with its clock and helpers.
 type env struct {
 	t     *testing.T
 	ctx   context.Context
 	s     meta.Store
-	clock *clock
+	clock *testutil.Clock
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newEnv(t *testing.T, open Open) *env {
-	c := &clock{t: t0}
+	c := testutil.NewClock(t0)
 	s := open(t, c.Now)
 	t.Cleanup(func() { s.Close() })
 	return &env{t: t, ctx: context.Background(), s: s, clock: c}

@@ -10,6 +10,7 @@ import (
 
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/testutil"
 )
 
 // OpenShared returns two stores over one fresh, empty database, as two
@@ -28,7 +29,7 @@ func RunShared(t *testing.T, open OpenShared) {
 // other); enough rounds with both callers released together make that
 // visible.
 func testLastAdminAcrossNodes(t *testing.T, open OpenShared) {
-	c := &clock{t: t0}
+	c := testutil.NewClock(t0)
 	a, b := open(t, c.Now)
 	t.Cleanup(func() { a.Close(); b.Close() })
 	ctx := context.Background()

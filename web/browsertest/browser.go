@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Flags are the Chromium switches every run uses: headless, no sandbox

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 )
 
 // Flag defines the -redis flag Connect reads.

@@ -2,6 +2,10 @@
 // loopback port with a temp data dir, redis-server processes, and checks for
 // external tools. Under CI=true a missing tool fails the test instead of
 // skipping it.
+//
+// It imports no netdisk package, so the tests of every layer can use it, and
+// only tests, other rigs and benchmarks link it (testutil/deptest's layer
+// test checks both).
 package testutil
 
 import (
@@ -49,7 +53,7 @@ var (
 // RepoRoot returns the module root.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), ".."))
 }
 
 // BuildBinary compiles cmd/netdisk into dir and returns its path.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/deptest"
+	"netdisk/testutil/deptest"
 )
 
 // Package meta is the only one that talks to the database: every other

@@ -11,6 +11,12 @@
 //
 // Its test also holds that package meta alone talks to the database: no
 // other package's non-test files import database/sql.
+//
+// It also keeps the module layered: a table places every package on a layer
+// (leaves, stores, the drive, the protocols, the HTTP surface, the server; the
+// client side apart), and the test fails naming each import that goes up or
+// across, and each package the table does not place. Test rigs sit on the
+// layer of what they build, and only tests and benchmarks link them.
 package deptest
 
 import (
@@ -33,25 +39,46 @@ import (
 type Package struct {
 	ImportPath string
 	Imports    []string
+	// TestImports are the imports of the package's own test files (package
+	// p, not p_test): they are compiled into p, so they keep to p's layer.
+	TestImports []string
 }
 
 // Deps lists roots and every package they depend on, run in the module
 // directory dir.
 func Deps(dir string, roots ...string) (map[string]Package, error) {
+	list, err := goList(dir, append([]string{"-deps", "-json=ImportPath,Imports"}, roots...)...)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string]Package{}
+	for _, p := range list {
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs, nil
+}
+
+// Packages lists the packages patterns match, with their imports and their
+// internal tests' imports, run in the module directory dir.
+func Packages(dir string, patterns ...string) ([]Package, error) {
+	return goList(dir, append([]string{"-json=ImportPath,Imports,TestImports"}, patterns...)...)
+}
+
+func goList(dir string, args ...string) ([]Package, error) {
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(goBin); err != nil {
 		if goBin, err = exec.LookPath("go"); err != nil {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(goBin, append([]string{"list", "-deps", "-json=ImportPath,Imports"}, roots...)...)
+	cmd := exec.Command(goBin, append([]string{"list"}, args...)...)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list -deps %s: %w", strings.Join(roots, " "), err)
+		return nil, fmt.Errorf("go list %s: %w", strings.Join(args, " "), err)
 	}
-	pkgs := map[string]Package{}
+	var pkgs []Package
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
 		var p Package
@@ -60,7 +87,7 @@ func Deps(dir string, roots ...string) (map[string]Package, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("go list output: %w", err)
 		}
-		pkgs[p.ImportPath] = p
+		pkgs = append(pkgs, p)
 	}
 	return pkgs, nil
 }

@@ -1,4 +1,4 @@
-// Package testenv builds the in-process drive tests run against: real SQLite
+// Package drivetest builds the in-process drive tests run against: real SQLite
 // and a real chunk directory in a temp dir, the quota guard over the embedded
 // ledger (or a real Redis), opened by drive.OpenLocal exactly as
 // `netdisk serve` opens its data directory, and reconciled. It is the one
@@ -8,7 +8,7 @@
 //
 // It imports neither upload nor any HTTP layer, so package-internal tests of
 // those packages can use it; upload tests wire their service on top.
-package testenv
+package drivetest
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"netdisk/drive"
-	"netdisk/internal/testutil"
 	"netdisk/meta"
 	"netdisk/quota"
+	"netdisk/testutil"
 )
 
 // Options choose what differs between tests; the zero value is the daemon's

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"netdisk/internal/testutil"
+	"netdisk/testutil"
 	"netdisk/vpath"
 )
 
