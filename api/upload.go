@@ -163,21 +163,18 @@ func (a *API) deleteSession(w http.ResponseWriter, r *http.Request, u meta.User)
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// smallUpload stores a whole small file in one request through the same
-// streaming writer as WebDAV PUT, so it is cut into the same chunks. Missing
-// parent directories are created, as merge does.
+// smallUpload stores a whole small file in one request: drive.PutFile, the
+// same streaming writer as WebDAV PUT, with missing parent folders created
+// as merge does.
 //
 // With fileHash and fileSha256 (an extension, docs/API.md): when the user
 // already holds a file of that hash, SHA-256 name and the announced size,
 // the new version is committed from it and the answer goes out before the
-// body is read, so a client that sent Expect: 100-continue never sends it.
-// fileHash alone (MD5s, which two contents can share) commits nothing
-// unread. Otherwise the body is read and must hash to fileHash (422 when
-// not). Only the user's own files count: the answer never tells whether
-// someone else holds the content.
+// body is read (PutFile does not read it), so a client that sent
+// Expect: 100-continue never sends it. Otherwise the body is read and must
+// hash to fileHash (422 when not).
 func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 	const op = "api.Upload"
-	ctx := r.Context()
 	p, err := vpath.Clean(r.URL.Query().Get("path"))
 	if err != nil {
 		a.WriteError(w, r, errs.E(op, errs.Invalid, r.URL.Query().Get("path"), err))
@@ -192,7 +189,6 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.Errorf(op, errs.Invalid, "fileSha256 must be 64 lowercase hex digits, given with fileHash"))
 		return
 	}
-	instant := fileSHA != "" && r.ContentLength > 0
 	mtime, mode, err := uploadAttrs(r.URL.Query())
 	if err != nil {
 		a.WriteError(w, r, errs.E(op, errs.Invalid, p, err))
@@ -203,77 +199,17 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, errs.Errorf(op, errs.TooLarge, "%d bytes is over the %d byte limit of one-request uploads: use init/uploadChunk/merge", r.ContentLength, limit))
 		return
 	}
-	if p == "/" {
-		a.WriteError(w, r, errs.E(op, errs.IsDir, p, nil))
-		return
-	}
-	// The parent usually exists: Create finds it in the look-up it makes
-	// anyway, and only a missing (or file) parent costs the folders' walk.
-	// The instant upload needs the folders first.
-	o := driveOpts(r.ContentLength)
-	o.WantFileHash, o.ModTime = fileHash, mtime
-	if mode != nil {
-		o.Mode = meta.StoredMode(*mode)
-	}
-	var fw *drive.Writer
-	if !instant {
-		fw, err = a.D.Create(ctx, u.ID, p, o)
-		if err != nil && !errs.Is(err, errs.NoParent) && !errs.Is(err, errs.NotDir) {
-			a.WriteError(w, r, err)
-			return
-		}
-	}
-	if fw == nil {
-		if parent := vpath.Parent(p); parent != "/" {
-			if err := a.D.MkdirAll(ctx, u.ID, parent); err != nil {
-				a.WriteError(w, r, err)
-				return
-			}
-		}
-	}
-	if instant {
-		node, ok, err := a.D.CommitHeldContent(ctx, u.ID, p, fileHash, fileSHA, r.ContentLength, mtime)
-		if err == nil && ok && mode != nil {
-			// Rare (a client sending both): the mode in a second step.
-			if err = a.D.SetMode(ctx, u.ID, p, *mode); err == nil {
-				node.Mode = meta.StoredMode(*mode)
-			}
-		}
-		if err != nil {
-			a.WriteError(w, r, err)
-			return
-		}
-		if ok {
-			res := nodeResult(node)
-			res.Instant = true
-			WriteJSON(w, http.StatusOK, res)
-			return
-		}
-	}
-	if fw == nil {
-		if fw, err = a.D.Create(ctx, u.ID, p, o); err != nil {
-			a.WriteError(w, r, err)
-			return
-		}
-	}
+	o := drive.PutOptions{Size: r.ContentLength, FileHash: fileHash, FileSHA256: fileSHA, ModTime: mtime, Mode: mode}
 	// The body's read errors come marked (too large, unreadable, client
-	// gone); a failure of the drive (the quota, the ledger, a full disk)
-	// keeps its own kind.
-	n, err := fw.ReadFrom(requestBody(r, limit, "the body of a one-request upload"))
-	if err == nil && r.ContentLength >= 0 && n != r.ContentLength {
-		err = errs.Errorf(op, errs.Invalid, "body has %d bytes, %d announced", n, r.ContentLength)
-	}
-	if err != nil {
-		fw.Abort()
-		a.WriteError(w, r, err)
-		return
-	}
-	node, err := fw.Commit()
+	// gone).
+	node, instant, err := a.D.PutFile(r.Context(), u.ID, p, o, requestBody(r, limit, "the body of a one-request upload"))
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, nodeResult(node))
+	res := nodeResult(node)
+	res.Instant = instant
+	WriteJSON(w, http.StatusOK, res)
 }
 
 // nodeResult is the one-request upload's answer for the version committed.

@@ -304,14 +304,13 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	if err := ensureAdmin(ctx, d, m, o); err != nil {
 		return fail(err)
 	}
-	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Accountant: upload.LedgerAccountant{G: g},
-		Instant: o.Instant})
+	up := upload.New(upload.Config{Drive: d, DB: m, TTL: o.SessionTTL, Logger: o.Logger, Instant: o.Instant})
 	// SQLite is the truth: the ledger is rebuilt from it at every start, so a
 	// kill -9 (a session ended in SQLite but not in the ledger) leaves
 	// nothing behind; the hold of a write that died with the process goes
 	// once its lease expires, while other nodes' live holds are kept
 	// (quota.Guard).
-	if err := l.Reconcile(ctx, up); err != nil {
+	if err := l.Reconcile(ctx, d); err != nil {
 		if rdb == nil {
 			return fail(fmt.Errorf("quota: %w", err))
 		}

@@ -1,8 +1,15 @@
 // Package drive is netdisk's protocol-neutral file core: users, each user's
 // namespace, files as chunk lists, the write path that cuts and deduplicates,
 // the read path, garbage collection and checks. It is the only package that
-// composes the chunk store (dedup) with the metadata store (meta); the WebDAV
-// adapter, the HTTP API and FUSE are thin layers over it.
+// composes the chunk store (dedup) with the quota ledger (quota) and the
+// metadata store (meta); the WebDAV adapter, the HTTP API (with the upload
+// protocol, package upload) and FUSE are thin layers over it.
+//
+// Every write comes down here and nothing here calls back up: a file
+// streamed whole goes through the Writer (write.go: WebDAV's PUT, and the
+// API's one-request upload through PutFile, put.go); a file sent as an
+// upload session's chunks goes through sessions.go, which writes down the
+// order of the stores' calls it enforces.
 package drive
 
 import (

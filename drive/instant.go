@@ -11,18 +11,18 @@ import (
 	"netdisk/vpath"
 )
 
-// CommitHeldContent makes p a new version whose content is that of a file uid
+// commitHeldContent makes p a new version whose content is that of a file uid
 // already holds with this file hash and size, without any byte being sent:
-// the one-request upload's instant path (fileHash given, the user holds the
-// content). ok is false, with no error and nothing changed, when uid holds
-// no such file (or it went away meanwhile): the caller then reads the bytes.
+// PutFile's instant path (fileHash given, the user holds the content). ok is
+// false, with no error and nothing changed, when uid holds no such file (or
+// it went away meanwhile): the caller then reads the bytes.
 // Only uid's own files count, so the answer never tells whether another user
 // holds the content. The held file must also have the SHA-256 name fileSHA
 // (chunker.FileSHA256): the file hash is made of MD5s, which two different
 // contents can share, so without fileSHA ("") nothing is committed. mtime
 // zero means now.
-func (d *Drive) CommitHeldContent(ctx context.Context, uid int64, p, fileHash, fileSHA string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
-	const op = "drive.CommitHeldContent"
+func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, fileSHA string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
+	const op = "drive.PutFile"
 	if p, err = clean(op, p); err != nil {
 		return n, false, err
 	}

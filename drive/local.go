@@ -127,9 +127,9 @@ func openMeta(ctx context.Context, c LocalConfig) (*meta.SQLStore, error) {
 }
 
 // Reconcile rebuilds the quota ledger from SQLite: the users' totals and
-// finished bytes, and the open upload sessions truth lists (package upload;
-// nil when there is no upload service). Run it once the upload service
-// exists and before serving; a ledger that was never reconciled answers
+// finished bytes, and the open upload sessions truth lists (the Drive itself,
+// drive/sessions.go, when the upload service runs; nil when it does not). Run
+// it before serving; a ledger that was never reconciled answers
 // errs.Unavailable.
 func (l *Local) Reconcile(ctx context.Context, truth quota.Truth) error {
 	if truth != nil {

@@ -15,7 +15,7 @@ import (
 // do not fit; deletes, moves over a file and overwrites tell the ledger after
 // their commit. Each metadata change and its ledger update form one
 // quota.Guard Step. The upload sessions of the chunked API account through
-// the same Guard (package upload).
+// the same Guard, in the order drive/sessions.go writes down.
 //
 // What the ledger counts as finished is what the metadata store charges:
 // the files' sizes and the metadata charge of every entry and dead property

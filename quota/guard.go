@@ -100,7 +100,7 @@ func (g *Guard) SetOwner(owner string) {
 	g.prefix = g.owner + randomHex() + "-"
 }
 
-// SetTruth sets the open upload sessions (package upload) Reconcile reads.
+// SetTruth sets the open upload sessions (drive.Drive.OpenSessions) Reconcile reads.
 func (g *Guard) SetTruth(t Truth) {
 	g.hmu.Lock()
 	g.truth = t

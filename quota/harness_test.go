@@ -234,7 +234,7 @@ func (e *env) finish(user int64, upload string, size int64) (int64, quota.Releas
 // uncharge forgets what the store charged for the entries of the files these
 // tests make (meta/charge.go): they play the drive's part with file bytes
 // alone, so the ledger's arithmetic is tested by itself; reserving and
-// reporting the entries' charge is the drive's (drive.ReserveEntries),
+// reporting the entries' charge is the drive's (drive.CommitSession),
 // tested there and in package api's quota tests on both ledgers.
 func (e *env) uncharge() error {
 	_, err := e.raw.ExecContext(e.ctx, `UPDATE users SET use_space_meta = 0`)

@@ -82,18 +82,18 @@
 //
 // With the ledger, only the flush records (the Sink's flushes and the
 // settlements, meta/quota.go) write users.use_space_unfinished.
-// For package upload (upload.Accountant, upload/account.go): Reserve(uid,
-// sessionID, size) with the session id chosen before the row is inserted.
-// The reservation is the whole declared size, also when the session replaces
-// a file: its chunks sit beside that file until the merge, and the replaced
-// file's bytes come back only when the merge commits. Chunk(uid, session,
-// idx, n) runs before the transaction that records the chunk commits (the
-// chunk index is needed); the settlement runs inside the transaction that
-// merges or closes the session; after it, Merged(growth) is Commit(uid,
-// session, max(growth, 0)) plus the guard's Changed(min(growth, 0)) for a smaller
-// replaced file, and Released is Release. Truth.OpenSessions is
-// upload_sessions WHERE state = 'open' (id, user_id, size, received) with the
-// idx of its session_chunks rows as Have.
+// The upload sessions follow this order in one place, where it is enforced:
+// drive/sessions.go. Reserve(uid, sessionID, size) runs with the session id
+// chosen before the row is inserted; the reservation is the whole declared
+// size, also when the session replaces a file: its chunks sit beside that
+// file until the merge, and the replaced file's bytes come back only when the
+// merge commits. Chunk(uid, session, idx, n) runs before the transaction that
+// records the chunk commits (the chunk index is needed); the settlement runs
+// inside the transaction that merges or closes the session; after a merge,
+// Commit(uid, session, max(growth, 0)) plus the guard's Changed(min(growth,
+// 0)) for a smaller replaced file, after a close Release. Truth.OpenSessions
+// is upload_sessions WHERE state = 'open' (id, user_id, size, received) with
+// the idx of its session_chunks rows as Have (drive.Drive.OpenSessions).
 package quota
 
 import (

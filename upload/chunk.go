@@ -85,38 +85,11 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 		return errAlreadyReceived(op, index)
 	}
 	mc := meta.Chunk{SHA256: sum.SHA256, MD5: sum.MD5, Size: sum.Size}
-	err = s.d.StoreChunk(ctx, mc, b, func() error { return s.record(ctx, ss, index, mc) })
+	err = s.d.PutSessionChunk(ctx, ss.UserID, ss.ID, index, mc, b, s.now())
 	// A store that failed may not be done with b: an HTTP transport (the
 	// S3 store) can still be reading a request body after its answer.
 	reuse = err == nil
-	return err
-}
-
-// record makes c the chunk at idx of an open session, counting its bytes when
-// the index was not held yet. With c.ID set, c must still exist (the caller
-// pins it; gone otherwise); else the chunk record is found or inserted by
-// SHA-256 (the caller has stored and pinned the blob).
-func (s *Service) record(ctx context.Context, ss session, idx int64, c meta.Chunk) error {
-	const op = "upload.Chunk"
-	// The ledger counts the chunk first (idempotent per index; it refuses
-	// a session it no longer knows), then the store records it, in one Step.
-	defer s.acct.Step()()
-	if err := s.acct.Chunk(ctx, ss.UserID, ss.ID, idx, c.Size); err != nil {
-		if errs.Is(err, errs.NotFound) {
-			return errUnknown(op)
-		}
-		return err
-	}
-	err := s.db.AddSessionChunk(ctx, ss.ID, idx, c, s.now())
-	switch {
-	case errors.Is(err, meta.ErrNoSession):
-		return errUnknown(op)
-	case errors.Is(err, meta.ErrSessionClosed):
-		return errMerged(op)
-	case errors.Is(err, meta.ErrIndexTaken):
-		return errAlreadyReceived(op, idx)
-	}
-	return err
+	return sessionErr(op, index, err)
 }
 
 // readChunk fills buf from body as io.ReadFull does (the same n and err),
@@ -232,7 +205,7 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 	// One lookup whatever the content, then the decision: unknown content
 	// and content the policy hides take the same path to the same answer.
 	want := chunker.ChunkLen(ss.Size, ss.ChunkSize, index)
-	held, err := s.d.ChunksHeld(ctx, uid, hash, want, s.inst.limit())
+	held, err := s.db.ChunksHeld(ctx, uid, hash, want, s.inst.limit())
 	if err != nil {
 		return HashResult{}, err
 	}
@@ -260,11 +233,12 @@ func (s *Service) PatchChunk(ctx context.Context, uid int64, id string, index in
 
 // claim records an already stored chunk at index; false when it vanished.
 func (s *Service) claim(ctx context.Context, ss session, index int64, c meta.Chunk) (bool, error) {
-	ok, err := s.d.ReuseChunk(ctx, c, func() error { return s.record(ctx, ss, index, c) })
+	const op = "upload.Chunk"
+	ok, err := s.d.ReuseSessionChunk(ctx, ss.UserID, ss.ID, index, c, s.now())
 	if gone(err) {
 		return false, nil
 	}
-	return ok && err == nil, err
+	return ok && err == nil, sessionErr(op, index, err)
 }
 
 // PatchFile asks whether the server holds a whole file with this hash, the
@@ -303,14 +277,14 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash, fileSH
 		return HashResult{}, nil
 	}
 	// As for chunks: one lookup whatever the content, then the decision.
-	nodeID, h, found, err := s.d.FileHeld(ctx, uid, fileHash, ss.Size, s.inst.limit())
+	nodeID, h, found, err := s.db.FileHeld(ctx, uid, fileHash, ss.Size, s.inst.limit())
 	if err != nil {
 		return HashResult{}, err
 	}
 	if !found || !h.Own && !s.inst.reveals(h) {
 		return HashResult{}, nil
 	}
-	fcs, err := s.d.HeldFileChunks(ctx, nodeID)
+	fcs, err := s.db.FileChunks(ctx, nodeID)
 	if err != nil {
 		return HashResult{}, err
 	}

@@ -42,24 +42,11 @@ func (s *Service) Init(ctx context.Context, uid int64, path string, size int64, 
 		return Info{}, err
 	}
 	if id == "" {
-		// A new session: the ledger admits its declared size (atomically
-		// against every other session of the user) before the row exists.
-		done := s.acct.Step()
-		id = newID()
-		if err := s.acct.Reserve(ctx, uid, id, size); err != nil {
-			done()
-			return Info{}, err
-		}
-		// A concurrent init may have created a matching session meanwhile:
-		// then that one is used and this reservation released.
+		// A new session, unless a concurrent init created a matching one
+		// meanwhile: then that one is used.
 		now := s.now()
-		used, err := s.db.CreateSession(ctx, meta.Session{ID: id, UserID: uid, Path: p, Size: size, ChunkSize: s.d.ChunkSize(),
+		id, err = s.d.OpenSession(ctx, meta.Session{ID: newID(), UserID: uid, Path: p, Size: size, ChunkSize: s.d.ChunkSize(),
 			FileHash: fileHash, Replaces: replaces}, now.Add(-s.ttl), now)
-		if err != nil || used != id {
-			s.acct.Released(context.WithoutCancel(ctx), uid, id)
-			id = used
-		}
-		done()
 		if err != nil {
 			return Info{}, err
 		}
@@ -128,19 +115,6 @@ func (s *Service) Abort(ctx context.Context, uid int64, id string) error {
 	if _, err := s.load(ctx, op, uid, id); err != nil {
 		return err
 	}
-	_, err := s.dropStep(ctx, func() (meta.Session, bool, error) { return s.db.DropSession(ctx, id, s.now()) })
+	_, err := s.d.DropSession(ctx, id, s.now())
 	return err
-}
-
-// dropStep runs drop (a store call that deletes a session and settles an open
-// one's quota flushes in one transaction) in a Step, and releases the ledger's
-// reservation of a dropped open session after the commit. It reports whether
-// drop dropped one.
-func (s *Service) dropStep(ctx context.Context, drop func() (meta.Session, bool, error)) (bool, error) {
-	defer s.acct.Step()()
-	ss, dropped, err := drop()
-	if err == nil && dropped && ss.State == meta.SessionOpen {
-		s.acct.Released(context.WithoutCancel(ctx), ss.UserID, ss.ID)
-	}
-	return dropped, err
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"netdisk/internal/tick"
-	"netdisk/meta"
 )
 
 // Expire removes sessions idle past the TTL (releasing what they held; their
@@ -27,9 +26,7 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 			mu.Lock()
 			// Dropped only if still idle when the store looks: a chunk may
 			// have touched it meanwhile.
-			dropped, err := s.dropStep(ctx, func() (meta.Session, bool, error) {
-				return s.db.DropIdleSession(ctx, id, openCut, mergedCut, s.now())
-			})
+			dropped, err := s.d.DropIdleSession(ctx, id, openCut, mergedCut, s.now())
 			mu.Unlock()
 			if err != nil {
 				return removed, err

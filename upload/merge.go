@@ -77,32 +77,17 @@ func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash, fileSHA st
 }
 
 // commit makes chunks the file at the session's path and marks the session
-// merged (drive.CommitSession: one transaction with the quota settlement);
-// the ledger turns the reservation into finished bytes after, in the same
-// Step. The growth is bounded by the declared size the session reserved. If
-// the process dies before the session is marked merged, a retried merge
-// commits the same content again and settles then.
+// merged: drive.CommitSession, one transaction with the quota settlement.
 func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, fileHash string) (Result, error) {
 	const op = "upload.Merge"
-	f := meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks, ModTime: s.d.Now()}
-	// The entries the merge creates (the file's, missing folders') are
-	// charged against the quota too: reserved before the Step, committed in
-	// it, released after it if the merge failed (defers run in reverse).
-	entries, err := s.d.ReserveEntries(ctx, ss.UserID, ss.Path)
-	if err != nil {
-		return Result{}, err
-	}
-	defer entries.Release(context.WithoutCancel(ctx))
-	done := s.acct.Step()
-	defer done()
-	_, growth, err := s.d.CommitSession(ctx, ss.UserID, ss.Path, ss.ID, f, s.now(), entries)
+	f := meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks}
+	_, err := s.d.CommitSession(ctx, ss.UserID, ss.Path, ss.ID, f, s.now())
 	if errors.Is(err, meta.ErrNoSession) {
-		return Result{}, errUnknown(op) // expired or aborted meanwhile: its reservation is gone
+		return Result{}, errUnknown(op) // expired or aborted meanwhile
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	s.acct.Merged(context.WithoutCancel(ctx), ss.UserID, ss.ID, growth)
 	ss.ResultHash = fileHash
 	return ss.result(), nil
 }

@@ -1,20 +1,22 @@
 // Package upload is the server side of the chunked upload protocol
 // (shared/API.md, seeds 001 and 004): resumable sessions, verified chunks,
 // instant upload (秒传) with a proof of ownership, an idempotent atomic
-// merge, and a janitor that expires idle sessions. It speaks no HTTP (package
-// api adapts it) and no SQL: session rows live in the metadata store
-// (meta.Sessions), and every step on chunk bytes, pins or the tree is an
-// operation of the drive (drive/sessions.go).
+// merge, and a janitor that expires idle sessions. It is the protocol only:
+// it validates what the client sends (hashes, indexes, lengths; it reads a
+// chunk's body and hashes it), decides what instant upload reveals and
+// which sessions expired, and reads the session rows from the metadata store
+// (Store). It speaks no HTTP (package api adapts it) and no SQL, and changes
+// nothing itself: opening a session, storing and recording a chunk, merging
+// and dropping are calls down into the drive (drive/sessions.go), which runs
+// the chunk store, the quota ledger and the metadata store in the one order
+// written there.
 //
 // A session's chunks are referenced from its rows, so garbage collection
 // (drive.GC) keeps them until the session merges, is abandoned or expires.
-// A chunk is recorded only after its blob is durable, under a pin so GC
-// cannot remove it between the store and the record (drive.StoreChunk).
 //
 // Files: service.go (wiring, sessions), init.go (init, get, abort),
 // chunk.go (chunks and patchHash), reveal.go (when others' content is
-// instant), proof.go (challenges), merge.go,
-// account.go (the quota ledger), janitor.go (expiry).
+// instant), proof.go (challenges), merge.go, janitor.go (expiry).
 package upload
 
 import (
@@ -42,13 +44,30 @@ const (
 	DefaultChallengeTTL    = 5 * time.Minute
 )
 
+// Store is what the protocol reads from the metadata store (meta.Sessions
+// and meta.Tree say what each method does), and the proof challenges it
+// keeps there. Every change the quota ledger counts (a session opened, a
+// chunk recorded, a merge, a drop) goes through the drive instead.
+type Store interface {
+	ResumeSession(ctx context.Context, uid int64, path string, size int64, fileHash string, notBefore, now time.Time) (string, error)
+	Session(ctx context.Context, uid int64, id string) (meta.Session, error)
+	SessionChunks(ctx context.Context, id string) ([]meta.SessionChunk, error)
+	SessionChunkAt(ctx context.Context, id string, idx int64) (meta.Chunk, bool, error)
+	IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error)
+	ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]meta.HeldChunk, error)
+	FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h meta.Holders, found bool, err error)
+	FileChunks(ctx context.Context, nodeID int64) ([]meta.FileChunk, error)
+	PutChallenge(ctx context.Context, id string, ch meta.Challenge) error
+	TakeChallenge(ctx context.Context, id string, idx int64) (meta.Challenge, bool, error)
+	DeleteExpiredChallenges(ctx context.Context, t time.Time) (int64, error)
+}
+
+var _ Store = meta.Store(nil)
+
 // Config wires a Service.
 type Config struct {
 	Drive *drive.Drive
-	DB    meta.Sessions // the drive's metadata store, where the session rows live
-	// Accountant counts space in the quota ledger (required; see
-	// LedgerAccountant).
-	Accountant Accountant
+	DB    Store // the drive's metadata store, where the session rows live
 	// TTL: sessions idle longer expire (their held bytes are released).
 	TTL time.Duration
 	// MergedRetention: how long a merged session is kept so a retried merge
@@ -66,8 +85,7 @@ type Config struct {
 // Service runs upload sessions.
 type Service struct {
 	d     *drive.Drive
-	db    meta.Sessions
-	acct  Accountant
+	db    Store
 	ttl   time.Duration
 	keep  time.Duration
 	chTTL time.Duration
@@ -82,11 +100,8 @@ type Service struct {
 
 // New returns a Service.
 func New(c Config) *Service {
-	s := &Service{d: c.Drive, db: c.DB, acct: c.Accountant, ttl: c.TTL, keep: c.MergedRetention,
+	s := &Service{d: c.Drive, db: c.DB, ttl: c.TTL, keep: c.MergedRetention,
 		chTTL: c.ChallengeTTL, now: c.Now, log: c.Logger}
-	if s.acct == nil {
-		panic("upload: Config.Accountant is required")
-	}
 	inst, err := c.Instant.withDefaults()
 	if err != nil {
 		panic(err) // the daemon parses its flags with ParseInstantMode and ParseOwnerRange
@@ -150,6 +165,21 @@ func errMerged(op string) error {
 // already holds.
 func errAlreadyReceived(op string, index int64) error {
 	return errs.Errorf(op, errs.Conflict, "chunk %d was already received with other bytes", index)
+}
+
+// sessionErr is what a change of session ss (by the drive) answers when the
+// session went away (expired or aborted: its rows and its reservation are
+// gone), merged, or holds another chunk at index meanwhile.
+func sessionErr(op string, index int64, err error) error {
+	switch {
+	case errors.Is(err, meta.ErrNoSession):
+		return errUnknown(op)
+	case errors.Is(err, meta.ErrSessionClosed):
+		return errMerged(op)
+	case errors.Is(err, meta.ErrIndexTaken):
+		return errAlreadyReceived(op, index)
+	}
+	return err
 }
 
 // gone reports a chunk the service meant to reuse that vanished (GC) before

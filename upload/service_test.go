@@ -54,12 +54,12 @@ func newEnvSized(t testing.TB, cs int64, rdb *redis.Client, inst ...Instant) *en
 	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	te := drivetest.New(t, drivetest.Options{ChunkSize: cs, Clock: clock, Redis: rdb})
 	c := Config{Drive: te.Drive, DB: te.Meta, TTL: time.Hour, MergedRetention: time.Hour, Now: clock.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Accountant: LedgerAccountant{G: te.Quota}}
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if len(inst) > 0 {
 		c.Instant = inst[0]
 	}
 	s := New(c)
-	if err := te.Reconcile(context.Background(), s); err != nil {
+	if err := te.Reconcile(context.Background(), te.Drive); err != nil {
 		t.Fatal(err)
 	}
 	return &env{t: t, clock: clock, m: te.Meta, blobs: te.Blobs, d: te.Drive, s: s, g: te.Quota}

@@ -42,8 +42,8 @@ type Env struct {
 }
 
 // New opens a drive in a fresh temp dir and reconciles its ledger (there is
-// no upload session yet: upload tests set their service as the ledger's
-// truth with Local.Reconcile).
+// no upload session yet: upload tests set the drive's open sessions as the
+// ledger's truth with Local.Reconcile).
 func New(t testing.TB, o Options) *Env {
 	t.Helper()
 	ctx := context.Background()
