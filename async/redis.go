@@ -176,15 +176,7 @@ func (r *Redis) Progress(ctx context.Context, jobID string, _ time.Time) (map[st
 	if err != nil {
 		return nil, redisErr("async.Progress", err)
 	}
-	out := make(map[string]Progress, len(rows))
-	for k, v := range rows {
-		p, err := dec[Progress](v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = p
-	}
-	return out, nil
+	return decMap[Progress](rows, nil)
 }
 
 func (r *Redis) SeenAgent(ctx context.Context, agentKey string, now time.Time) error {
@@ -325,15 +317,7 @@ func (r *Redis) Results(ctx context.Context, jobID string, _ time.Time) (map[str
 	if err != nil {
 		return nil, redisErr("async.Results", err)
 	}
-	out := make(map[string]Result, len(rows))
-	for k, v := range rows {
-		res, err := dec[Result](v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = res
-	}
-	return out, nil
+	return decMap[Result](rows, nil)
 }
 
 func (r *Redis) AddWork(ctx context.Context, user int64, w Work, now time.Time) error {
