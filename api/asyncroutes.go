@@ -31,20 +31,16 @@ const DefaultAsyncRecheck = 2 * time.Second
 const asyncReofferEvery = 10
 
 func (a *API) asyncRoutes() []Route {
-	return []Route{
-		{Pattern: "POST /api/v1/async/tasks", Handler: a.withAsync(a.asyncAdd)},
-		{Pattern: "GET /api/v1/async/task", Handler: a.withAsync(a.asyncStatus)},
-		{Pattern: "GET /api/v1/async/agents", Handler: a.withAsync(a.asyncAgents)},
-		{Pattern: "GET /api/v1/async/agent/events", Handler: a.withAsync(a.asyncEvents)},
-		{Pattern: "GET /api/v1/async/agent/content", Handler: a.withAsync(a.asyncContent)},
-		{Pattern: "POST /api/v1/async/agent/report", Handler: a.withAsync(a.asyncReport)},
-		{Pattern: "POST /api/v1/async/agent/progress", Handler: a.withAsync(a.asyncProgress)},
-	}
-}
-
-// withAsync serves h when this server runs async downloads.
-func (a *API) withAsync(h Handler) Handler {
-	return a.withService(func() bool { return a.Async != nil }, "api.async", "async downloads are not enabled on this server", h)
+	running := func() bool { return a.Async != nil }
+	return a.serviceRoutes(running, "api.async", "async downloads are not enabled on this server", []Route{
+		{Pattern: "POST /api/v1/async/tasks", Handler: a.asyncAdd},
+		{Pattern: "GET /api/v1/async/task", Handler: a.asyncStatus},
+		{Pattern: "GET /api/v1/async/agents", Handler: a.asyncAgents},
+		{Pattern: "GET /api/v1/async/agent/events", Handler: a.asyncEvents},
+		{Pattern: "GET /api/v1/async/agent/content", Handler: a.asyncContent},
+		{Pattern: "POST /api/v1/async/agent/report", Handler: a.asyncReport},
+		{Pattern: "POST /api/v1/async/agent/progress", Handler: a.asyncProgress},
+	})
 }
 
 func (a *API) asyncAdd(w http.ResponseWriter, r *http.Request, u meta.User) {

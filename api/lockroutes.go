@@ -42,18 +42,14 @@ const DefaultLockStreamRecheck = 15 * time.Second
 const maxStreamKeys = 64
 
 func (a *API) lockRoutes() []Route {
-	return []Route{
-		{Pattern: "POST /api/v1/lock/try", Handler: a.withLocks(a.lockTry)},
-		{Pattern: "POST /api/v1/lock/heartbeat", Handler: a.withLocks(a.lockHeartbeat)},
-		{Pattern: "POST /api/v1/lock/unlock", Handler: a.withLocks(a.lockUnlock)},
-		{Pattern: "GET /api/v1/lock/state", Handler: a.withLocks(a.lockState)},
-		{Pattern: "GET /api/v1/lock/events", Handler: a.withLocks(a.lockEvents)},
-	}
-}
-
-// withLocks serves h when this server runs a lock manager.
-func (a *API) withLocks(h Handler) Handler {
-	return a.withService(func() bool { return a.Locks != nil }, "api.lock", "locks are not enabled on this server", h)
+	running := func() bool { return a.Locks != nil }
+	return a.serviceRoutes(running, "api.lock", "locks are not enabled on this server", []Route{
+		{Pattern: "POST /api/v1/lock/try", Handler: a.lockTry},
+		{Pattern: "POST /api/v1/lock/heartbeat", Handler: a.lockHeartbeat},
+		{Pattern: "POST /api/v1/lock/unlock", Handler: a.lockUnlock},
+		{Pattern: "GET /api/v1/lock/state", Handler: a.lockState},
+		{Pattern: "GET /api/v1/lock/events", Handler: a.lockEvents},
+	})
 }
 
 // lockTarget is a request's key and node in the manager's terms.
