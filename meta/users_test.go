@@ -173,34 +173,7 @@ func TestRenamedMigrationNotReapplied(t *testing.T) {
 func TestUsersAutoincrementMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
-	// The schema as migrations 001-009 left it.
-	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	mustExec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`)
-	for _, name := range names {
-		if name >= "migrations/010" {
-			break
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustExec(string(body))
-		mustExec(`INSERT INTO schema_migrations VALUES (?, 0)`, name)
-	}
+	db, mustExec := sqliteBefore(t, path, "migrations/010")
 	for id, name := range map[int]string{1: "admin", 2: "alice", 3: "bob"} {
 		mustExec(`INSERT INTO users (id, name, pass_hash, is_admin, quota_total, created_ns) VALUES (?, ?, 'h', ?, 7, 1)`, id, name, id == 1)
 		mustExec(`INSERT INTO nodes (user_id, path, parent, name, is_dir, mtime_ns) VALUES (?, '/', '', '', 1, 1)`, id)
