@@ -24,6 +24,19 @@ func openTestStore(t *testing.T) *SQLite {
 	return s
 }
 
+// openTestFile opens a store on a new database file, for a test that
+// closes it and opens the file again (closing is the test's); path is
+// the file.
+func openTestFile(t *testing.T) (s *SQLite, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "meta.db")
+	s, err := OpenSQLite(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}
+
 // openAliceAndBob is openTestStore with two plain users, for tests of what
 // one user's tree must never show of the other's.
 func openAliceAndBob(t *testing.T) (s *SQLite, alice, bob User) {
@@ -65,11 +78,7 @@ func TestUserNamesIgnoreCase(t *testing.T) {
 // names them. Once the operator renames one, it opens and the rule holds.
 func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := OpenSQLite(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openTestFile(t)
 	// Back to the schema before 005, where case duplicates could be made.
 	for _, q := range []string{
 		`DROP INDEX users_name_nocase`,
@@ -86,7 +95,7 @@ func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 	}
 	s.Close()
 
-	_, err = OpenSQLite(ctx, path, nil)
+	_, err := OpenSQLite(ctx, path, nil)
 	if err == nil || !strings.Contains(err.Error(), "ALICE, alice") && !strings.Contains(err.Error(), "alice, ALICE") {
 		t.Fatalf("open with alice and ALICE: %v, want an error naming both", err)
 	}
@@ -118,11 +127,7 @@ func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 // again, and records them under the new name.
 func TestRenamedMigrationNotReapplied(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := OpenSQLite(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openTestFile(t)
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)
