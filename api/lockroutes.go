@@ -119,6 +119,15 @@ func (a *API) lockAnswer(t lockTarget, r lock.Result) apitype.LockAnswer {
 	return w
 }
 
+// writeLockAnswer answers with the node's standing res in t, or with err.
+func (a *API) writeLockAnswer(w http.ResponseWriter, r *http.Request, t lockTarget, res lock.Result, err error) {
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+}
+
 // lockRequest decodes a body and its target; false when it answered.
 func (a *API) lockRequest(w http.ResponseWriter, r *http.Request, u meta.User) (apitype.LockRequest, lockTarget, bool) {
 	var req apitype.LockRequest
@@ -146,11 +155,7 @@ func (a *API) lockTry(w http.ResponseWriter, r *http.Request, u meta.User) {
 		}
 	}
 	res, err := a.Locks.TryLock(r.Context(), t.op, t.resource, t.node)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+	a.writeLockAnswer(w, r, t, res, err)
 }
 
 // canRead checks that the caller's file at p holds the shared resource
@@ -193,11 +198,7 @@ func (a *API) lockHeartbeat(w http.ResponseWriter, r *http.Request, u meta.User)
 		return
 	}
 	res, err := a.Locks.Heartbeat(r.Context(), t.op, t.resource, t.node)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+	a.writeLockAnswer(w, r, t, res, err)
 }
 
 func (a *API) lockUnlock(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -229,11 +230,7 @@ func (a *API) lockState(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+	a.writeLockAnswer(w, r, t, res, err)
 }
 
 // lockEvents streams the node's wake-ups as Server-Sent Events. The
