@@ -45,6 +45,15 @@ func (a *API) withService(running func() bool, op, why string, h Handler) Handle
 	}
 }
 
+// serviceRoutes are the routes rs of an optional service, each served only
+// while it runs (withService).
+func (a *API) serviceRoutes(running func() bool, op, why string, rs []Route) []Route {
+	for i := range rs {
+		rs[i].Handler = a.withService(running, op, why, rs[i].Handler)
+	}
+	return rs
+}
+
 // Route is one endpoint.
 type Route struct {
 	Pattern string // net/http ServeMux pattern, e.g. "POST /api/v1/file/init"

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -9,7 +8,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/async"
-	"netdisk/drive"
+	"netdisk/dav"
 	"netdisk/errs"
 	"netdisk/meta"
 )
@@ -32,20 +31,16 @@ const DefaultAsyncRecheck = 2 * time.Second
 const asyncReofferEvery = 10
 
 func (a *API) asyncRoutes() []Route {
-	return []Route{
-		{Pattern: "POST /api/v1/async/tasks", Handler: a.withAsync(a.asyncAdd)},
-		{Pattern: "GET /api/v1/async/task", Handler: a.withAsync(a.asyncStatus)},
-		{Pattern: "GET /api/v1/async/agents", Handler: a.withAsync(a.asyncAgents)},
-		{Pattern: "GET /api/v1/async/agent/events", Handler: a.withAsync(a.asyncEvents)},
-		{Pattern: "GET /api/v1/async/agent/content", Handler: a.withAsync(a.asyncContent)},
-		{Pattern: "POST /api/v1/async/agent/report", Handler: a.withAsync(a.asyncReport)},
-		{Pattern: "POST /api/v1/async/agent/progress", Handler: a.withAsync(a.asyncProgress)},
-	}
-}
-
-// withAsync serves h when this server runs async downloads.
-func (a *API) withAsync(h Handler) Handler {
-	return a.withService(func() bool { return a.Async != nil }, "api.async", "async downloads are not enabled on this server", h)
+	running := func() bool { return a.Async != nil }
+	return a.serviceRoutes(running, "api.async", "async downloads are not enabled on this server", []Route{
+		{Pattern: "POST /api/v1/async/tasks", Handler: a.asyncAdd},
+		{Pattern: "GET /api/v1/async/task", Handler: a.asyncStatus},
+		{Pattern: "GET /api/v1/async/agents", Handler: a.asyncAgents},
+		{Pattern: "GET /api/v1/async/agent/events", Handler: a.asyncEvents},
+		{Pattern: "GET /api/v1/async/agent/content", Handler: a.asyncContent},
+		{Pattern: "POST /api/v1/async/agent/report", Handler: a.asyncReport},
+		{Pattern: "POST /api/v1/async/agent/progress", Handler: a.asyncProgress},
+	})
 }
 
 func (a *API) asyncAdd(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -162,67 +157,9 @@ func (a *API) asyncContent(w http.ResponseWriter, r *http.Request, u meta.User) 
 	defer rd.Close()
 	w.Header().Set("ETag", strconv.Quote(j.FileHash))
 	w.Header().Set("Content-Type", "application/octet-stream")
-	rw := &readyWriter{ResponseWriter: w, r: r, rd: rd}
-	http.ServeContent(rw, r, "", j.Started, &readFailures{ReadSeeker: rd, err: &rw.sendErr})
-	switch {
-	case rw.openErr != nil:
-		for _, k := range []string{"Content-Length", "Content-Range", "ETag", "Last-Modified", "Accept-Ranges"} {
-			w.Header().Del(k)
-		}
-		a.WriteError(w, r, rw.openErr)
-	case rw.sendErr != nil && !errs.Is(rw.sendErr, errs.Canceled):
-		a.Log.Error("api: response cut after its status", "method", r.Method, "path", r.URL.Path, "err", rw.sendErr)
-		errs.AbortResponse(w, rw.sendErr)
+	if err := dav.ServeReader(w, r, a.D, rd, "", j.Started, a.Log); err != nil {
+		a.WriteError(w, r, err)
 	}
-}
-
-// readyWriter holds back a 200 or 206 until the chunk the body starts with
-// is open (drive.Reader.Ready): a store that cannot serve it (S3 away) makes
-// the answer the error's, 503 with Retry-After, instead of a 200 whose body
-// stops. openErr is that failure (nothing was sent); sendErr a reading
-// failure after the status.
-type readyWriter struct {
-	http.ResponseWriter
-	r       *http.Request
-	rd      *drive.Reader
-	openErr error
-	sendErr error
-}
-
-func (w *readyWriter) WriteHeader(code int) {
-	if w.openErr != nil {
-		return
-	}
-	if (code == http.StatusOK || code == http.StatusPartialContent) && w.r.Method != http.MethodHead {
-		if err := w.rd.Ready(); err != nil {
-			w.openErr = err
-			return
-		}
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *readyWriter) Write(p []byte) (int, error) {
-	if w.openErr != nil {
-		return 0, w.openErr
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *readyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// readFailures keeps the first reading failure (not the end) in err.
-type readFailures struct {
-	io.ReadSeeker
-	err *error
-}
-
-func (r *readFailures) Read(p []byte) (int, error) {
-	n, err := r.ReadSeeker.Read(p)
-	if err != nil && err != io.EOF && *r.err == nil {
-		*r.err = err
-	}
-	return n, err
 }
 
 func (a *API) asyncReport(w http.ResponseWriter, r *http.Request, u meta.User) {

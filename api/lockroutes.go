@@ -42,18 +42,14 @@ const DefaultLockStreamRecheck = 15 * time.Second
 const maxStreamKeys = 64
 
 func (a *API) lockRoutes() []Route {
-	return []Route{
-		{Pattern: "POST /api/v1/lock/try", Handler: a.withLocks(a.lockTry)},
-		{Pattern: "POST /api/v1/lock/heartbeat", Handler: a.withLocks(a.lockHeartbeat)},
-		{Pattern: "POST /api/v1/lock/unlock", Handler: a.withLocks(a.lockUnlock)},
-		{Pattern: "GET /api/v1/lock/state", Handler: a.withLocks(a.lockState)},
-		{Pattern: "GET /api/v1/lock/events", Handler: a.withLocks(a.lockEvents)},
-	}
-}
-
-// withLocks serves h when this server runs a lock manager.
-func (a *API) withLocks(h Handler) Handler {
-	return a.withService(func() bool { return a.Locks != nil }, "api.lock", "locks are not enabled on this server", h)
+	running := func() bool { return a.Locks != nil }
+	return a.serviceRoutes(running, "api.lock", "locks are not enabled on this server", []Route{
+		{Pattern: "POST /api/v1/lock/try", Handler: a.lockTry},
+		{Pattern: "POST /api/v1/lock/heartbeat", Handler: a.lockHeartbeat},
+		{Pattern: "POST /api/v1/lock/unlock", Handler: a.lockUnlock},
+		{Pattern: "GET /api/v1/lock/state", Handler: a.lockState},
+		{Pattern: "GET /api/v1/lock/events", Handler: a.lockEvents},
+	})
 }
 
 // lockTarget is a request's key and node in the manager's terms.
@@ -123,6 +119,15 @@ func (a *API) lockAnswer(t lockTarget, r lock.Result) apitype.LockAnswer {
 	return w
 }
 
+// writeLockAnswer answers with the node's standing res in t, or with err.
+func (a *API) writeLockAnswer(w http.ResponseWriter, r *http.Request, t lockTarget, res lock.Result, err error) {
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+}
+
 // lockRequest decodes a body and its target; false when it answered.
 func (a *API) lockRequest(w http.ResponseWriter, r *http.Request, u meta.User) (apitype.LockRequest, lockTarget, bool) {
 	var req apitype.LockRequest
@@ -150,11 +155,7 @@ func (a *API) lockTry(w http.ResponseWriter, r *http.Request, u meta.User) {
 		}
 	}
 	res, err := a.Locks.TryLock(r.Context(), t.op, t.resource, t.node)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+	a.writeLockAnswer(w, r, t, res, err)
 }
 
 // canRead checks that the caller's file at p holds the shared resource
@@ -197,11 +198,7 @@ func (a *API) lockHeartbeat(w http.ResponseWriter, r *http.Request, u meta.User)
 		return
 	}
 	res, err := a.Locks.Heartbeat(r.Context(), t.op, t.resource, t.node)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+	a.writeLockAnswer(w, r, t, res, err)
 }
 
 func (a *API) lockUnlock(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -233,11 +230,7 @@ func (a *API) lockState(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, a.lockAnswer(t, res))
+	a.writeLockAnswer(w, r, t, res, err)
 }
 
 // lockEvents streams the node's wake-ups as Server-Sent Events. The

@@ -93,19 +93,7 @@ func (e *Embedded) SetResult(ctx context.Context, jobID string, r Result, now ti
 }
 
 func (e *Embedded) Results(ctx context.Context, jobID string, now time.Time) (map[string]Result, error) {
-	rows, err := e.db.AsyncResults(ctx, jobID, now)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]Result, len(rows))
-	for k, v := range rows {
-		r, err := dec[Result](v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = r
-	}
-	return out, nil
+	return decMap[Result](e.db.AsyncResults(ctx, jobID, now))
 }
 
 func (e *Embedded) AddWork(ctx context.Context, user int64, w Work, now time.Time) error {
@@ -191,6 +179,22 @@ func decAll[T any](rows []string, err error) ([]T, error) {
 			return nil, err
 		}
 		out = append(out, v)
+	}
+	return out, nil
+}
+
+// decMap decodes a map of encoded records, keeping its keys.
+func decMap[T any](rows map[string]string, err error) (map[string]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]T, len(rows))
+	for k, s := range rows {
+		v, err := dec[T](s)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
 	}
 	return out, nil
 }

@@ -20,8 +20,7 @@ func TestAnswersBeforeDeadlineCount(t *testing.T) {
 	both(t, func(t *testing.T, f *fixture) {
 		f.put("/f", []byte("x"))
 		a, b := f.add("/f", "a"), f.add("/f", "b")
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		f.clock.Advance(async.DefaultTimeout - 2*time.Second)
 		f.deliver("a", true)
 		f.deliver("b", true)
@@ -38,8 +37,7 @@ func TestAnswersBeforeDeadlineCount(t *testing.T) {
 
 		// The next window's job: one answer in time, one after the deadline.
 		c, d := f.add("/f", "c"), f.add("/f", "d")
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		f.clock.Advance(async.DefaultTimeout - time.Second)
 		f.deliver("c", true)
 		f.clock.Advance(2 * time.Second)
@@ -113,8 +111,7 @@ func TestLateTargetJoinsTheNextJob(t *testing.T) {
 		if s := f.status(late.ID); s != async.Pending {
 			t.Fatalf("late task: %s in job %s, want Pending in the next job (first job %s)", s, late.JobID, first.JobID)
 		}
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		if got := f.deliver("b", true); len(got) != 1 || got[0] != "x" {
 			t.Fatalf("late task delivered %q", got)
 		}
@@ -166,8 +163,7 @@ func TestProgress(t *testing.T) {
 		if s := f.status(a.ID); s != async.Pending {
 			t.Fatalf("%s, want Pending", s)
 		}
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		if err := f.svc.Progress(f.ctx, f.uid, "a", "", a.ID, 900); err != nil {
 			t.Fatal(err)
 		}
@@ -238,8 +234,7 @@ func TestRedisRunningJobKeysRefreshed(t *testing.T) {
 	f := newFixture(t, func(t *testing.T, ttl time.Duration) async.Store { return async.NewRedis(rdb, ttl) })
 	f.put("/f", []byte("x"))
 	a, b := f.add("/f", "a"), f.add("/f", "b")
-	f.clock.Advance(f.svc.Window())
-	f.tick(f.svc)
+	f.endWindow()
 	f.deliver("a", true)
 	f.clock.Advance(5 * time.Minute) // beyond TouchEvery, within the timeout
 	f.tick(f.svc)
@@ -275,8 +270,7 @@ func TestRedisAddIsOneStep(t *testing.T) {
 	}
 	rdb.Del(f.ctx, async.IndexKey)
 	task := f.add("/f", "a")
-	f.clock.Advance(f.svc.Window())
-	f.tick(f.svc)
+	f.endWindow()
 	if s := f.status(task.ID); s != async.Running {
 		t.Fatalf("task %s, want Running: its job was never scheduled", s)
 	}
@@ -360,8 +354,7 @@ func TestTargetPushedAfterTheEndIsNotTheJobs(t *testing.T) {
 	both(t, func(t *testing.T, f *fixture) {
 		f.put("/f", []byte("x"))
 		a := f.add("/f", "a")
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		f.deliver("a", true)
 		f.tick(f.svc)
 		now := f.clock.Now()

@@ -176,15 +176,7 @@ func (r *Redis) Progress(ctx context.Context, jobID string, _ time.Time) (map[st
 	if err != nil {
 		return nil, redisErr("async.Progress", err)
 	}
-	out := make(map[string]Progress, len(rows))
-	for k, v := range rows {
-		p, err := dec[Progress](v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = p
-	}
-	return out, nil
+	return decMap[Progress](rows, nil)
 }
 
 func (r *Redis) SeenAgent(ctx context.Context, agentKey string, now time.Time) error {
@@ -198,14 +190,7 @@ func (r *Redis) KnownAgent(ctx context.Context, agentKey string, _ time.Time) (b
 }
 
 func (r *Redis) Job(ctx context.Context, id string, _ time.Time) (Job, error) {
-	s, err := r.rdb.Get(ctx, id).Result()
-	if errors.Is(err, redis.Nil) {
-		return Job{}, notFound("async.Job", "job")
-	}
-	if err != nil {
-		return Job{}, redisErr("async.Job", err)
-	}
-	return dec[Job](s)
+	return getRecord[Job](ctx, r.rdb, "async.Job", "job", id)
 }
 
 func (r *Redis) UpdateJob(ctx context.Context, j Job, now time.Time) error {
@@ -291,19 +276,27 @@ func (r *Redis) Targets(ctx context.Context, jobID string, _ time.Time) ([]Targe
 	return decAll[Target](rows, nil)
 }
 
+// getRecord reads the record kept under key; what names it when it is
+// missing or expired (NotFound).
+func getRecord[T any](ctx context.Context, rdb redis.UniversalClient, op, what, key string) (T, error) {
+	s, err := rdb.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		var zero T
+		return zero, notFound(op, what)
+	}
+	if err != nil {
+		var zero T
+		return zero, redisErr(op, err)
+	}
+	return dec[T](s)
+}
+
 func (r *Redis) PutTask(ctx context.Context, t Task, now time.Time) error {
 	return redisErr("async.PutTask", r.rdb.SetArgs(ctx, t.ID, enc(t), redis.SetArgs{ExpireAt: now.Add(r.ttl)}).Err())
 }
 
 func (r *Redis) Task(ctx context.Context, id string, _ time.Time) (Task, error) {
-	s, err := r.rdb.Get(ctx, id).Result()
-	if errors.Is(err, redis.Nil) {
-		return Task{}, notFound("async.Task", "task")
-	}
-	if err != nil {
-		return Task{}, redisErr("async.Task", err)
-	}
-	return dec[Task](s)
+	return getRecord[Task](ctx, r.rdb, "async.Task", "task", id)
 }
 
 func (r *Redis) SetResult(ctx context.Context, jobID string, res Result, now time.Time) (bool, error) {
@@ -325,15 +318,7 @@ func (r *Redis) Results(ctx context.Context, jobID string, _ time.Time) (map[str
 	if err != nil {
 		return nil, redisErr("async.Results", err)
 	}
-	out := make(map[string]Result, len(rows))
-	for k, v := range rows {
-		res, err := dec[Result](v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = res
-	}
-	return out, nil
+	return decMap[Result](rows, nil)
 }
 
 func (r *Redis) AddWork(ctx context.Context, user int64, w Work, now time.Time) error {

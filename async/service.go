@@ -214,12 +214,9 @@ type TaskStatus struct {
 // missing, expired or other user's task.
 func (s *Service) Status(ctx context.Context, uid int64, id string) (TaskStatus, error) {
 	now := s.now()
-	t, err := s.st.Task(ctx, id, now)
+	t, err := s.userTask(ctx, "async.Status", uid, id, now)
 	if err != nil {
 		return TaskStatus{}, err
-	}
-	if t.User != uid {
-		return TaskStatus{}, errs.Errorf("async.Status", errs.NotFound, "no such task")
 	}
 	ts := TaskStatus{Task: t, Status: Pending}
 	j, err := s.st.Job(ctx, t.JobID, now)
@@ -314,6 +311,19 @@ func (s *Service) Agents(uid int64) []string {
 	return out
 }
 
+// userTask returns the task taskID when it is the user's; another user's
+// task is as missing as one that never was.
+func (s *Service) userTask(ctx context.Context, op string, uid int64, taskID string, now time.Time) (Task, error) {
+	t, err := s.st.Task(ctx, taskID, now)
+	if err != nil {
+		return Task{}, err
+	}
+	if t.User != uid {
+		return Task{}, errs.Errorf(op, errs.NotFound, "no such task")
+	}
+	return t, nil
+}
+
 // agentTask returns the task taskID when it is the agent's.
 func (s *Service) agentTask(ctx context.Context, op string, uid int64, agent, container, taskID string, now time.Time) (Task, error) {
 	t, err := s.st.Task(ctx, taskID, now)
@@ -394,12 +404,9 @@ func (s *Service) Report(ctx context.Context, uid int64, agent, container, taskI
 // user's.
 func (s *Service) Content(ctx context.Context, uid int64, taskID string) (Job, error) {
 	now := s.now()
-	t, err := s.st.Task(ctx, taskID, now)
+	t, err := s.userTask(ctx, "async.Content", uid, taskID, now)
 	if err != nil {
 		return Job{}, err
-	}
-	if t.User != uid {
-		return Job{}, errs.Errorf("async.Content", errs.NotFound, "no such task")
 	}
 	j, err := s.st.Job(ctx, t.JobID, now)
 	if err != nil {

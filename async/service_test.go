@@ -107,6 +107,14 @@ func (f *fixture) tick(s *async.Service) {
 	}
 }
 
+// endWindow lets the collection window pass and runs the scheduler's
+// pass: the window's job starts.
+func (f *fixture) endWindow() {
+	f.t.Helper()
+	f.clock.Advance(f.svc.Window())
+	f.tick(f.svc)
+}
+
 func (f *fixture) status(id string) async.Status {
 	f.t.Helper()
 	st, err := f.svc.Status(f.ctx, f.uid, id)
@@ -213,8 +221,7 @@ func TestFailureAndTimeoutAreIsolated(t *testing.T) {
 	both(t, func(t *testing.T, f *fixture) {
 		f.put("/f", []byte("x"))
 		ok, bad, crash := f.add("/f", "ok"), f.add("/f", "bad"), f.add("/f", "crash")
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		f.deliver("ok", true)
 		f.deliver("bad", false)
 		// crash took its work and died.
@@ -249,8 +256,7 @@ func TestAllFailedEndsFailedBeforeTimeout(t *testing.T) {
 	both(t, func(t *testing.T, f *fixture) {
 		f.put("/f", []byte("x"))
 		a, _ := f.add("/f", "a"), f.add("/f", "b")
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		f.deliver("a", true)
 		f.deliver("b", false)
 		f.tick(f.svc)
@@ -269,8 +275,7 @@ func TestRestartAndTwoDaemons(t *testing.T) {
 		a, b := f.add("/f", "a"), f.add("/f", "b")
 		// A second daemon on the same store and lock state.
 		other := f.newService("d2", f.locks)
-		f.clock.Advance(f.svc.Window())
-		f.tick(f.svc)
+		f.endWindow()
 		f.tick(other) // d1 holds the job: d2 does nothing to it
 		if ws, _ := f.svc.Work(f.ctx, f.uid, "a", ""); len(ws) != 1 {
 			t.Fatalf("work handed %d times, want once", len(ws))
@@ -318,8 +323,7 @@ func TestUnknownPathAndIsolation(t *testing.T) {
 	if _, err := f.svc.Add(f.ctx, async.Request{User: bob.ID, Path: "/f", Agent: "a"}); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("bob targets alice's file: %v, want NotFound", err)
 	}
-	f.clock.Advance(f.svc.Window())
-	f.tick(f.svc)
+	f.endWindow()
 	if ws, _ := f.svc.Work(f.ctx, bob.ID, "a", ""); len(ws) != 0 {
 		t.Fatalf("bob's agent a got alice's work: %v", ws)
 	}

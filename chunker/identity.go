@@ -68,22 +68,15 @@ func ChunkMD5(b []byte) string {
 
 // ValidHash reports whether h is a hash as the protocol writes it (a chunk
 // MD5, a file hash): 32 lowercase hex digits.
-func ValidHash(h string) bool {
-	if len(h) != 32 {
-		return false
-	}
-	for _, c := range h {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func ValidHash(h string) bool { return lowerHex(h, 2*md5.Size) }
 
 // ValidSHA256 reports whether h is a SHA-256 as the protocol writes it (a
 // chunk's "sha256", a "fileSha256"): 64 lowercase hex digits.
-func ValidSHA256(h string) bool {
-	if len(h) != 2*sha256.Size {
+func ValidSHA256(h string) bool { return lowerHex(h, 2*sha256.Size) }
+
+// lowerHex reports whether h is n lowercase hex digits.
+func lowerHex(h string, n int) bool {
+	if len(h) != n {
 		return false
 	}
 	for _, c := range h {

@@ -95,3 +95,33 @@ func TestChunkCountAndLen(t *testing.T) {
 		}
 	}
 }
+
+// TestValidHashes: a hash is accepted only as the protocol writes it,
+// lowercase hex of its exact length; dedup's keys are checked by
+// ValidSHA256 too, so one that could name a path outside the store never
+// passes.
+func TestValidHashes(t *testing.T) {
+	md5s, sha := strings.Repeat("0123456789abcdef", 2), strings.Repeat("0123456789abcdef", 4)
+	for _, c := range []struct {
+		h            string
+		hash, sha256 bool
+	}{
+		{md5s, true, false},
+		{sha, false, true},
+		{"", false, false},
+		{md5s[:31], false, false},
+		{md5s + "0", false, false},
+		{strings.ToUpper(md5s), false, false},
+		{strings.ToUpper(sha), false, false},
+		{md5s[:31] + "g", false, false},
+		{sha[:62] + "/.", false, false},
+		{md5s[:30] + "é", false, false},
+	} {
+		if got := ValidHash(c.h); got != c.hash {
+			t.Errorf("ValidHash(%q) = %v", c.h, got)
+		}
+		if got := ValidSHA256(c.h); got != c.sha256 {
+			t.Errorf("ValidSHA256(%q) = %v", c.h, got)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/internal/tick"
 )
 
 // The agent of async downloads (`netdisk agent`): RunAgent and how it keeps
@@ -307,28 +308,20 @@ const progressEvery = time.Second
 // task have arrived (set through the returned function) until stop.
 func (a *agent) watchProgress(ctx context.Context, taskID string) (set func(int64), stop func()) {
 	var latest atomic.Int64
-	done := make(chan struct{})
+	// stop ends the ticks, not a report under way: that one is waited for.
+	ticks, stopTicks := context.WithCancel(ctx)
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(progressEvery)
-		defer t.Stop()
 		var told int64
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if n := latest.Load(); n != told {
-					told = n
-					a.progress(ctx, taskID, n)
-				}
+		tick.Every(ticks, progressEvery, func(context.Context) {
+			if n := latest.Load(); n != told {
+				told = n
+				a.progress(ctx, taskID, n)
 			}
-		}
+		})
 	}()
-	return latest.Store, func() { close(done); <-exited }
+	return latest.Store, func() { stopTicks(); <-exited }
 }
 
 // retryBusy runs f again (up to 5 times, 1 s apart) while the daemon

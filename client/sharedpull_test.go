@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -52,15 +51,8 @@ func openSharedEnv(t *testing.T, redisURL string) *sharedEnv {
 	t.Cleanup(func() { hs.Close(); d.Close() })
 	e := &sharedEnv{d: d, c: client.New(hs.URL, "admin", "admin-pass"), clock: clock}
 	e.file = bytes.Repeat([]byte("shared cache content "), 20_000) // 420,000 bytes: 7 chunks
-	req, _ := http.NewRequest(http.MethodPut, hs.URL+"/dav/f.bin", bytes.NewReader(e.file))
-	req.SetBasicAuth("admin", "admin-pass")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if _, err := e.c.Upload(context.Background(), "/f.bin", bytes.NewReader(e.file), int64(len(e.file))); err != nil {
 		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("PUT: %d", resp.StatusCode)
 	}
 	n, err := e.c.Stat(context.Background(), "/f.bin")
 	if err != nil {

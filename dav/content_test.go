@@ -1,7 +1,6 @@
 package dav_test
 
 import (
-	"bytes"
 	"io"
 	"mime"
 	"net/http"
@@ -131,18 +130,8 @@ func escape(name string) string { return (&url.URL{Path: name}).EscapedPath() }
 // raw sends one request as admin and returns the answer, body read.
 func (e *propEnv) raw(method, path string, body []byte, hdr map[string]string) *http.Response {
 	e.t.Helper()
-	r, err := http.NewRequest(method, e.d.URL+path, bytes.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	r.SetBasicAuth("admin", e.d.AdminPass)
-	for k, v := range hdr {
-		r.Header.Set(k, v)
-	}
-	resp, err := e.c.Do(r)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
+	resp, cancel := e.send(method, path, body, hdr)
+	defer cancel()
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp

@@ -2,24 +2,17 @@ package dav
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
 )
 
-// serveFile answers GET and HEAD of a file. http.ServeContent does the
-// conditional and Range logic; sendfileWriter lets its final copy go from the
-// chunk files to the socket without passing through user space.
-//
-// What the body needs first is opened before the status is sent (see
-// sendfileWriter.WriteHeader): a store that cannot serve it (S3 away) makes
-// the answer the error's (503 with Retry-After), not a 200 whose body stops.
-// A failure after the status is logged, counted as the failure it is, and
-// aborts the connection, so the client sees a truncated body, never a clean
-// end of a short one.
+// serveFile answers GET and HEAD of a file.
 func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
 	rd, err := fs.D.Open(r.Context(), fs.UID, name)
 	if err != nil {
@@ -32,21 +25,36 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 	setContentHeaders(hd, n.Path)
 	hd.Set("Accept-Ranges", "bytes")
 	setOCChecksum(hd, n)
-	sw := &sendfileWriter{ResponseWriter: w, d: fs.D, r: r, rd: rd}
-	http.ServeContent(sw, r, n.Path, n.ModTime, rd)
+	return 0, ServeReader(w, r, fs.D, rd, n.Path, n.ModTime, h.Log)
+}
+
+// ServeReader answers GET or HEAD with rd's bytes, a version of name last
+// modified at modtime, for WebDAV and for the API's downloads alike.
+// http.ServeContent does the conditional and Range logic; sendfileWriter lets
+// its final copy go from the chunk files to the socket without passing
+// through user space.
+//
+// What the body needs first is opened before the status is sent (see
+// sendfileWriter.WriteHeader): a store that cannot serve it (S3 away) makes
+// the answer the error's (503 with Retry-After), not a 200 whose body stops.
+// Then nothing was sent: ServeReader removes the file's headers and returns
+// the error for the caller to answer. A failure after the status is logged,
+// counted as the failure it is, and aborts the connection, so the client
+// sees a truncated body, never a clean end of a short one.
+func ServeReader(w http.ResponseWriter, r *http.Request, d *drive.Drive, rd *drive.Reader, name string, modtime time.Time, log *slog.Logger) error {
+	sw := &sendfileWriter{ResponseWriter: w, d: d, r: r, rd: rd}
+	http.ServeContent(sw, r, name, modtime, rd)
 	switch {
 	case sw.openErr != nil:
-		// Nothing was sent: the caller answers with the error, without
-		// the file's headers.
 		for _, k := range []string{"Content-Length", "Content-Range", "Content-Type", "ETag", "Last-Modified", "Accept-Ranges", "OC-Checksum"} {
-			hd.Del(k)
+			w.Header().Del(k)
 		}
-		return 0, sw.openErr
+		return sw.openErr
 	case sw.sendErr != nil && !errs.Is(sw.sendErr, errs.Canceled):
-		h.Log.Error("webdav: response cut after its status", "method", r.Method, "path", r.URL.Path, "err", sw.sendErr)
+		log.Error("response cut after its status", "method", r.Method, "path", r.URL.Path, "err", sw.sendErr)
 		errs.AbortResponse(w, sw.sendErr)
 	}
-	return 0, nil
+	return nil
 }
 
 // sendfileWriter intercepts the io.CopyN that http.ServeContent ends with: when
@@ -56,7 +64,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 //
 // It also holds back a 200 or 206 until the chunk the body starts with is
 // open (drive.Reader.Ready): if that fails, no status is sent (openErr) and
-// serveFile answers the error instead. Reading failures after the status
+// the caller of ServeReader answers the error instead. Reading failures after the status
 // are kept in sendErr (writing failures are the client's going away).
 type sendfileWriter struct {
 	http.ResponseWriter

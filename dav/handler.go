@@ -91,27 +91,31 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 		w.Header().Set("Allow", "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK")
 		http.Error(w, "POST is not a WebDAV method", http.StatusMethodNotAllowed)
 		return
-	case http.MethodPut:
-		status, err = h.put(w, r, fs, name)
-	case "LOCK":
-		status, err = h.handleLock(w, r, fs, name)
-	case "UNLOCK":
-		status, err = h.handleUnlock(w, r, fs, name)
-	case http.MethodDelete:
-		status, err = h.handleDelete(w, r, fs, name)
-	case "PROPFIND":
-		status, err = h.propfind(w, r, fs, name)
-	case "PROPPATCH":
-		status, err = h.proppatch(w, r, fs, name)
-	case "COPY", "MOVE":
-		status, err = h.copyMove(w, r, fs, name)
-	case "MKCOL":
-		status, err = h.mkcol(w, r, fs, name)
 	default:
-		h.webdav(fs).ServeHTTP(w, r)
-		return
+		verb, ours := verbs[r.Method]
+		if !ours {
+			h.webdav(fs).ServeHTTP(w, r)
+			return
+		}
+		status, err = verb(h, w, r, fs, name)
 	}
 	h.finish(w, r, status, err)
+}
+
+// verbs are the methods answered here rather than by x/net/webdav (GET and
+// HEAD of a file apart: Serve picks them out). A verb returns the status
+// to answer with, or 0 when it wrote the answer, and the error that
+// decides it instead (finish).
+var verbs = map[string]func(h *Handler, w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error){
+	http.MethodPut:    (*Handler).put,
+	http.MethodDelete: (*Handler).handleDelete,
+	"LOCK":            (*Handler).handleLock,
+	"UNLOCK":          (*Handler).handleUnlock,
+	"PROPFIND":        (*Handler).propfind,
+	"PROPPATCH":       (*Handler).proppatch,
+	"COPY":            (*Handler).copyMove,
+	"MOVE":            (*Handler).copyMove,
+	"MKCOL":           (*Handler).mkcol,
 }
 
 func (h *Handler) webdav(fs *FS) *webdav.Handler {

@@ -36,17 +36,18 @@ func startPropEnv(t *testing.T) *propEnv {
 	}}}
 }
 
-// req sends one request as admin and returns the status and body.
-func (e *propEnv) req(method, path string, body []byte, hdr map[string]string) (int, string) {
+// send sends one request as admin, bounded by a minute; the caller reads
+// and closes the body, then calls cancel.
+func (e *propEnv) send(method, path string, body []byte, hdr map[string]string) (*http.Response, context.CancelFunc) {
 	e.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	r, err := http.NewRequestWithContext(ctx, method, e.d.URL+path, rd)
 	if err != nil {
+		cancel()
 		e.t.Fatal(err)
 	}
 	r.SetBasicAuth("admin", e.d.AdminPass)
@@ -55,8 +56,17 @@ func (e *propEnv) req(method, path string, body []byte, hdr map[string]string) (
 	}
 	resp, err := e.c.Do(r)
 	if err != nil {
+		cancel()
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
+	return resp, cancel
+}
+
+// req sends one request as admin and returns the status and body.
+func (e *propEnv) req(method, path string, body []byte, hdr map[string]string) (int, string) {
+	e.t.Helper()
+	resp, cancel := e.send(method, path, body, hdr)
+	defer cancel()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -123,16 +123,23 @@ func TestS3CacheVerifiesAndRaces(t *testing.T) {
 	}
 }
 
-// A reader announcing its chunks finds the next ones fetched ahead: once
-// they are in the cache, they read even after the remote objects are gone.
-func TestS3CacheReadAhead(t *testing.T) {
-	ctx := context.Background()
-	remote := openS3(t)
-	dir := t.TempDir()
+// openS3Cache opens a read cache of 1 MiB in a new folder, dir, over a new
+// bucket, remote.
+func openS3Cache(t *testing.T) (remote *dedup.S3Store, c *dedup.Cache, dir string) {
+	t.Helper()
+	remote, dir = openS3(t), t.TempDir()
 	c, err := dedup.NewCache(remote, dedup.CacheConfig{Dir: dir, Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return remote, c, dir
+}
+
+// A reader announcing its chunks finds the next ones fetched ahead: once
+// they are in the cache, they read even after the remote objects are gone.
+func TestS3CacheReadAhead(t *testing.T) {
+	ctx := context.Background()
+	remote, c, dir := openS3Cache(t)
 	var keys []dedup.Key
 	for i := range 5 {
 		b := bytes.Repeat([]byte{byte('a' + i)}, 10000)
@@ -180,12 +187,7 @@ func TestS3CacheReadAhead(t *testing.T) {
 // file, a file planted by another process before its first read.
 func TestS3CacheVerifiesEveryRead(t *testing.T) {
 	ctx := context.Background()
-	remote := openS3(t)
-	dir := t.TempDir()
-	c, err := dedup.NewCache(remote, dedup.CacheConfig{Dir: dir, Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, dir := openS3Cache(t)
 	b := bytes.Repeat([]byte("verified chunk "), 1000)
 	k := sha(b)
 	if err := c.Put(ctx, k, b); err != nil {

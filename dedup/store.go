@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"io"
+
+	"netdisk/chunker"
 )
 
 // ErrNotFound is returned by Open and Stat for a blob the store does not hold.
@@ -21,17 +23,7 @@ type Key string
 
 // Valid reports whether k looks like a SHA-256 hex string, so a key can never
 // be used to build a path outside the store.
-func (k Key) Valid() bool {
-	if len(k) != 64 {
-		return false
-	}
-	for _, c := range k {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func (k Key) Valid() bool { return chunker.ValidSHA256(string(k)) }
 
 // BlobStore holds immutable blobs by key. Implementations must make Put atomic
 // (a blob is either absent or complete and durable) and idempotent (putting a

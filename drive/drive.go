@@ -500,14 +500,20 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 
 // SetModTime sets p's modification time.
 func (d *Drive) SetModTime(ctx context.Context, uid int64, p string, t time.Time) error {
-	p, err := clean("drive.SetModTime", p)
+	return d.setAttr(ctx, "drive.SetModTime", uid, p, func(p string) error { return d.meta.SetModTime(ctx, uid, p, t) })
+}
+
+// setAttr runs set, the change of one of p's attributes, once p is a clean
+// path and no lock the request does not hold covers it.
+func (d *Drive) setAttr(ctx context.Context, op string, uid int64, p string, set func(p string) error) error {
+	p, err := clean(op, p)
 	if err != nil {
 		return err
 	}
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p}); err != nil {
 		return err
 	}
-	return d.meta.SetModTime(ctx, uid, p, t)
+	return set(p)
 }
 
 // Props returns the dead properties of p.

@@ -13,14 +13,7 @@ import (
 // are kept for clients such as the FUSE mount (chmod, cp -p, tar, rsync -a);
 // the server never acts on them, setuid and setgid included.
 func (d *Drive) SetMode(ctx context.Context, uid int64, p string, perm uint32) error {
-	p, err := clean("drive.SetMode", p)
-	if err != nil {
-		return err
-	}
-	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p}); err != nil {
-		return err
-	}
-	return d.meta.SetMode(ctx, uid, p, perm)
+	return d.setAttr(ctx, "drive.SetMode", uid, p, func(p string) error { return d.meta.SetMode(ctx, uid, p, perm) })
 }
 
 // MkdirMode creates directory p with permission bits perm; its parent must

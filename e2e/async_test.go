@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +208,7 @@ func TestAsyncFiftyTasksTenAgents(t *testing.T) {
 	}
 	// One transfer into the host's cache served all 50 targets: the API
 	// sent the content once (plus small JSON answers), not 50 times.
-	if out := e.apiBytesOut(); out < int64(len(data)) || out > 2*int64(len(data)) {
+	if out := e.bytesOut("api"); out < int64(len(data)) || out > 2*int64(len(data)) {
 		t.Fatalf("the API sent %d bytes for 50 targets of a %d-byte file: want one transfer", out, len(data))
 	}
 	ents, _ := os.ReadDir(cache)
@@ -284,19 +282,4 @@ func TestAsyncTwoWindowsTwoJobs(t *testing.T) {
 	if st, _, _ := e.call("POST", "/api/v1/async/tasks", "alice", "alice-pw", body, nil); st != http.StatusBadRequest {
 		t.Fatalf("targetDir ../out: %d, want 400", st)
 	}
-}
-
-// apiBytesOut reads the daemon's count of bytes served over /api/.
-func (e *env) apiBytesOut() int64 {
-	e.t.Helper()
-	st, body, _ := e.call("GET", "/metrics", "admin", e.d.AdminPass, nil, nil)
-	if st != 200 {
-		e.t.Fatalf("/metrics: %d", st)
-	}
-	m := regexp.MustCompile(`(?m)^netdisk_http_bytes_out_total\{surface="api"\} (\S+)$`).FindSubmatch(body)
-	if m == nil {
-		e.t.Fatal("no api bytes_out metric")
-	}
-	f, _ := strconv.ParseFloat(string(m[1]), 64)
-	return int64(f)
 }

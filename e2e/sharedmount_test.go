@@ -32,7 +32,7 @@ func TestSharedCacheMounts(t *testing.T) {
 	for i := range 2 {
 		mnts = append(mnts, e.startMount(cache, fmt.Sprintf("m%d", i), "--shared-cache", "--prefetch", "-1"))
 	}
-	before := e.davBytesOut()
+	before := e.bytesOut("dav")
 	var wg sync.WaitGroup
 	sums := make([][32]byte, len(mnts))
 	errs := make([]error, len(mnts))
@@ -60,7 +60,7 @@ func TestSharedCacheMounts(t *testing.T) {
 			t.Fatalf("mount %d read other bytes", i)
 		}
 	}
-	served := e.davBytesOut() - before
+	served := e.bytesOut("dav") - before
 	if served < size || served >= size+size/4 {
 		t.Fatalf("two mounts reading %d bytes at once: the server sent %d; want each chunk once", size, served)
 	}

@@ -25,14 +25,15 @@ import (
 
 const sharedSize = 256 << 20
 
-// davBytesOut reads the daemon's count of bytes served over /dav/.
-func (e *env) davBytesOut() int64 {
+// bytesOut reads the daemon's count of bytes served over one surface
+// (api, dav, …); none served yet is 0.
+func (e *env) bytesOut(surface string) int64 {
 	e.t.Helper()
 	st, body, _ := e.call("GET", "/metrics", "admin", e.d.AdminPass, nil, nil)
 	if st != 200 {
 		e.t.Fatalf("/metrics: %d", st)
 	}
-	m := regexp.MustCompile(`(?m)^netdisk_http_bytes_out_total\{surface="dav"\} (\S+)$`).FindSubmatch(body)
+	m := regexp.MustCompile(`(?m)^netdisk_http_bytes_out_total\{surface="` + regexp.QuoteMeta(surface) + `"\} (\S+)$`).FindSubmatch(body)
 	if m == nil {
 		return 0
 	}
@@ -155,7 +156,7 @@ func (e *env) bigFile() [32]byte {
 func TestSharedPullTransfersOnce(t *testing.T) {
 	e := start(t)
 	want := e.bigFile()
-	before := e.davBytesOut()
+	before := e.bytesOut("dav")
 	dir, cache := t.TempDir(), t.TempDir()
 	var ps []*puller
 	for i := range 20 {
@@ -182,7 +183,7 @@ func TestSharedPullTransfersOnce(t *testing.T) {
 	if fetched != 1 {
 		t.Fatalf("%d nodes fetched the file, want 1", fetched)
 	}
-	served := e.davBytesOut() - before
+	served := e.bytesOut("dav") - before
 	if served < sharedSize || served >= 2*sharedSize {
 		t.Fatalf("the server sent %d bytes over /dav/ for 20 pulls of %d: want it once", served, sharedSize)
 	}
@@ -196,7 +197,7 @@ func TestSharedPullTransfersOnce(t *testing.T) {
 func TestSharedPullHolderKilled(t *testing.T) {
 	e := start(t, "--lock-lease", "1s")
 	want := e.bigFile()
-	before := e.davBytesOut()
+	before := e.bytesOut("dav")
 	dir, cache := t.TempDir(), t.TempDir()
 	slow := slowProxy(t, e.d.Addr, 32<<20) // the victim's transfer takes seconds
 	victim := e.startPull(slow, cache, filepath.Join(dir, "out-victim"), "victim")
@@ -237,7 +238,7 @@ func TestSharedPullHolderKilled(t *testing.T) {
 		}
 	}
 	// w1 resumed from the victim's part: less than twice the file went out.
-	served := e.davBytesOut() - before
+	served := e.bytesOut("dav") - before
 	if served < sharedSize || served >= 2*sharedSize {
 		t.Fatalf("served %d bytes for a file of %d", served, sharedSize)
 	}

@@ -77,26 +77,34 @@ func (s *SQLStore) AsyncCreateJob(ctx context.Context, id, status, data string, 
 	const op = "meta.AsyncCreateJob"
 	var created bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO async_jobs (id, status, data, expires_ns) VALUES (?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires_ns = excluded.expires_ns
-			WHERE async_jobs.expires_ns <= ?`, id, status, data, expires.UnixNano(), now.UnixNano())
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		created = n == 1
-		if created {
-			// A replaced expired job takes its stale list and outcomes along.
-			if _, err := tx.ExecContext(ctx, `DELETE FROM async_targets WHERE job_id = ? AND expires_ns <= ?`, id, now.UnixNano()); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM async_results WHERE job_id = ? AND expires_ns <= ?`, id, now.UnixNano()); err != nil {
-				return err
-			}
-		}
+		var err error
+		created, err = asyncCreateJob(ctx, tx, id, status, data, expires, now)
 		return err
 	})
 	return created, wrap(op, "", err)
+}
+
+// asyncCreateJob stores job id unless a live one holds the id, and says
+// whether it did. A replaced expired job takes its stale list and outcomes
+// along.
+func asyncCreateJob(ctx context.Context, tx *sql.Tx, id, status, data string, expires, now time.Time) (bool, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO async_jobs (id, status, data, expires_ns) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires_ns = excluded.expires_ns
+		WHERE async_jobs.expires_ns <= ?`, id, status, data, expires.UnixNano(), now.UnixNano())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n != 1 {
+		return false, err
+	}
+	for _, q := range []string{`DELETE FROM async_targets WHERE job_id = ? AND expires_ns <= ?`,
+		`DELETE FROM async_results WHERE job_id = ? AND expires_ns <= ?`} {
+		if _, err := tx.ExecContext(ctx, q, id, now.UnixNano()); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 func (s *SQLStore) AsyncJob(ctx context.Context, id string, now time.Time) (string, string, error) {
@@ -252,21 +260,12 @@ func (s *SQLStore) AsyncAddTask(ctx context.Context, jobID, jobStatus, jobData, 
 		status  string
 	)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO async_jobs (id, status, data, expires_ns) VALUES (?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires_ns = excluded.expires_ns
-			WHERE async_jobs.expires_ns <= ?`, jobID, jobStatus, jobData, expires.UnixNano(), now.UnixNano())
+		var err error
+		created, err = asyncCreateJob(ctx, tx, jobID, jobStatus, jobData, expires, now)
 		if err != nil {
 			return err
 		}
-		n, _ := res.RowsAffected()
-		created = n == 1
 		if created {
-			for _, q := range []string{`DELETE FROM async_targets WHERE job_id = ? AND expires_ns <= ?`,
-				`DELETE FROM async_results WHERE job_id = ? AND expires_ns <= ?`} {
-				if _, err := tx.ExecContext(ctx, q, jobID, now.UnixNano()); err != nil {
-					return err
-				}
-			}
 			status = jobStatus
 		} else if err := tx.QueryRowContext(ctx, `SELECT status FROM async_jobs WHERE id = ?`, jobID).Scan(&status); err != nil {
 			return err

@@ -2,7 +2,6 @@ package meta
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -12,11 +11,7 @@ import (
 // the root free.
 func TestMigrationChargesExistingEntries(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := OpenSQLite(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openTestFile(t)
 	u, err := s.CreateUser(ctx, "ann", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -26,15 +26,22 @@ func TestSQLiteConformance(t *testing.T) {
 func TestSQLiteShared(t *testing.T) {
 	metatest.RunShared(t, func(t *testing.T, now func() time.Time) (meta.Store, meta.Store) {
 		path := filepath.Join(t.TempDir(), "meta.db")
-		a, err := meta.OpenSQLite(context.Background(), path, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := meta.OpenSQLite(context.Background(), path, now)
-		if err != nil {
-			a.Close()
-			t.Fatal(err)
-		}
-		return a, b
+		return openPair(t, func() (meta.Store, error) { return meta.OpenSQLite(context.Background(), path, now) })
 	})
+}
+
+// openPair opens two stores with open (two nodes on one database); the
+// first is closed again if the second fails.
+func openPair(t *testing.T, open func() (meta.Store, error)) (meta.Store, meta.Store) {
+	t.Helper()
+	a, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := open()
+	if err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	return a, b
 }

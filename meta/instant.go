@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/binary"
+	"slices"
 )
 
 // Instant upload's lookups (migration 007). Whether patchHash reveals that
@@ -64,25 +65,20 @@ func (s *SQLStore) ChunksHeld(ctx context.Context, uid int64, md5 string, size i
 		OR EXISTS (SELECT 1 FROM session_chunks sc JOIN upload_sessions us ON us.id = sc.session_id WHERE sc.chunk_id = c.id AND us.user_id = ?1),
 		(SELECT count(*) FROM (SELECT DISTINCT n.user_id FROM file_chunks fc JOIN nodes n ON n.id = fc.node_id WHERE fc.chunk_id = c.id LIMIT ?2) o)
 		FROM (SELECT CAST(?3 AS TEXT) AS md5, CAST(?4 AS BIGINT) AS size) q LEFT JOIN chunks c ON c.md5 = q.md5 AND c.size = q.size`, uid, limit, md5, size)
-	if err != nil {
-		return nil, wrap(op, "", err)
-	}
-	defer rows.Close()
-	var out []HeldChunk
-	for rows.Next() {
+	held, err := scanAll(rows, err, func(r rowScanner) (HeldChunk, error) {
 		var h HeldChunk
 		var id, size, draw sql.NullInt64
 		var sha, md sql.NullString
-		if err := rows.Scan(&id, &sha, &md, &size, &draw, &h.Own, &h.Owners); err != nil {
-			return nil, wrap(op, "", err)
-		}
-		if !id.Valid {
-			continue // the asked name's row: no such chunk
-		}
+		err := r.Scan(&id, &sha, &md, &size, &draw, &h.Own, &h.Owners)
 		h.ID, h.SHA256, h.MD5, h.Size, h.Draw = id.Int64, sha.String, md.String, size.Int64, draw.Int64
-		out = append(out, h)
+		return h, err
+	})
+	if err != nil {
+		return nil, wrap(op, "", err)
 	}
-	return out, wrap(op, "", rows.Err())
+	// The asked name's row has no chunk (a NULL id, 0 here: chunk ids start
+	// at 1).
+	return slices.DeleteFunc(held, func(h HeldChunk) bool { return h.ID == 0 }), nil
 }
 
 // FileHeld finds a file version of fileHash and size, uid's own when uid has

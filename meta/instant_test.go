@@ -2,10 +2,7 @@ package meta
 
 import (
 	"context"
-	"database/sql"
-	"io/fs"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 )
@@ -16,28 +13,7 @@ import (
 func TestDrawsBackfilledAndStableAcrossRestarts(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
-	// A database as the version before 007 left it.
-	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, _ := fs.Glob(migrations, "migrations/*.sql")
-	sort.Strings(names)
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	mustExec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`)
-	for _, n := range names {
-		if n >= "migrations/007" {
-			break
-		}
-		body, _ := migrations.ReadFile(n)
-		mustExec(string(body))
-		mustExec(`INSERT INTO schema_migrations(name, applied_ns) VALUES (?, 1)`, n)
-	}
+	db, mustExec := sqliteBefore(t, path, "migrations/007")
 	mustExec(`INSERT INTO users(id, name, pass_hash, created_ns) VALUES (1, 'alice', 'h', 1)`)
 	mustExec(`INSERT INTO nodes(user_id, path, parent, name, is_dir, mtime_ns) VALUES (1, '/', '', '', 1, 1)`)
 	mustExec(`INSERT INTO nodes(id, user_id, path, parent, name, is_dir, size, mtime_ns, file_hash) VALUES (10, 1, '/f', '/', 'f', 0, 3, 1, 'fh')`)

@@ -38,16 +38,7 @@ func TestPostgresShared(t *testing.T) {
 	pg := testutil.SharedPostgres(t)
 	metatest.RunShared(t, func(t *testing.T, now func() time.Time) (meta.Store, meta.Store) {
 		url := pg.NewDatabase(t)
-		a, err := meta.OpenPostgres(context.Background(), url, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := meta.OpenPostgres(context.Background(), url, now)
-		if err != nil {
-			a.Close()
-			t.Fatal(err)
-		}
-		return a, b
+		return openPair(t, func() (meta.Store, error) { return meta.OpenPostgres(context.Background(), url, now) })
 	})
 }
 

@@ -24,6 +24,19 @@ func openTestStore(t *testing.T) *SQLStore {
 	return s
 }
 
+// openTestFile opens a store on a new database file, for a test that
+// closes it and opens the file again (closing is the test's); path is
+// the file.
+func openTestFile(t *testing.T) (s *SQLStore, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "meta.db")
+	s, err := OpenSQLite(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}
+
 // openAliceAndBob is openTestStore with two plain users, for tests of what
 // one user's tree must never show of the other's.
 func openAliceAndBob(t *testing.T) (s *SQLStore, alice, bob User) {
@@ -65,11 +78,7 @@ func TestUserNamesIgnoreCase(t *testing.T) {
 // names them. Once the operator renames one, it opens and the rule holds.
 func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := OpenSQLite(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openTestFile(t)
 	// Back to the schema before 005, where case duplicates could be made.
 	for _, q := range []string{
 		`DROP INDEX users_name_nocase`,
@@ -86,7 +95,7 @@ func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 	}
 	s.Close()
 
-	_, err = OpenSQLite(ctx, path, nil)
+	_, err := OpenSQLite(ctx, path, nil)
 	if err == nil || !strings.Contains(err.Error(), "ALICE, alice") && !strings.Contains(err.Error(), "alice, ALICE") {
 		t.Fatalf("open with alice and ALICE: %v, want an error naming both", err)
 	}
@@ -118,11 +127,7 @@ func TestNameCaseMigrationRefusesDuplicates(t *testing.T) {
 // again, and records them under the new name.
 func TestRenamedMigrationNotReapplied(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := OpenSQLite(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openTestFile(t)
 	u, err := s.CreateUser(ctx, "alice", "h", false, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -173,34 +178,7 @@ func TestRenamedMigrationNotReapplied(t *testing.T) {
 func TestUsersAutoincrementMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
-	// The schema as migrations 001-009 left it.
-	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	mustExec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_ns INTEGER NOT NULL)`)
-	for _, name := range names {
-		if name >= "migrations/010" {
-			break
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustExec(string(body))
-		mustExec(`INSERT INTO schema_migrations VALUES (?, 0)`, name)
-	}
+	db, mustExec := sqliteBefore(t, path, "migrations/010")
 	for id, name := range map[int]string{1: "admin", 2: "alice", 3: "bob"} {
 		mustExec(`INSERT INTO users (id, name, pass_hash, is_admin, quota_total, created_ns) VALUES (?, ?, 'h', ?, 7, 1)`, id, name, id == 1)
 		mustExec(`INSERT INTO nodes (user_id, path, parent, name, is_dir, mtime_ns) VALUES (?, '/', '', '', 1, 1)`, id)

@@ -200,16 +200,24 @@ func TestSendAheadWhileWriting(t *testing.T) {
 	}
 }
 
-// df shows the user's quota: size = quota, used = the user's files.
-func TestDfShowsQuota(t *testing.T) {
+// mountBobWithQuota mounts the drive as a new user bob with a quota of
+// total bytes.
+func mountBobWithQuota(t *testing.T, total int64) *env {
+	t.Helper()
 	e := setup(t)
-	ctx := context.Background()
 	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
-	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "bob", Password: "bob-pass", Quota: 100 << 20}); err != nil {
+	if _, err := admin.AdminAddUser(context.Background(), apitype.NewUser{Name: "bob", Password: "bob-pass", Quota: total}); err != nil {
 		t.Fatal(err)
 	}
 	e.c = client.New(e.d.URL, "bob", "bob-pass")
 	e.mount()
+	return e
+}
+
+// df shows the user's quota: size = quota, used = the user's files.
+func TestDfShowsQuota(t *testing.T) {
+	e := mountBobWithQuota(t, 100<<20)
+	ctx := context.Background()
 	if err := os.WriteFile(filepath.Join(e.mnt, "f"), testutil.RandBytes(3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -239,14 +247,8 @@ func TestDfShowsQuota(t *testing.T) {
 // df's used is the user's files; an upload under way (another client's)
 // is not used space but is not available either: seed 001 counts it apart.
 func TestDfCountsUploadsApart(t *testing.T) {
-	e := setup(t)
+	e := mountBobWithQuota(t, 100<<20)
 	ctx := context.Background()
-	admin := client.New(e.d.URL, "admin", e.d.AdminPass)
-	if _, err := admin.AdminAddUser(ctx, apitype.NewUser{Name: "bob", Password: "bob-pass", Quota: 100 << 20}); err != nil {
-		t.Fatal(err)
-	}
-	e.c = client.New(e.d.URL, "bob", "bob-pass")
-	e.mount()
 	if _, err := e.c.Upload(ctx, "/have.bin", bytes.NewReader(testutil.RandBytes(3<<20)), 3<<20); err != nil {
 		t.Fatal(err)
 	}

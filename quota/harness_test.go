@@ -139,6 +139,14 @@ func (e *env) must(err error) {
 	}
 }
 
+// holdMinute holds n bytes for upload with a lease of a minute from now
+// (or renews the hold).
+func (e *env) holdMinute(user int64, upload string, n int64) {
+	e.t.Helper()
+	_, err := e.l.Hold(e.ctx, user, upload, n, e.clock.Now().Add(time.Minute))
+	e.must(err)
+}
+
 func (e *env) user(name string, total int64) int64 {
 	e.t.Helper()
 	u, err := e.db.CreateUser(e.ctx, name, "x", false, total)

@@ -392,8 +392,7 @@ var holdCases = []struct {
 		const mib = 1 << 20
 		u := e.user("ann", 200*mib)
 		const other = "h-othernode-1.0"
-		_, err := e.l.Hold(e.ctx, u, other, 150*mib, e.clock.Now().Add(time.Minute))
-		e.must(err)
+		e.holdMinute(u, other, 150*mib)
 		// A node starts and reconciles with a truth that cannot list
 		// the hold: it is kept, so 100 MiB more do not fit.
 		e.must(e.peer().Reconcile(e.ctx, e))
@@ -423,12 +422,10 @@ var holdCases = []struct {
 		const mib = 1 << 20
 		u := e.user("ann", 200*mib)
 		const dead = "h-deadnode-1.0"
-		_, err := e.l.Hold(e.ctx, u, dead, 150*mib, e.clock.Now().Add(time.Minute))
-		e.must(err)
+		e.holdMinute(u, dead, 150*mib)
 		// Holding again (same size) renews it.
 		e.clock.Advance(30 * time.Second)
-		_, err = e.l.Hold(e.ctx, u, dead, 150*mib, e.clock.Now().Add(time.Minute))
-		e.must(err)
+		e.holdMinute(u, dead, 150*mib)
 		e.clock.Advance(59 * time.Second)
 		e.must(e.peer().Reconcile(e.ctx, e))
 		if got := e.usage(u); got.Uploading != 150*mib {

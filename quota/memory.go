@@ -129,10 +129,7 @@ func (m *Memory) ExpireHolds(ctx context.Context, now time.Time) (int, error) {
 }
 
 func (m *Memory) reserve(ctx context.Context, op string, user int64, upload string, declared int64, hold time.Time) (Usage, error) {
-	if declared < 0 || upload == "" {
-		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
-	}
-	if err := checkSize(op, "a reservation", declared); err != nil {
+	if err := checkReservation(op, upload, declared); err != nil {
 		return Usage{}, err
 	}
 	m.mu.Lock()
@@ -160,10 +157,7 @@ func (m *Memory) reserve(ctx context.Context, op string, user int64, upload stri
 
 func (m *Memory) Chunk(ctx context.Context, user int64, upload string, index int, n int64) error {
 	const op = "quota.Chunk"
-	if index < 0 || n < 0 {
-		return errs.Errorf(op, errs.Invalid, "bad chunk %d of %d bytes", index, n)
-	}
-	if err := checkSize(op, "a chunk", n); err != nil {
+	if err := checkChunk(op, index, n); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -233,14 +227,11 @@ func (m *Memory) end(ctx context.Context, op string, user int64, upload string, 
 }
 
 func (m *Memory) Commit(ctx context.Context, user int64, upload string, size int64) (Released, error) {
-	if size < 0 {
-		return Released{}, errs.Errorf("quota.Commit", errs.Invalid, "negative size")
-	}
-	return m.end(ctx, "quota.Commit", user, upload, size)
+	return commit(ctx, m, user, upload, size)
 }
 
 func (m *Memory) Release(ctx context.Context, user int64, upload string) (Released, error) {
-	return m.end(ctx, "quota.Release", user, upload, -1)
+	return release(ctx, m, user, upload)
 }
 
 func (m *Memory) AddFinished(ctx context.Context, user int64, delta int64) error {
@@ -367,14 +358,9 @@ func (m *Memory) Reconcile(ctx context.Context, truth Truth) error {
 		}
 	}
 	m.mu.Unlock()
-	users, sessions, recs, err := readTruth(ctx, m.cfg.Sink, truth)
+	us, sessions, recs, err := readTruth(ctx, m.cfg.Sink, truth, live)
 	if err != nil {
 		return err
-	}
-	sessions = withLiveHolds(sessions, live, truth)
-	us := make(map[int64]*Usage, len(users))
-	for _, t := range users {
-		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
 	}
 	ss := make(map[string]*memSession, len(sessions))
 	var due dueSet
@@ -402,8 +388,10 @@ func (m *Memory) Reconcile(ctx context.Context, truth Truth) error {
 	return nil
 }
 
-// readTruth reads users and open sessions and repairs the flush records.
-func readTruth(ctx context.Context, sink Sink, truth Truth) ([]UserTotals, []Session, map[string]FlushRecord, error) {
+// readTruth reads the open sessions, adds the live holds to them and
+// repairs the flush records; it returns each user's usage before any
+// session is counted in (the total and what is finished).
+func readTruth(ctx context.Context, sink Sink, truth Truth, live []Session) (map[int64]*Usage, []Session, map[string]FlushRecord, error) {
 	if truth == nil {
 		return nil, nil, nil, errors.New("quota: reconcile without a truth")
 	}
@@ -423,7 +411,11 @@ func readTruth(ctx context.Context, sink Sink, truth Truth) ([]UserTotals, []Ses
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return users, sessions, recs, nil
+	us := make(map[int64]*Usage, len(users))
+	for _, t := range users {
+		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
+	}
+	return us, withLiveHolds(sessions, live, truth), recs, nil
 }
 
 func (m *Memory) Ready(ctx context.Context) error {

@@ -142,6 +142,40 @@ func checkSize(op string, what string, n int64) error {
 	return nil
 }
 
+// checkReservation refuses a reservation (or hold) no ledger takes.
+func checkReservation(op, upload string, declared int64) error {
+	if declared < 0 || upload == "" {
+		return errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
+	}
+	return checkSize(op, "a reservation", declared)
+}
+
+// checkChunk refuses a chunk no ledger takes.
+func checkChunk(op string, index int, n int64) error {
+	if index < 0 || n < 0 {
+		return errs.Errorf(op, errs.Invalid, "bad chunk %d of %d bytes", index, n)
+	}
+	return checkSize(op, "a chunk", n)
+}
+
+// ender is a ledger's one step that ends a session: a merge of size bytes
+// (size >= 0) or a release (size -1). Commit and Release are written once
+// on top of it (commit, release), so every ledger checks them alike.
+type ender interface {
+	end(ctx context.Context, op string, user int64, upload string, size int64) (Released, error)
+}
+
+func commit(ctx context.Context, l ender, user int64, upload string, size int64) (Released, error) {
+	if size < 0 {
+		return Released{}, errs.Errorf("quota.Commit", errs.Invalid, "negative size")
+	}
+	return l.end(ctx, "quota.Commit", user, upload, size)
+}
+
+func release(ctx context.Context, l ender, user int64, upload string) (Released, error) {
+	return l.end(ctx, "quota.Release", user, upload, -1)
+}
+
 // Committed is the usage the admission rule bounds by Total.
 func (u Usage) Committed() int64 { return u.Finished + u.Uploading }
 

@@ -137,10 +137,7 @@ func (r *Redis) loadUser(ctx context.Context, op string, user int64) error {
 
 func (r *Redis) Reserve(ctx context.Context, user int64, upload string, declared int64) (Usage, error) {
 	const op = "quota.Reserve"
-	if declared < 0 || upload == "" {
-		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
-	}
-	if err := checkSize(op, "a reservation", declared); err != nil {
+	if err := checkReservation(op, upload, declared); err != nil {
 		return Usage{}, err
 	}
 	return r.reserve(ctx, op, user, upload, declared, "0")
@@ -151,10 +148,7 @@ func (r *Redis) Hold(ctx context.Context, user int64, upload string, declared in
 	if until.IsZero() {
 		return Usage{}, errs.Errorf(op, errs.Invalid, "hold %q without a lease", upload)
 	}
-	if declared < 0 || upload == "" {
-		return Usage{}, errs.Errorf(op, errs.Invalid, "bad reservation %q of %d bytes", upload, declared)
-	}
-	if err := checkSize(op, "a reservation", declared); err != nil {
+	if err := checkReservation(op, upload, declared); err != nil {
 		return Usage{}, err
 	}
 	return r.reserve(ctx, op, user, upload, declared, ms(until))
@@ -215,10 +209,7 @@ func (r *Redis) reserve(ctx context.Context, op string, user int64, upload strin
 
 func (r *Redis) Chunk(ctx context.Context, user int64, upload string, index int, n int64) error {
 	const op = "quota.Chunk"
-	if index < 0 || n < 0 {
-		return errs.Errorf(op, errs.Invalid, "bad chunk %d of %d bytes", index, n)
-	}
-	if err := checkSize(op, "a chunk", n); err != nil {
+	if err := checkChunk(op, index, n); err != nil {
 		return err
 	}
 	due := r.cfg.Clock.Now().Add(r.cfg.Delay)
@@ -274,14 +265,11 @@ func (r *Redis) end(ctx context.Context, op string, user int64, upload string, s
 }
 
 func (r *Redis) Commit(ctx context.Context, user int64, upload string, size int64) (Released, error) {
-	if size < 0 {
-		return Released{}, errs.Errorf("quota.Commit", errs.Invalid, "negative size")
-	}
-	return r.end(ctx, "quota.Commit", user, upload, size)
+	return commit(ctx, r, user, upload, size)
 }
 
 func (r *Redis) Release(ctx context.Context, user int64, upload string) (Released, error) {
-	return r.end(ctx, "quota.Release", user, upload, -1)
+	return release(ctx, r, user, upload)
 }
 
 func (r *Redis) AddFinished(ctx context.Context, user int64, delta int64) error {
@@ -415,14 +403,9 @@ func (r *Redis) Reconcile(ctx context.Context, truth Truth) error {
 		}
 	}
 
-	users, sessions, recs, err := readTruth(ctx, r.cfg.Sink, truth)
+	us, sessions, recs, err := readTruth(ctx, r.cfg.Sink, truth, live)
 	if err != nil {
 		return err
-	}
-	sessions = withLiveHolds(sessions, live, truth)
-	us := make(map[int64]*Usage, len(users))
-	for _, t := range users {
-		us[t.User] = &Usage{Total: t.Total, Finished: t.Finished}
 	}
 	_, err = r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range sessions {

@@ -88,6 +88,19 @@ func nextEvent(t *testing.T, s *client.EventStream) apitype.LockAnswer {
 	return apitype.LockAnswer{}
 }
 
+// openEvents opens node's event stream on key, closed when the test ends,
+// and checks that it opens with the key's state: st at position pos.
+func openEvents(t *testing.T, c *client.Client, node, key string, st lock.Status, pos int) *client.EventStream {
+	t.Helper()
+	s, err := c.LockEvents(context.Background(), node, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	wantEvent(t, s, "state", st, pos)
+	return s
+}
+
 func wantEvent(t *testing.T, s *client.EventStream, event string, st lock.Status, pos int) {
 	t.Helper()
 	a := nextEvent(t, s)
@@ -204,12 +217,7 @@ func TestLockEventsReconnect(t *testing.T) {
 	wantStatus(t, "alice", a, err, lock.Acquired, 0)
 	a, err = bob.TryLock(ctx, "pull", res, "b1", "/b.txt")
 	wantStatus(t, "bob", a, err, lock.Queued, 1)
-	sb, err := bob.LockEvents(ctx, "b1", key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	wantEvent(t, sb, "state", lock.Queued, 1)
+	sb := openEvents(t, bob, "b1", key, lock.Queued, 1)
 	if err := alice.Unlock(ctx, "pull", res, "a1", false); err != nil {
 		t.Fatal(err)
 	}
@@ -221,20 +229,12 @@ func TestLockEventsReconnect(t *testing.T) {
 	wantStatus(t, "bob claims", a, err, lock.Acquired, 0)
 	a, err = alice.TryLock(ctx, "pull", res, "a1", "/a.txt")
 	wantStatus(t, "alice waits", a, err, lock.Queued, 1)
-	sa, err := alice.LockEvents(ctx, "a1", key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantEvent(t, sa, "state", lock.Queued, 1)
+	sa := openEvents(t, alice, "a1", key, lock.Queued, 1)
 	sa.Close()
 	if err := bob.Unlock(ctx, "pull", res, "b1", true); err != nil {
 		t.Fatal(err)
 	}
-	sa, err = alice.LockEvents(ctx, "a1", key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantEvent(t, sa, "state", lock.None, 0) // released while away: re-check
+	sa = openEvents(t, alice, "a1", key, lock.None, 0) // released while away: re-check
 	sa.Close()
 
 	// Again, with a failure while alice is away: she finds the grant.
@@ -245,12 +245,7 @@ func TestLockEventsReconnect(t *testing.T) {
 	if err := bob.Unlock(ctx, "pull", res, "b1", false); err != nil {
 		t.Fatal(err)
 	}
-	sa, err = alice.LockEvents(ctx, "a1", key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sa.Close()
-	wantEvent(t, sa, "state", lock.Granted, 0)
+	sa = openEvents(t, alice, "a1", key, lock.Granted, 0)
 
 	// Another user's stream for the same node name hears nothing of it:
 	// bob's "a1" is not alice's.
@@ -285,12 +280,7 @@ func TestLockLeaseAndBounds(t *testing.T) {
 	_, err = e.admin.TryLock(ctx, "update", res, "w3", "")
 	wantErr(t, "third waiter", err, 429, "too_many_requests")
 
-	s, err := e.admin.LockEvents(ctx, "w1", lock.Key("update", res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	wantEvent(t, s, "state", lock.Queued, 1)
+	s := openEvents(t, e.admin, "w1", lock.Key("update", res), lock.Queued, 1)
 	// "dead" never heart-beats: the daemon's sweep passes the lock on.
 	wantEvent(t, s, "granted", lock.Granted, 0)
 	a, err = e.admin.LockState(ctx, "update", res, "dead")
@@ -321,18 +311,8 @@ func TestLockTwoDaemonsOneRedis(t *testing.T) {
 	wantStatus(t, "B on daemon 2", a, err, lock.Queued, 1)
 	a, err = d1.admin.TryLock(ctx, "pull", res, "C", "/f.bin")
 	wantStatus(t, "C on daemon 1", a, err, lock.Queued, 2)
-	sb, err := d2.admin.LockEvents(ctx, "B", lock.Key("pull", res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	wantEvent(t, sb, "state", lock.Queued, 1)
-	sc, err := d1.admin.LockEvents(ctx, "C", lock.Key("pull", res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	wantEvent(t, sc, "state", lock.Queued, 2)
+	sb := openEvents(t, d2.admin, "B", lock.Key("pull", res), lock.Queued, 1)
+	sc := openEvents(t, d1.admin, "C", lock.Key("pull", res), lock.Queued, 2)
 	if err := d1.admin.Unlock(ctx, "pull", res, "A", false); err != nil {
 		t.Fatal(err)
 	}
@@ -357,12 +337,7 @@ func TestLockStreamRecheck(t *testing.T) {
 	wantStatus(t, "holder", a, err, lock.Acquired, 0)
 	a, err = e.admin.TryLock(ctx, "update", res, "waiter", "")
 	wantStatus(t, "waiter", a, err, lock.Queued, 1)
-	s, err := e.admin.LockEvents(ctx, "waiter", lock.Key("update", res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	wantEvent(t, s, "state", lock.Queued, 1)
+	s := openEvents(t, e.admin, "waiter", lock.Key("update", res), lock.Queued, 1)
 	r.FlushAll() // the lock and its queue are gone, and no event says so
 	wantEvent(t, s, "state", lock.None, 0)
 	_, err = e.admin.Heartbeat(ctx, "update", res, "holder")

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,23 +14,6 @@ import (
 	"netdisk/testutil"
 	"netdisk/web"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestParseTrustedProxies(t *testing.T) {
 	got, err := ParseTrustedProxies(" 10.9.0.0/16, 192.0.2.7,::1 ,fd00::/8,")
@@ -66,7 +47,7 @@ func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
 	env := drivetest.New(t, drivetest.Options{Clock: clock})
 	env.AddUser(t, "alice", 0)
-	var logs lockedBuffer
+	var logs testutil.SyncBuffer
 	s := New(Config{Drive: env.Drive, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16")}})
 	send := func(peer, xff, proto, path, user, pass string) *httptest.ResponseRecorder {

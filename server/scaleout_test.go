@@ -75,14 +75,17 @@ func TestTwoNodesShareOneDrive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objects := 0
-	for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
-		if o.Err != nil {
-			t.Fatal(o.Err)
+	countObjects := func() (n int) {
+		t.Helper()
+		for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			n++
 		}
-		objects++
+		return n
 	}
-	if objects != 5 {
+	if objects := countObjects(); objects != 5 {
 		t.Fatalf("bucket holds %d objects; want 5 (one per distinct chunk, both users' copies sharing them)", objects)
 	}
 	// A small file is kept inline in PostgreSQL, committed with its entry:
@@ -94,14 +97,7 @@ func TestTwoNodesShareOneDrive(t *testing.T) {
 	if code, got := do(b, "GET", "/dav/small.txt", "admin", b.AdminPass, nil); code != 200 || !bytes.Equal(got, small) {
 		t.Fatalf("small GET through B: %d %q", code, got)
 	}
-	objects = 0
-	for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
-		if o.Err != nil {
-			t.Fatal(o.Err)
-		}
-		objects++
-	}
-	if objects != 5 {
+	if objects := countObjects(); objects != 5 {
 		t.Fatalf("bucket holds %d objects after a small PUT; want still 5 (its chunk inline in the metadata)", objects)
 	}
 	// A WebDAV lock taken through node A binds a DELETE through node B.

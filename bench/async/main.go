@@ -9,7 +9,7 @@
 //     cache folder as agents on one host do), with the collection window's
 //     wait shown apart.
 //
-// Run: go run ./bench/async [-tasks 2000 -workers 8 -size 100MiB -targets 100 -agents 10]
+// Run: go run ./bench/async [-tasks 2000 -workers 8 -size 100MiB -targets 100 -agents 10 -redis URL]
 package main
 
 import (
@@ -27,17 +27,16 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"github.com/redis/go-redis/v9"
 
 	"netdisk/apitype"
 	"netdisk/async"
 	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/benchredis"
 	"netdisk/bench/internal/fanout"
 	"netdisk/bench/internal/inproc"
 	"netdisk/client"
 	"netdisk/daemon"
 	"netdisk/drive"
-	"netdisk/testutil"
 )
 
 func main() {
@@ -46,29 +45,29 @@ func main() {
 	sizeFlag := benchflag.Bytes("size", 100<<20, "file size delivered")
 	targets := flag.Int("targets", 100, "targets of the delivery")
 	agents := flag.Int("agents", 10, "agent processes (goroutines here) the targets are spread over")
+	redisFlag := benchredis.Flag()
 	flag.Parse()
 	log.SetFlags(0)
-	size := *sizeFlag
 	ctx := context.Background()
+	rdb, redisURL, stopRedis, err := benchredis.Connect(*redisFlag)
+	if err != nil {
+		log.Fatalf("redis: %v", err)
+	}
+	defer stopRedis()
 	tmp, err := os.MkdirTemp("", "netdisk-bench-async-")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	rs, err := testutil.LaunchRedis(tmp)
-	if err != nil {
-		log.Fatalf("redis-server: %v", err)
-	}
-	defer rs.Kill()
 
 	fmt.Printf("async download benchmark (%d tasks per creation figure, %d workers)\n\n", *tasks, *workers)
 	fmt.Printf("%-46s %16s %16s\n", "tasks created per second", "embedded", "redis")
 	var inProcess, overHTTP [2]float64
-	for i, redisURL := range []string{"", rs.URL} {
-		if redisURL != "" {
-			flushRedis(ctx, redisURL)
+	for i, url := range []string{"", redisURL} {
+		if url != "" {
+			rdb.FlushDB(ctx)
 		}
-		d := startDaemon(ctx, redisURL)
+		d := startDaemon(ctx, url)
 		inProcess[i] = createInProcess(ctx, d, *tasks, *workers)
 		overHTTP[i] = createOverHTTP(ctx, d, *tasks, *workers)
 		closeDaemon(d)
@@ -77,8 +76,8 @@ func main() {
 	fmt.Printf("%-46s %12.0f t/s %12.0f t/s\n", fmt.Sprintf("  POST /api/v1/async/tasks (HTTP, %d workers)", httpWorkers(*workers)), overHTTP[0], overHTTP[1])
 
 	fmt.Printf("\nend-to-end delivery: %s to %d targets over %d agents sharing one cache (embedded store, 1 s window)\n",
-		humanize.IBytes(size), *targets, *agents)
-	deliver(ctx, filepath.Join(tmp, "deliver"), int64(size), *targets, *agents)
+		humanize.IBytes(*sizeFlag), *targets, *agents)
+	deliver(ctx, filepath.Join(tmp, "deliver"), int64(*sizeFlag), *targets, *agents)
 }
 
 // startDaemon serves a daemon in this process with a 1 s collection window
@@ -96,13 +95,6 @@ func closeDaemon(d *inproc.Daemon) {
 	if err := d.Close(); err != nil {
 		log.Print(err)
 	}
-}
-
-func flushRedis(ctx context.Context, url string) {
-	o, _ := redis.ParseURL(url)
-	c := redis.NewClient(o)
-	c.FlushDB(ctx)
-	c.Close()
 }
 
 // putFile stores a file of admin's directly through the drive.

@@ -27,6 +27,17 @@ func RunAsync(t *testing.T, open OpenAsync) {
 			t.Fatal(err)
 		}
 	}
+	// openJob opens a store holding job "j" with its target "t" and its
+	// task "task", all live until exp.
+	openJob := func(t *testing.T, status, data string) meta.AsyncJobs {
+		t.Helper()
+		s := open(t)
+		_, err := s.AsyncCreateJob(ctx, "j", status, data, exp, now)
+		must(err)
+		must(s.AsyncPushTarget(ctx, "j", "t", exp))
+		must(s.AsyncPutTask(ctx, "task", "x", exp))
+		return s
+	}
 	t.Run("JobsSetNX", func(t *testing.T) {
 		s := open(t)
 		firstWriteWins(t, "create job", func(data string) (bool, error) {
@@ -123,12 +134,8 @@ func RunAsync(t *testing.T, open OpenAsync) {
 		}
 	})
 	t.Run("Expiry", func(t *testing.T) {
-		s := open(t)
-		_, err := s.AsyncCreateJob(ctx, "j", "Pending", "old", exp, now)
-		must(err)
-		must(s.AsyncPushTarget(ctx, "j", "t", exp))
-		must(s.AsyncPutTask(ctx, "task", "x", exp))
-		_, err = s.AsyncSetResult(ctx, "j", "t", "ok", exp, now)
+		s := openJob(t, "Pending", "old")
+		_, err := s.AsyncSetResult(ctx, "j", "t", "ok", exp, now)
 		must(err)
 		must(s.AsyncAddWork(ctx, "a", "i", "w", exp))
 		just := exp.Add(-time.Nanosecond)
@@ -168,11 +175,7 @@ func RunAsync(t *testing.T, open OpenAsync) {
 		}
 	})
 	t.Run("Touch", func(t *testing.T) {
-		s := open(t)
-		_, err := s.AsyncCreateJob(ctx, "j", "Running", "job", exp, now)
-		must(err)
-		must(s.AsyncPushTarget(ctx, "j", "t", exp))
-		must(s.AsyncPutTask(ctx, "task", "x", exp))
+		s := openJob(t, "Running", "job")
 		must(s.AsyncPutTask(ctx, "gone", "x", now.Add(time.Minute)))
 		must(s.AsyncAddWork(ctx, "a", "task", "w", exp))
 		later, laterExp := now.Add(2*time.Minute), exp.Add(2*time.Minute)
