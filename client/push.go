@@ -127,7 +127,8 @@ func (c *Client) Push(ctx context.Context, local, remote string, o PushOptions) 
 
 // PushPlanned carries out p: deletes first (a mirror on a full quota makes
 // room before it sends), then the files, then the attributes of the
-// unchanged content whose mtime or mode differ.
+// unchanged content whose mtime or mode differ, and last the directories'
+// attributes, deepest first, once nothing more is written into them.
 func (c *Client) PushPlanned(ctx context.Context, p PushPlan, o PushOptions) (PushResult, error) {
 	if err := c.RemoveAll(ctx, p.Delete); err != nil {
 		return PushResult{}, err
@@ -141,6 +142,11 @@ func (c *Client) PushPlanned(ctx context.Context, p PushPlan, o PushOptions) (Pu
 	for _, f := range p.Touch {
 		if err := c.SetAttrs(ctx, f); err != nil {
 			return res, fmt.Errorf("%s: %w", f.Remote, err)
+		}
+	}
+	for i := len(p.DirAttrs) - 1; i >= 0; i-- {
+		if err := c.SetAttrs(ctx, p.DirAttrs[i]); err != nil {
+			return res, fmt.Errorf("%s: %w", p.DirAttrs[i].Remote, err)
 		}
 	}
 	return res, nil

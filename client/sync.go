@@ -53,14 +53,16 @@ func contentsOf(src string, sep string) bool {
 
 // PushPlan is what a push does: Files to send, Touch to fix only the
 // attributes of (content equal), Skip unchanged, Dirs to create (empty
-// directories), Delete remote paths to remove (the topmost of each tree).
+// directories), DirAttrs directories whose mtime or mode to set (parents
+// first), Delete remote paths to remove (the topmost of each tree).
 type PushPlan struct {
-	Root   string // the remote target of the local source
-	Files  []PushFile
-	Touch  []PushFile
-	Skip   []PushFile
-	Dirs   []string
-	Delete []string
+	Root     string // the remote target of the local source
+	Files    []PushFile
+	Touch    []PushFile
+	Skip     []PushFile
+	Dirs     []string
+	DirAttrs []PushFile
+	Delete   []string
 }
 
 // SkippedBytes sums the sizes of the unchanged files.
@@ -195,6 +197,13 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 		r := path.Join(p.Root, rel)
 		if d.IsDir() {
 			seen[rel] = true
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if n, ok := have[rel]; r != "/" && (!ok || !n.MTime.Time.Equal(info.ModTime()) || n.Mode != perm(info)) {
+				p.DirAttrs = append(p.DirAttrs, PushFile{Local: lp, Remote: r, ModTime: info.ModTime(), Mode: perm(info)})
+			}
 			empty, err := isEmptyDir(lp)
 			if err == nil && empty {
 				if n, ok := have[rel]; !ok || !n.IsDir {
