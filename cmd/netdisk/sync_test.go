@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -242,5 +243,125 @@ func TestPushPullKeepMtimeAndMode(t *testing.T) {
 	}
 	if !st.ModTime().Equal(dirTime) || st.Mode().Perm() != 0o700 {
 		t.Errorf("pulled directory: mtime %v mode %o, want %v 700", st.ModTime(), st.Mode().Perm(), dirTime)
+	}
+}
+
+// pushSummary runs push --json with args and returns its summary event.
+func pushSummary(t *testing.T, d *testutil.Daemon, args ...string) map[string]float64 {
+	t.Helper()
+	out := mustCLI(t, d, append([]string{"push", "--json"}, args...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum["type"] != "summary" {
+		t.Fatalf("push %v: last line %q is no summary (%v)", args, lines[len(lines)-1], err)
+	}
+	m := map[string]float64{}
+	for k, v := range sum {
+		if f, ok := v.(float64); ok {
+			m[k] = f
+		}
+	}
+	return m
+}
+
+// A re-run skips unchanged files (same size and mtime), --checksum looks at
+// the content instead, --dry-run changes nothing, --delete mirrors; pull
+// the same way in the other direction. The summary is one line.
+func TestPushPullSkipChecksumDryRunDelete(t *testing.T) {
+	d, c := syncDaemon(t)
+	ctx := context.Background()
+	files := map[string][]byte{"a.txt": []byte("aaaa"), "b.txt": []byte("bbbb"), "sub/c.bin": testutil.RandBytes(9 << 20)}
+	src := writeTree(t, filepath.Join(t.TempDir(), "tree"), files)
+	if s := pushSummary(t, d, src, "/"); s["files"] != 3 || s["skipped"] != 0 {
+		t.Fatalf("first push: %v", s)
+	}
+	if s := pushSummary(t, d, src, "/"); s["files"] != 0 || s["skipped"] != 3 || s["bytesSent"] != 0 {
+		t.Fatalf("unchanged re-run: %v, want 3 skipped and nothing sent", s)
+	}
+	// Same size and mtime, other content: skipped unless --checksum.
+	a := filepath.Join(src, "a.txt")
+	st, _ := os.Stat(a)
+	os.WriteFile(a, []byte("AAAA"), 0o644)
+	os.Chtimes(a, time.Time{}, st.ModTime())
+	if s := pushSummary(t, d, src, "/"); s["files"] != 0 {
+		t.Fatalf("size+mtime re-run sent %v files", s["files"])
+	}
+	if s := pushSummary(t, d, "--checksum", src, "/"); s["files"] != 1 || s["skipped"] != 2 {
+		t.Fatalf("--checksum: %v, want a.txt sent and 2 skipped", s)
+	}
+	sameNames(t, "after --checksum", remoteFiles(t, c, "/tree"), map[string][]byte{"a.txt": []byte("AAAA"), "b.txt": files["b.txt"], "sub/c.bin": files["sub/c.bin"]})
+
+	// --dry-run names what would change and changes nothing.
+	os.WriteFile(filepath.Join(src, "new.txt"), []byte("new"), 0o644)
+	os.Remove(filepath.Join(src, "b.txt"))
+	out := mustCLI(t, d, "push", "--dry-run", "--delete", src, "/")
+	if !strings.Contains(out, "new.txt -> /tree/new.txt") || !strings.Contains(out, "delete /tree/b.txt") || strings.Contains(out, "c.bin") {
+		t.Fatalf("--dry-run --delete printed:\n%s", out)
+	}
+	if _, err := c.Stat(ctx, "/tree/new.txt"); client.StatusOf(err) != 404 {
+		t.Fatalf("--dry-run sent new.txt: %v", err)
+	}
+	if _, err := c.Stat(ctx, "/tree/b.txt"); err != nil {
+		t.Fatalf("--dry-run deleted b.txt: %v", err)
+	}
+	// Without --delete the remote keeps b.txt; with it, it mirrors.
+	mustCLI(t, d, "push", src, "/")
+	if _, err := c.Stat(ctx, "/tree/b.txt"); err != nil {
+		t.Fatalf("push without --delete deleted b.txt: %v", err)
+	}
+	out = mustCLI(t, d, "push", "--delete", src, "/")
+	if !regexp.MustCompile(`^0 files, 0 B sent, 3 skipped \(1 deleted\), in \S+\n$`).MatchString(out) {
+		t.Fatalf("push --delete summary %q", out)
+	}
+	sameNames(t, "after --delete", remoteFiles(t, c, "/tree"), map[string][]byte{"a.txt": []byte("AAAA"), "new.txt": []byte("new"), "sub/c.bin": files["sub/c.bin"]})
+
+	// pull: a second run skips, --dry-run --delete names the extra local
+	// file, --delete removes it, --checksum fetches a same-size-same-mtime
+	// change.
+	dst := t.TempDir()
+	mustCLI(t, d, "pull", "/tree", dst)
+	out = mustCLI(t, d, "pull", "/tree", dst)
+	if !regexp.MustCompile(`^0 files, 0 B received, 3 skipped, in \S+\n$`).MatchString(out) {
+		t.Fatalf("pull re-run summary %q", out)
+	}
+	extraFile := filepath.Join(dst, "tree", "sub", "extra.txt")
+	os.WriteFile(extraFile, []byte("x"), 0o644)
+	if out := mustCLI(t, d, "pull", "--dry-run", "--delete", "/tree", dst); !strings.Contains(out, "delete "+extraFile) {
+		t.Fatalf("pull --dry-run --delete printed:\n%s", out)
+	}
+	if _, err := os.Stat(extraFile); err != nil {
+		t.Fatalf("pull --dry-run deleted: %v", err)
+	}
+	pa := filepath.Join(dst, "tree", "a.txt")
+	st, _ = os.Stat(pa)
+	os.WriteFile(pa, []byte("zzzz"), 0o644)
+	os.Chtimes(pa, time.Time{}, st.ModTime())
+	mustCLI(t, d, "pull", "--delete", "/tree", dst)
+	if b, _ := os.ReadFile(pa); string(b) != "zzzz" {
+		t.Fatalf("pull fetched a same size and mtime file without --checksum: %q", b)
+	}
+	if _, err := os.Stat(extraFile); !os.IsNotExist(err) {
+		t.Fatalf("pull --delete kept %s: %v", extraFile, err)
+	}
+	mustCLI(t, d, "pull", "--checksum", "/tree", dst)
+	if b, _ := os.ReadFile(pa); string(b) != "AAAA" {
+		t.Fatalf("pull --checksum kept the changed file: %q", b)
+	}
+}
+
+// A push that fails says so in one line on stderr and prints no summary
+// before it (nothing was done).
+func TestPushFailureIsOneLine(t *testing.T) {
+	d, c := syncDaemon(t)
+	if _, err := c.AdminAddUser(context.Background(), apitype.NewUser{Name: "carol", Password: "carol-pass-1", Quota: 100 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	dir := writeTree(t, t.TempDir(), map[string][]byte{"f.bin": testutil.RandBytes(300 << 10)})
+	env := map[string]string{"NETDISK_USER": "carol", "NETDISK_PASSWORD": "carol-pass-1"}
+	for _, args := range [][]string{{"push", filepath.Join(dir, "f.bin"), "/"}, {"push", dir, "/"}, {"pull", "/nope", dir}} {
+		r := runCLI(t, d, env, args...)
+		if r.code == 0 || r.stdout != "" || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("netdisk %v: exit %d, stdout %q, stderr %q; want one error line and nothing else", args, r.code, r.stdout, r.stderr)
+		}
 	}
 }
