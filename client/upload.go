@@ -93,6 +93,13 @@ func (c *Client) Session(ctx context.Context, uploadID string) (apitype.Session,
 	return r, err
 }
 
+// Uploads lists the user's open upload sessions, most recently used first.
+func (c *Client) Uploads(ctx context.Context) ([]apitype.OpenUpload, error) {
+	var r apitype.OpenUploads
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/file/sessions", nil, nil, &r)
+	return r.Sessions, err
+}
+
 // Abort abandons a session and releases its quota.
 func (c *Client) Abort(ctx context.Context, uploadID string) error {
 	return c.JSON(ctx, http.MethodDelete, "/api/v1/file/session", url.Values{"uploadId": {uploadID}}, nil, nil)

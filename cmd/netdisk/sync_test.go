@@ -365,3 +365,49 @@ func TestPushFailureIsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// The open uploads an interrupted push leaves are listed by `uploads ls`
+// and their reservation freed at once by `uploads abort` (by ID or --all).
+func TestUploadsLsAbortFreeTheQuota(t *testing.T) {
+	d, c := syncDaemon(t)
+	ctx := context.Background()
+	if r := mustCLI(t, d, "uploads", "ls"); r != "no open uploads\n" {
+		t.Fatalf("uploads ls with none: %q", r)
+	}
+	src := writeTree(t, t.TempDir(), map[string][]byte{"big.bin": testutil.RandBytes(9 << 20)})
+	pushKilledAfter(t, d, 10, filepath.Join(src, "big.bin"), "/")
+	other, err := c.Init(ctx, "/other.bin", 5<<20, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := c.Quota(ctx)
+	if q.Uploading != 9<<20+5<<20 || q.Unfinished < 10*64<<10 {
+		t.Fatalf("quota with two open uploads: %+v", q)
+	}
+	out := mustCLI(t, d, "uploads", "ls")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], other.UploadID+"  /other.bin") || !strings.Contains(lines[2], " /big.bin ") ||
+		!strings.HasPrefix(lines[3], "2 open uploads reserve 14 MiB") {
+		t.Fatalf("uploads ls:\n%s", out)
+	}
+	var listed []apitype.OpenUpload
+	if err := json.Unmarshal([]byte(mustCLI(t, d, "uploads", "ls", "--json")), &listed); err != nil || len(listed) != 2 ||
+		listed[1].Path != "/big.bin" || listed[1].Size != 9<<20 || listed[1].Received < 10*64<<10 ||
+		!listed[1].Expires.Time.Equal(listed[1].Touched.Time.Add(72*time.Hour)) {
+		t.Fatalf("uploads ls --json: %+v %v", listed, err)
+	}
+	failCLI(t, d, nil, 1, "abort 0123456789abcdef0123456789abcdef: unknown or expired upload session", "uploads", "abort", "0123456789abcdef0123456789abcdef")
+	if out := mustCLI(t, d, "uploads", "abort", other.UploadID); out != "aborted 1 uploads\n" {
+		t.Fatalf("uploads abort ID: %q", out)
+	}
+	if q, _ := c.Quota(ctx); q.Uploading != 9<<20 {
+		t.Fatalf("quota after aborting one: %+v", q)
+	}
+	mustCLI(t, d, "uploads", "abort", "--all")
+	if q, _ := c.Quota(ctx); q.Uploading != 0 || q.Unfinished != 0 {
+		t.Fatalf("quota after uploads abort --all: %+v, want no reservation left", q)
+	}
+	if open, err := c.Uploads(ctx); err != nil || len(open) != 0 {
+		t.Fatalf("open uploads after abort --all: %+v %v", open, err)
+	}
+}
