@@ -62,14 +62,22 @@ func (c *Client) Pull(ctx context.Context, remote, local string, o PullOptions) 
 	return c.PullPlanned(ctx, p, o)
 }
 
-// PullPlanned carries out p: directories, files (then their attributes),
-// deletes, and last the directories' attributes, deepest first, once
+// PullPlanned carries out p: deletes, directories, files (then their
+// attributes), and last the directories' attributes, deepest first, once
 // nothing more is written into them.
 func (c *Client) PullPlanned(ctx context.Context, p PullPlan, o PullOptions) (PullResult, error) {
 	res := PullResult{Skipped: len(p.Skip) + len(p.Touch), SkippedBytes: p.SkippedBytes()}
 	info, err := c.Info(ctx)
 	if err != nil {
 		return res, err
+	}
+	// Deletes first: they make room, and way for a file where a
+	// directory was (or the other way round).
+	for _, l := range p.Delete {
+		if err := os.RemoveAll(l); err != nil {
+			return res, err
+		}
+		res.Deleted++
 	}
 	for _, d := range p.Dirs {
 		if err := os.MkdirAll(d.Local, 0o755); err != nil {
@@ -88,12 +96,6 @@ func (c *Client) PullPlanned(ctx context.Context, p PullPlan, o PullOptions) (Pu
 		if err := applyAttrs(f.Local, f.Node); err != nil {
 			return res, err
 		}
-	}
-	for _, l := range p.Delete {
-		if err := os.RemoveAll(l); err != nil {
-			return res, err
-		}
-		res.Deleted++
 	}
 	for i := len(p.Dirs) - 1; i >= 0; i-- {
 		if err := applyAttrs(p.Dirs[i].Local, p.Dirs[i].Node); err != nil {

@@ -161,10 +161,19 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 		chunkSize = info.ChunkSize
 	}
 	seen := map[string]bool{"": true}
+	// replace makes way for a local file where the remote has a directory,
+	// or the other way round: a mirror deletes the remote one first.
+	replace := func(rel string) {
+		if o.Delete && rel != "" {
+			p.Delete = append(p.Delete, path.Join(p.Root, rel))
+		}
+	}
 	add := func(f PushFile, rel string) error {
 		seen[rel] = true
 		switch n, ok := have[rel]; {
-		case !ok || n.IsDir || n.Size != f.Size:
+		case ok && n.IsDir:
+			replace(rel)
+		case !ok || n.Size != f.Size:
 		case o.Checksum:
 			h, err := localFileHash(f.Local, chunkSize)
 			if err != nil {
@@ -197,6 +206,10 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 		r := path.Join(p.Root, rel)
 		if d.IsDir() {
 			seen[rel] = true
+			if n, ok := have[rel]; ok && !n.IsDir {
+				replace(rel)
+				delete(have, rel)
+			}
 			info, err := d.Info()
 			if err != nil {
 				return err
@@ -224,7 +237,7 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 	if err != nil || !o.Delete {
 		return p, err
 	}
-	p.Delete = extra(have, seen, p.Root)
+	p.Delete = topmost(append(p.Delete, extra(have, seen, p.Root)...))
 	return p, nil
 }
 
@@ -250,6 +263,29 @@ func extra(have map[string]apitype.Node, seen map[string]bool, root string) []st
 			continue // removed with its parent
 		}
 		out = append(out, path.Join(root, rel))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// topmost sorts paths and drops those under another one of them.
+func topmost(paths []string) []string {
+	in := map[string]bool{}
+	for _, p := range paths {
+		in[p] = true
+	}
+	var out []string
+	for p := range in {
+		under := false
+		for c, d := p, path.Dir(p); d != c && d != "/" && d != "."; c, d = d, path.Dir(d) {
+			if in[d] {
+				under = true
+				break
+			}
+		}
+		if !under {
+			out = append(out, p)
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -359,11 +395,17 @@ func (c *Client) PlanPull(ctx context.Context, remote, local string, o SyncOptio
 	for _, rel := range rels {
 		n := tree[rel]
 		f := PullFile{Remote: path.Join(src, rel), Local: filepath.Join(p.Root, filepath.FromSlash(rel)), Node: n}
+		st, err := os.Lstat(f.Local)
+		if err == nil && st.IsDir() != n.IsDir && o.Delete {
+			// A file where the remote has a directory, or the other way
+			// round: a mirror deletes the local one first.
+			p.Delete = append(p.Delete, f.Local)
+			err = fs.ErrNotExist
+		}
 		if n.IsDir {
 			p.Dirs = append(p.Dirs, f)
 			continue
 		}
-		st, err := os.Stat(f.Local)
 		switch {
 		case err != nil || !st.Mode().IsRegular() || st.Size() != n.Size:
 		case o.Checksum:
@@ -405,11 +447,12 @@ func (c *Client) PlanPull(ctx context.Context, remote, local string, o SyncOptio
 	for _, rel := range extra(have, seen, "") {
 		p.Delete = append(p.Delete, filepath.Join(p.Root, filepath.FromSlash(rel)))
 	}
+	p.Delete = topmost(p.Delete)
 	return p, err
 }
 
 func (p *PullPlan) attrs(f PullFile, st os.FileInfo) {
-	if st.ModTime().Equal(f.Node.MTime.Time) && perm(st) == f.Node.Mode {
+	if st.ModTime().Equal(f.Node.MTime.Time) && perm(st) == f.Node.Mode&0o777 {
 		p.Skip = append(p.Skip, f)
 		return
 	}

@@ -347,6 +347,16 @@ func TestPushPullSkipChecksumDryRunDelete(t *testing.T) {
 	if b, _ := os.ReadFile(pa); string(b) != "AAAA" {
 		t.Fatalf("pull --checksum kept the changed file: %q", b)
 	}
+
+	// A file that became a directory: a mirror replaces it, both ways.
+	os.Remove(filepath.Join(src, "new.txt"))
+	writeTree(t, filepath.Join(src, "new.txt"), map[string][]byte{"inner.txt": []byte("in")})
+	mustCLI(t, d, "push", "--delete", src, "/")
+	sameNames(t, "after a file became a directory", remoteFiles(t, c, "/tree"), map[string][]byte{"a.txt": []byte("AAAA"), "new.txt/inner.txt": []byte("in"), "sub/c.bin": files["sub/c.bin"]})
+	mustCLI(t, d, "pull", "--delete", "/tree", dst)
+	if b, err := os.ReadFile(filepath.Join(dst, "tree", "new.txt", "inner.txt")); string(b) != "in" {
+		t.Fatalf("pull --delete of a file that became a directory: %q %v", b, err)
+	}
 }
 
 // A push that fails says so in one line on stderr and prints no summary
