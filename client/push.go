@@ -133,6 +133,9 @@ func (c *Client) PushPlanned(ctx context.Context, p PushPlan, o PushOptions) (Pu
 	if err := c.RemoveAll(ctx, p.Delete); err != nil {
 		return PushResult{}, err
 	}
+	if err := c.abortStale(ctx, p.Files); err != nil {
+		return PushResult{}, err
+	}
 	res, err := c.PushFiles(ctx, p.Files, p.Dirs, o)
 	res.Deleted = len(p.Delete)
 	res.Skipped, res.SkippedBytes = len(p.Skip)+len(p.Touch), p.SkippedBytes()
@@ -240,6 +243,36 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 		return res, errList[0]
 	}
 	return res, fmt.Errorf("%d of %d files failed; first: %w", len(errList), res.Files, errList[0])
+}
+
+// abortStale aborts the open uploads of files' remote paths whose declared
+// size is not the file's any more (it changed since an interrupted push):
+// init would open a second session beside them, and the quota would count
+// both until the old one expired. A session of the same size is left to be
+// resumed. A server without the session list (an older one) is no error.
+func (c *Client) abortStale(ctx context.Context, files []PushFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	open, err := c.Uploads(ctx)
+	if st := StatusOf(err); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	size := make(map[string]int64, len(files))
+	for _, f := range files {
+		size[f.Remote] = f.Size
+	}
+	for _, u := range open {
+		if n, ok := size[u.Path]; ok && n != u.Size {
+			if err := c.Abort(ctx, u.UploadID); err != nil && StatusOf(err) != http.StatusNotFound {
+				return fmt.Errorf("abort the stale upload of %s: %w", u.Path, err)
+			}
+		}
+	}
+	return nil
 }
 
 type fileOutcome struct {

@@ -50,7 +50,8 @@ possession).
 
 Interrupted (Ctrl-C, crash, network)? Run the same push again: finished files
 are skipped and a half-sent file resumes its open upload, sending only the
-missing chunks. An upload abandoned for good keeps its quota reserved until
+missing chunks (a file that changed size meanwhile has its stale upload
+aborted). An upload abandoned for good keeps its quota reserved until
 it expires: see "netdisk uploads".`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -421,3 +421,26 @@ func TestUploadsLsAbortFreeTheQuota(t *testing.T) {
 		t.Fatalf("open uploads after abort --all: %+v %v", open, err)
 	}
 }
+
+// A file that changed size after its push was interrupted: the re-run's
+// upload replaces the stale one instead of reserving the quota beside it.
+func TestPushRerunAfterChangeAbortsTheStaleUpload(t *testing.T) {
+	d, c := syncDaemon(t)
+	src := writeTree(t, t.TempDir(), map[string][]byte{"big.bin": testutil.RandBytes(9 << 20)})
+	big := filepath.Join(src, "big.bin")
+	pushKilledAfter(t, d, 10, big, "/")
+	f, err := os.OpenFile(big, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("one more line\n"))
+	f.Close()
+	mustCLI(t, d, "push", big, "/")
+	q, err := c.Quota(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Finished != 9<<20+14 || q.Uploading != 0 || q.Unfinished != 0 {
+		t.Fatalf("quota after the re-run: %+v, want the file finished and no upload left open", q)
+	}
+}
