@@ -278,6 +278,20 @@ func TestPushPullSkipChecksumDryRunDelete(t *testing.T) {
 	if s := pushSummary(t, d, src, "/"); s["files"] != 0 || s["skipped"] != 3 || s["bytesSent"] != 0 {
 		t.Fatalf("unchanged re-run: %v, want 3 skipped and nothing sent", s)
 	}
+	// Touched (same content, new mtime): committed again without the
+	// bytes (instant), the new mtime stored; by one request and by chunks.
+	touched := time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC)
+	for _, name := range []string{"b.txt", "sub/c.bin"} {
+		os.Chtimes(filepath.Join(src, filepath.FromSlash(name)), time.Time{}, touched)
+	}
+	if s := pushSummary(t, d, src, "/"); s["files"] != 2 || s["instant"] != 2 || s["bytesSent"] != 0 {
+		t.Fatalf("re-run after touch: %v, want 2 instant files and nothing sent", s)
+	}
+	for _, name := range []string{"b.txt", "sub/c.bin"} {
+		if n, err := c.Stat(ctx, "/tree/"+name); err != nil || !n.MTime.Time.Equal(touched) {
+			t.Fatalf("%s after touch and push: %+v %v, want mtime %v", name, n, err, touched)
+		}
+	}
 	// Same size and mtime, other content: skipped unless --checksum.
 	a := filepath.Join(src, "a.txt")
 	st, _ := os.Stat(a)
