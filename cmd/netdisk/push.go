@@ -40,7 +40,9 @@ A file whose remote copy has the same size and modification time is skipped
 (with --checksum: the same content, by file hash); the mtime and permission
 bits of every file sent are stored with it, and fixed on a skipped file whose
 content is the same. --delete removes what the remote target holds that
-LOCAL lacks (a mirror); --dry-run prints what would be sent and deleted.
+LOCAL lacks (a mirror; the target is the one the rule names, so
+"push --delete DIR/ /" mirrors DIR onto your whole drive: try --dry-run
+first); --dry-run prints what would be sent and deleted.
 
 Files under the server's small-file limit go in one request; larger ones are
 cut into the server's chunks, hashed while being read, and only the chunks
