@@ -158,7 +158,11 @@ func TestPushRerunAfterKillLandsInTheSamePlace(t *testing.T) {
 		}
 		src := writeTree(t, filepath.Join(t.TempDir(), "tree"), files) + tc.slash
 		pushKilledAfter(t, d, 20, src, tc.dest)
-		mustCLI(t, d, "push", src, tc.dest)
+		// The re-run resumes the open upload: the 20 chunks the server
+		// acknowledged are not sent again, nor the finished small files.
+		if s := pushSummary(t, d, src, tc.dest); s["bytesSent"] > 9<<20-20*64<<10 || s["skipped"] != 2 {
+			t.Fatalf("re-run of push %s %s: %v, want the 2 small files skipped and at most the chunks not acknowledged sent", src, tc.dest, s)
+		}
 		sameNames(t, "push "+src+" "+tc.dest+" twice", remoteFiles(t, c, tc.dest), prefixed(files, tc.root))
 		// And once more, uninterrupted: nothing moves.
 		mustCLI(t, d, "push", src, tc.dest)
