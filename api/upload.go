@@ -27,6 +27,7 @@ func (a *API) uploadRoutes() []Route {
 		{Pattern: "POST /api/v1/file/merge", Handler: a.withUpload(a.merge)},
 		{Pattern: "GET /api/v1/file/session", Handler: a.withUpload(a.getSession)},
 		{Pattern: "DELETE /api/v1/file/session", Handler: a.withUpload(a.deleteSession)},
+		{Pattern: "GET /api/v1/file/sessions", Handler: a.withUpload(a.listSessions)},
 		{Pattern: "PUT /api/v1/file/upload", Handler: a.smallUpload},
 	}
 }
@@ -153,6 +154,22 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, sessionOf(info))
+}
+
+// listSessions lists the caller's open sessions, so a client can find and
+// abort the ones an interrupted upload left reserving quota.
+func (a *API) listSessions(w http.ResponseWriter, r *http.Request, u meta.User) {
+	open, err := a.Upload.List(r.Context(), u.ID)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	out := apitype.OpenUploads{Sessions: make([]apitype.OpenUpload, len(open))}
+	for i, o := range open {
+		out.Sessions[i] = apitype.OpenUpload{UploadID: o.UploadID, Path: o.Path, Size: o.Size, Received: o.Received,
+			Touched: apitype.Time{Time: o.Touched.UTC()}, Expires: apitype.Time{Time: o.Expires.UTC()}}
+	}
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (a *API) deleteSession(w http.ResponseWriter, r *http.Request, u meta.User) {

@@ -100,3 +100,19 @@ type FileResult struct {
 	MTime *Time   `json:"mtime,omitempty"`
 	Mode  *uint32 `json:"mode,omitempty"`
 }
+
+// OpenUpload is one of the caller's open upload sessions, as GET
+// /api/v1/file/sessions lists them (an extension, docs/API.md).
+type OpenUpload struct {
+	UploadID string `json:"uploadId"`
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`     // declared: what it reserves of the quota
+	Received int64  `json:"received"` // bytes of the chunks held
+	Touched  Time   `json:"touched"`  // last use
+	Expires  Time   `json:"expires"`  // when it expires unless used again
+}
+
+// OpenUploads answers GET /api/v1/file/sessions, most recently used first.
+type OpenUploads struct {
+	Sessions []OpenUpload `json:"sessions"`
+}

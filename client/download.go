@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 
-	"netdisk/apitype"
 	"netdisk/chunker"
 	"netdisk/errs"
 	"netdisk/internal/atomicfile"
@@ -31,6 +30,8 @@ type PullOptions struct {
 	// OnProgress is called as bytes arrive: file is the local path, done
 	// counts bytes of this file already local (including a resumed part).
 	OnProgress func(file string, done, total int64)
+	// Sync chooses what Pull skips and deletes.
+	Sync SyncOptions
 }
 
 // PullResult sums up a Pull.
@@ -38,52 +39,70 @@ type PullResult struct {
 	Files   int
 	Bytes   int64 // bytes received over the network
 	Resumed int64 // bytes reused from .part files
+	// Unchanged files (PullPlan.Skip and Touch) and their bytes, and the
+	// local paths a mirror deleted.
+	Skipped      int
+	SkippedBytes int64
+	Deleted      int
 }
 
 // PartSuffix names an interrupted download beside its target; PartSuffix+".etag"
 // holds the version it belongs to.
 const PartSuffix = ".part"
 
-// Pull downloads remote (a file or a whole directory) to local. local
-// defaults to the remote base name in the working directory; an existing
-// local directory receives the remote under its base name.
+// Pull downloads remote (a file or a whole directory) to local (default
+// "."), by the trailing-slash rule (PlanPull): files unchanged by o.Sync's
+// measure are skipped; every file and directory gets the server's mtime and
+// mode.
 func (c *Client) Pull(ctx context.Context, remote, local string, o PullOptions) (PullResult, error) {
-	remote = path.Clean("/" + remote)
-	n, err := c.Stat(ctx, remote)
+	p, err := c.PlanPull(ctx, remote, local, o.Sync)
 	if err != nil {
 		return PullResult{}, err
 	}
-	if local == "" {
-		local = path.Base(remote)
-	} else if st, err := os.Stat(local); err == nil && st.IsDir() {
-		local = filepath.Join(local, path.Base(remote))
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		return PullResult{}, err
-	}
-	var res PullResult
-	err = c.pullNode(ctx, n, local, info.ChunkSize, o, &res)
-	return res, err
+	return c.PullPlanned(ctx, p, o)
 }
 
-func (c *Client) pullNode(ctx context.Context, n apitype.Node, local string, chunkSize int64, o PullOptions, res *PullResult) error {
-	if !n.IsDir {
-		return c.pullFile(ctx, n.Path, local, chunkSize, o, res)
-	}
-	if err := os.MkdirAll(local, 0o755); err != nil {
-		return err
-	}
-	entries, err := c.List(ctx, n.Path)
+// PullPlanned carries out p: deletes, directories, files (then their
+// attributes), and last the directories' attributes, deepest first, once
+// nothing more is written into them.
+func (c *Client) PullPlanned(ctx context.Context, p PullPlan, o PullOptions) (PullResult, error) {
+	res := PullResult{Skipped: len(p.Skip) + len(p.Touch), SkippedBytes: p.SkippedBytes()}
+	info, err := c.Info(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
-	for _, e := range entries {
-		if err := c.pullNode(ctx, e, filepath.Join(local, e.Name), chunkSize, o, res); err != nil {
-			return err
+	// Deletes first: they make room, and way for a file where a
+	// directory was (or the other way round).
+	for _, l := range p.Delete {
+		if err := os.RemoveAll(l); err != nil {
+			return res, err
+		}
+		res.Deleted++
+	}
+	for _, d := range p.Dirs {
+		if err := os.MkdirAll(d.Local, 0o755); err != nil {
+			return res, err
 		}
 	}
-	return nil
+	for _, f := range p.Files {
+		if err := c.pullFile(ctx, f.Remote, f.Local, info.ChunkSize, o, &res); err != nil {
+			return res, err
+		}
+		if err := applyAttrs(f.Local, f.Node); err != nil {
+			return res, err
+		}
+	}
+	for _, f := range p.Touch {
+		if err := applyAttrs(f.Local, f.Node); err != nil {
+			return res, err
+		}
+	}
+	for i := len(p.Dirs) - 1; i >= 0; i-- {
+		if err := applyAttrs(p.Dirs[i].Local, p.Dirs[i].Node); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // ErrChanged is ReadAt's answer when the file's current version is not the

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -53,70 +51,38 @@ type PushOptions struct {
 	// Attrs, for PushContent's one-request upload (below SmallFileLimit),
 	// are stored in the same commit; the chunked path ignores them.
 	Attrs Attrs
+	// Sync chooses what Push skips and deletes.
+	Sync SyncOptions
 }
 
-// PushFile is one file Push sends.
+// PushFile is one file Push sends. A non-zero ModTime is stored with the
+// content, and Mode with it (the local file's; the mount and PushContent
+// leave both zero).
 type PushFile struct {
 	Local, Remote string
 	Size          int64
+	ModTime       time.Time
+	Mode          uint32
+}
+
+// attrs are f's attributes as the one-request upload takes them.
+func (f PushFile) attrs() Attrs {
+	if f.ModTime.IsZero() {
+		return Attrs{}
+	}
+	mode := f.Mode
+	return Attrs{ModTime: f.ModTime, Mode: &mode}
 }
 
 // PushResult sums up a Push.
 type PushResult struct {
 	Files, Failed, Instant int
 	BytesSent, BytesSkip   int64
-}
-
-// PushPlan lists what Push would send: local may be a file or a directory;
-// remote is the target path, or a directory to put it in when it ends with
-// "/" or names an existing directory (default: "/" + the local base name).
-// Empty directories are returned as dirs.
-func (c *Client) PushPlan(ctx context.Context, local, remote string) (files []PushFile, dirs []string, err error) {
-	st, err := os.Stat(local)
-	if err != nil {
-		return nil, nil, err
-	}
-	base := filepath.Base(filepath.Clean(local))
-	switch {
-	case remote == "":
-		remote = "/" + base
-	case remote[len(remote)-1] == '/':
-		remote = path.Join(remote, base)
-	default:
-		remote = path.Clean("/" + remote)
-		if n, err := c.Stat(ctx, remote); err == nil && n.IsDir {
-			remote = path.Join(remote, base)
-		} else if err != nil && StatusOf(err) != http.StatusNotFound {
-			return nil, nil, err
-		}
-	}
-	if !st.IsDir() {
-		return []PushFile{{Local: local, Remote: remote, Size: st.Size()}}, nil, nil
-	}
-	err = filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(local, p)
-		r := path.Join(remote, filepath.ToSlash(rel))
-		if d.IsDir() {
-			empty, err := isEmptyDir(p)
-			if err == nil && empty {
-				dirs = append(dirs, r)
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil // symlinks, devices: not ours to send
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		files = append(files, PushFile{Local: p, Remote: r, Size: info.Size()})
-		return nil
-	})
-	return files, dirs, err
+	// Unchanged files (PushPlan.Skip and Touch) and their bytes, and the
+	// remote paths a mirror deleted.
+	Skipped      int
+	SkippedBytes int64
+	Deleted      int
 }
 
 func isEmptyDir(p string) (bool, error) {
@@ -145,17 +111,48 @@ func serialized(fn func(PushEvent)) func(PushEvent) {
 	}
 }
 
-// Push sends a file or a whole directory (see PushPlan). Small files are
-// checked by hash and, unless the server holds them (instant), sent in one
-// request, N at a time; larger ones go through the seed-000 pipeline, one
-// after the other. Failed calls are retried with backoff. Every file is
-// attempted; the error reports the failures.
+// Push sends a file or a whole directory (see PlanPush): files unchanged
+// by o.Sync's measure are skipped. Small files are checked by hash and,
+// unless the server holds them (instant), sent in one request, N at a time;
+// larger ones go through the seed-000 pipeline, one after the other. Failed
+// calls are retried with backoff. Every file is attempted; the error
+// reports the failures.
 func (c *Client) Push(ctx context.Context, local, remote string, o PushOptions) (PushResult, error) {
-	files, dirs, err := c.PushPlan(ctx, local, remote)
+	p, err := c.PlanPush(ctx, local, remote, o.Sync)
 	if err != nil {
 		return PushResult{}, err
 	}
-	return c.PushFiles(ctx, files, dirs, o)
+	return c.PushPlanned(ctx, p, o)
+}
+
+// PushPlanned carries out p: deletes first (a mirror on a full quota makes
+// room before it sends), then the files, then the attributes of the
+// unchanged content whose mtime or mode differ, and last the directories'
+// attributes, deepest first, once nothing more is written into them.
+func (c *Client) PushPlanned(ctx context.Context, p PushPlan, o PushOptions) (PushResult, error) {
+	if err := c.RemoveAll(ctx, p.Delete); err != nil {
+		return PushResult{}, err
+	}
+	if err := c.abortStale(ctx, p.Files); err != nil {
+		return PushResult{}, err
+	}
+	res, err := c.PushFiles(ctx, p.Files, p.Dirs, o)
+	res.Deleted = len(p.Delete)
+	res.Skipped, res.SkippedBytes = len(p.Skip)+len(p.Touch), p.SkippedBytes()
+	if err != nil {
+		return res, err
+	}
+	for _, f := range p.Touch {
+		if err := c.SetAttrs(ctx, f); err != nil {
+			return res, fmt.Errorf("%s: %w", f.Remote, err)
+		}
+	}
+	for i := len(p.DirAttrs) - 1; i >= 0; i-- {
+		if err := c.SetAttrs(ctx, p.DirAttrs[i]); err != nil {
+			return res, fmt.Errorf("%s: %w", p.DirAttrs[i].Remote, err)
+		}
+	}
+	return res, nil
 }
 
 // PushFiles sends a planned list of files and creates the empty directories.
@@ -248,6 +245,36 @@ func (c *Client) PushFiles(ctx context.Context, files []PushFile, dirs []string,
 	return res, fmt.Errorf("%d of %d files failed; first: %w", len(errList), res.Files, errList[0])
 }
 
+// abortStale aborts the open uploads of files' remote paths whose declared
+// size is not the file's any more (it changed since an interrupted push):
+// init would open a second session beside them, and the quota would count
+// both until the old one expired. A session of the same size is left to be
+// resumed. A server without the session list (an older one) is no error.
+func (c *Client) abortStale(ctx context.Context, files []PushFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	open, err := c.Uploads(ctx)
+	if st := StatusOf(err); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	size := make(map[string]int64, len(files))
+	for _, f := range files {
+		size[f.Remote] = f.Size
+	}
+	for _, u := range open {
+		if n, ok := size[u.Path]; ok && n != u.Size {
+			if err := c.Abort(ctx, u.UploadID); err != nil && StatusOf(err) != http.StatusNotFound {
+				return fmt.Errorf("abort the stale upload of %s: %w", u.Path, err)
+			}
+		}
+	}
+	return nil
+}
+
 type fileOutcome struct {
 	small, instant bool
 	sent, skipped  int64
@@ -289,7 +316,7 @@ func (c *Client) pushSmall(ctx context.Context, f PushFile, chunkSize int64, o P
 	var r apitype.FileResult
 	var instant bool
 	err = chunker.Retry(ctx, po, func(ctx context.Context) (err error) {
-		r, instant, err = c.UploadHashed(ctx, f.Remote, data, fileSum)
+		r, instant, err = c.UploadHashed(ctx, f.Remote, data, fileSum, f.attrs())
 		return err
 	})
 	if err != nil {
@@ -403,6 +430,14 @@ func (c *Client) pushChunkedFrom(ctx context.Context, fh io.ReaderAt, f PushFile
 	out.result = s.Result
 	if out.result.Size == 0 {
 		out.result.Size = f.Size
+	}
+	// merge takes no attributes: they follow in a second call. Should it
+	// not arrive, a re-run sees another mtime and commits the content
+	// again, instantly (the user holds it), then sets them.
+	if !f.ModTime.IsZero() {
+		if err := chunker.Retry(ctx, po, func(ctx context.Context) error { return c.SetAttrs(ctx, f) }); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

@@ -383,7 +383,7 @@ func TestPushDirectoryThenPullIt(t *testing.T) {
 		t.Fatalf("empty dir: %+v %v", n, err)
 	}
 	out := filepath.Join(t.TempDir(), "copy")
-	if _, err := c.Pull(context.Background(), "/tree", out, PullOptions{}); err != nil {
+	if _, err := c.Pull(context.Background(), "/tree/", out, PullOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range want {

@@ -93,6 +93,13 @@ func (c *Client) Session(ctx context.Context, uploadID string) (apitype.Session,
 	return r, err
 }
 
+// Uploads lists the user's open upload sessions, most recently used first.
+func (c *Client) Uploads(ctx context.Context) ([]apitype.OpenUpload, error) {
+	var r apitype.OpenUploads
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/file/sessions", nil, nil, &r)
+	return r.Sessions, err
+}
+
 // Abort abandons a session and releases its quota.
 func (c *Client) Abort(ctx context.Context, uploadID string) error {
 	return c.JSON(ctx, http.MethodDelete, "/api/v1/file/session", url.Values{"uploadId": {uploadID}}, nil, nil)
@@ -109,8 +116,8 @@ type Attrs struct {
 	Mode    *uint32   // permission bits (≤ 0o7777); nil keeps the old version's (or 0644)
 }
 
-// UploadWith is Upload storing the attributes a in the same commit.
-func (c *Client) UploadWith(ctx context.Context, path string, body io.Reader, size int64, a Attrs) (apitype.FileResult, error) {
+// query is the one-request upload's query for path with the attributes a.
+func (a Attrs) query(path string) url.Values {
 	q := url.Values{"path": {path}}
 	if !a.ModTime.IsZero() {
 		q.Set("mtime", a.ModTime.UTC().Format(time.RFC3339Nano))
@@ -118,6 +125,12 @@ func (c *Client) UploadWith(ctx context.Context, path string, body io.Reader, si
 	if a.Mode != nil {
 		q.Set("mode", strconv.FormatUint(uint64(*a.Mode), 10))
 	}
+	return q
+}
+
+// UploadWith is Upload storing the attributes a in the same commit.
+func (c *Client) UploadWith(ctx context.Context, path string, body io.Reader, size int64, a Attrs) (apitype.FileResult, error) {
+	q := a.query(path)
 	req, err := c.NewRequest(ctx, http.MethodPut, "/api/v1/file/upload", q, body)
 	if err != nil {
 		return apitype.FileResult{}, err
@@ -141,9 +154,9 @@ func (c *Client) UploadWith(ctx context.Context, path string, body io.Reader, si
 // that content, the server commits at once and answers before the body is
 // sent (Expect: 100-continue; instant is true); otherwise it reads the body
 // and refuses it (422) unless it hashes to f.Hash.
-func (c *Client) UploadHashed(ctx context.Context, path string, data []byte, f chunker.FileSum) (r apitype.FileResult, instant bool, err error) {
+func (c *Client) UploadHashed(ctx context.Context, path string, data []byte, f chunker.FileSum, a Attrs) (r apitype.FileResult, instant bool, err error) {
 	fileHash := f.Hash
-	q := url.Values{"path": {path}}
+	q := a.query(path)
 	if fileHash != "" {
 		q.Set("fileHash", fileHash)
 		if f.SHA256 != "" {

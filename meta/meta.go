@@ -287,6 +287,9 @@ type Sessions interface {
 	// its transaction looks (a chunk that touched it meanwhile keeps it);
 	// dropped reports whether it was dropped.
 	DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (s Session, dropped bool, err error)
+	// UserSessions returns uid's open sessions, the most recently touched
+	// first (ties by id), Received counted as the ledger counts it.
+	UserSessions(ctx context.Context, uid int64) ([]Session, error)
 	// OpenSessions returns every open session with the chunks it holds, by
 	// id (the quota ledger rebuilds its holds from them).
 	OpenSessions(ctx context.Context) ([]OpenSession, error)

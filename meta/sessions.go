@@ -341,6 +341,14 @@ func (s *SQLStore) DropIdleSession(ctx context.Context, id string, openBefore, m
 	return ss, dropped, wrap("meta.DropIdleSession", "", err)
 }
 
+// UserSessions returns uid's open sessions, most recently touched first.
+func (s *SQLStore) UserSessions(ctx context.Context, uid int64) ([]Session, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sessionCols+` FROM upload_sessions
+		WHERE user_id = ? AND state = 'open' ORDER BY touched_ns DESC, id`, uid)
+	out, err := scanAll(rows, err, func(r rowScanner) (Session, error) { return scanSession(r) })
+	return out, wrap("meta.UserSessions", "", err)
+}
+
 // OpenSessions returns every open session with the chunks it holds, by id.
 func (s *SQLStore) OpenSessions(ctx context.Context) ([]OpenSession, error) {
 	const op = "meta.OpenSessions"

@@ -3,6 +3,7 @@ package upload
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"netdisk/chunker"
 	"netdisk/errs"
@@ -103,6 +104,34 @@ func (s *Service) Get(ctx context.Context, uid int64, id string) (Info, error) {
 		info.Uploaded = append(info.Uploaded, c.Index)
 	}
 	return info, nil
+}
+
+// Open is one of a user's open sessions as List describes it.
+type Open struct {
+	UploadID string
+	Path     string
+	Size     int64 // declared: what the session reserves of the quota
+	Received int64 // bytes of the chunks held
+	Touched  time.Time
+	Expires  time.Time // when it expires unless touched again
+}
+
+// List returns uid's open sessions, the most recently used first; one
+// past its TTL is gone (as load says) even before the janitor drops it.
+func (s *Service) List(ctx context.Context, uid int64) ([]Open, error) {
+	all, err := s.db.UserSessions(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Open, 0, len(all))
+	for _, ss := range all {
+		if s.expired(ss.Touched) {
+			continue
+		}
+		out = append(out, Open{UploadID: ss.ID, Path: ss.Path, Size: ss.Size, Received: ss.Received,
+			Touched: ss.Touched, Expires: ss.Touched.Add(s.ttl)})
+	}
+	return out, nil
 }
 
 // Abort abandons a session: its held bytes are released and its chunks become

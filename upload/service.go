@@ -51,6 +51,7 @@ const (
 type Store interface {
 	ResumeSession(ctx context.Context, uid int64, path string, size int64, fileHash string, notBefore, now time.Time) (string, error)
 	Session(ctx context.Context, uid int64, id string) (meta.Session, error)
+	UserSessions(ctx context.Context, uid int64) ([]meta.Session, error)
 	SessionChunks(ctx context.Context, id string) ([]meta.SessionChunk, error)
 	SessionChunkAt(ctx context.Context, id string, idx int64) (meta.Chunk, bool, error)
 	IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -441,5 +442,53 @@ func TestQuotaAdmissionAndChunkLimit(t *testing.T) {
 	}
 	if got := e.unfinished(uid); got != 2*testChunk {
 		t.Fatalf("unfinished = %d, want %d", got, 2*testChunk)
+	}
+}
+
+// List gives a user their own open sessions, newest first, with what each
+// holds and when it expires; an expired one is gone from it before the
+// janitor runs, as from Get; an aborted or merged one is gone at once.
+func TestListOpenSessions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	alice, bob := e.user("alice", 0), e.user("bob", 0)
+	b := testutil.RandBytes(3*testChunk + 10)
+	first, err := e.s.Init(ctx, alice, "/a.bin", int64(len(b)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.putChunks(alice, first.UploadID, b, 0, 3)
+	e.clock.Advance(30 * time.Minute)
+	second, err := e.s.Init(ctx, alice, "/b.bin", 5, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Init(ctx, bob, "/c.bin", 7, ""); err != nil {
+		t.Fatal(err)
+	}
+	open, err := e.s.List(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	want := []Open{
+		{UploadID: second.UploadID, Path: "/b.bin", Size: 5, Touched: t0.Add(30 * time.Minute), Expires: t0.Add(90 * time.Minute)},
+		{UploadID: first.UploadID, Path: "/a.bin", Size: int64(len(b)), Received: testChunk + 10, Touched: t0, Expires: t0.Add(time.Hour)},
+	}
+	for i := range open { // the store's times are in the local zone
+		open[i].Touched, open[i].Expires = open[i].Touched.UTC(), open[i].Expires.UTC()
+	}
+	if fmt.Sprint(open) != fmt.Sprint(want) {
+		t.Fatalf("List(alice) = %+v\nwant %+v", open, want)
+	}
+	e.clock.Advance(30*time.Minute + time.Second)
+	if open, _ := e.s.List(ctx, alice); len(open) != 1 || open[0].UploadID != second.UploadID {
+		t.Fatalf("List after the first expired = %+v", open)
+	}
+	if err := e.s.Abort(ctx, alice, second.UploadID); err != nil {
+		t.Fatal(err)
+	}
+	if open, err := e.s.List(ctx, alice); err != nil || len(open) != 0 {
+		t.Fatalf("List after abort = %+v %v", open, err)
 	}
 }

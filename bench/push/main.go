@@ -183,7 +183,7 @@ func run() error {
 			return err
 		}
 		t0 = time.Now()
-		sres, err := c.Push(ctx, sd, fmt.Sprintf("/small-%d", r), client.PushOptions{Concurrency: *conc})
+		sres, err := c.Push(ctx, sd+"/", fmt.Sprintf("/small-%d", r), client.PushOptions{Concurrency: *conc})
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,7 @@ type pushReporter struct {
 	rechecking map[string]bool
 	skipped    int // chunks completed without sending their bytes
 	sent       int
+	failures   []string
 }
 
 func newPushReporter(mode outputMode, out, errOut io.Writer, total int64, files int) *pushReporter {
@@ -129,7 +131,9 @@ func (r *pushReporter) on(e client.PushEvent) {
 			r.line("pushed %s -> %s (%s)%s", e.Local, e.Remote, ibytes(e.Size), how)
 		}
 	case "error":
-		r.line("failed %s: %s", e.Local, e.Error)
+		// Printed at the end, and only when there are several: one
+		// failure is the command's error line itself.
+		r.failures = append(r.failures, fmt.Sprintf("failed %s: %s", e.Local, e.Error))
 	}
 }
 
@@ -143,21 +147,64 @@ func (r *pushReporter) line(format string, a ...any) {
 	fmt.Fprintf(r.out, format+"\n", a...)
 }
 
-func (r *pushReporter) finish(res client.PushResult, elapsed time.Duration) {
+// finish prints the summary: one line, or none when the push failed
+// before anything was done (the error line says it all).
+func (r *pushReporter) finish(res client.PushResult, elapsed time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bar != nil {
 		r.bar.Finish()
 		fmt.Fprintln(r.errOut)
 	}
-	summary := map[string]any{"type": "summary", "files": res.Files, "failed": res.Failed, "instant": res.Instant,
-		"bytesSent": res.BytesSent, "bytesSkipped": res.BytesSkip, "seconds": elapsed.Seconds()}
 	if r.enc != nil {
-		r.enc.Encode(summary)
+		r.enc.Encode(map[string]any{"type": "summary", "files": res.Files, "failed": res.Failed, "instant": res.Instant,
+			"bytesSent": res.BytesSent, "bytesSkipped": res.BytesSkip, "skipped": res.Skipped,
+			"skippedBytes": res.SkippedBytes, "deleted": res.Deleted, "seconds": elapsed.Seconds()})
 		return
 	}
-	rate := float64(res.BytesSent+res.BytesSkip) / max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(r.out, "%d file(s), %d failed, %d instant; %s sent, %s skipped by dedup/resume, %s in %s (%s/s)\n",
-		res.Files, res.Failed, res.Instant, ibytes(res.BytesSent), ibytes(res.BytesSkip),
-		ibytes(res.BytesSent+res.BytesSkip), elapsed.Round(time.Millisecond), ibytes(int64(rate)))
+	if len(r.failures) > 1 {
+		for _, l := range r.failures {
+			r.line("%s", l)
+		}
+	}
+	ok := res.Files - res.Failed
+	if err != nil && ok == 0 && res.Skipped == 0 && res.Deleted == 0 {
+		return
+	}
+	fmt.Fprintln(r.out, summaryLine(ok, res.BytesSent, "sent", res.Skipped, elapsed, extras{
+		instant: res.Instant, dedup: res.BytesSkip, deleted: res.Deleted, failed: res.Failed}))
+}
+
+// extras are the parts of a summary line shown only when not zero.
+type extras struct {
+	instant        int
+	dedup, resumed int64
+	deleted        int
+	failed         int
+}
+
+// summaryLine is push's and pull's last line: "N files, X sent, M skipped,
+// in T", with what else happened in parentheses.
+func summaryLine(files int, bytes int64, verb string, skipped int, elapsed time.Duration, x extras) string {
+	s := fmt.Sprintf("%d files, %s %s, %d skipped", files, ibytes(bytes), verb, skipped)
+	var more []string
+	if x.instant > 0 {
+		more = append(more, fmt.Sprintf("%d instant", x.instant))
+	}
+	if x.dedup > 0 {
+		more = append(more, ibytes(x.dedup)+" not sent (dedup/resume)")
+	}
+	if x.resumed > 0 {
+		more = append(more, ibytes(x.resumed)+" resumed from .part")
+	}
+	if x.deleted > 0 {
+		more = append(more, fmt.Sprintf("%d deleted", x.deleted))
+	}
+	if x.failed > 0 {
+		more = append(more, fmt.Sprintf("%d failed", x.failed))
+	}
+	if len(more) > 0 {
+		s += " (" + strings.Join(more, ", ") + ")"
+	}
+	return s + ", in " + elapsed.Round(time.Millisecond).String()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,14 +22,28 @@ func newPullCmd() *cobra.Command {
 		jsonOut     bool
 		sharedCache string
 		node        string
+		so          syncFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "pull REMOTE [LOCAL]",
 		Short: "Download a file or a directory (resumable, verified)",
-		Long: `Download REMOTE to LOCAL (default: its base name here; an existing directory
-receives it under its base name). Bytes go to LOCAL.part first; an interrupted
-pull resumes from there with a Range request if the file has not changed, and
-the result is checked against the server's file hash before it is renamed.
+		Long: `Download REMOTE (a file or a whole directory) to LOCAL (default ".").
+
+Where it lands (rsync's rule, as push's, decided by the command line alone):
+  pull /DIR  dest     DIR itself goes into dest: dest/DIR/...
+  pull /DIR/ dest     the contents of /DIR go into dest: dest/...
+  pull /FILE dest     into dest when dest ends in "/" or is a directory,
+                      otherwise dest is the file's new name.
+
+Every file and directory gets the server's modification time and permission
+bits. A file whose local copy has the same size and modification time is
+skipped (with --checksum: the same content, by file hash); --delete removes
+what the local target holds that REMOTE lacks (a mirror); --dry-run prints
+what would be fetched and deleted.
+
+Bytes go to FILE.part first; an interrupted pull resumes from there with a
+Range request if the file has not changed, and the result is checked against
+the server's file hash before it is renamed.
 
 With --shared-cache DIR, nodes on one host (containers, several mounts)
 sharing DIR pull a file once between them: each takes the server's pull lock
@@ -77,18 +92,31 @@ pulls directly instead.`,
 			if sharedCache != "" {
 				res, err = sharedPull(ctx, c, args[0], local, sharedCache, node, o, mode, enc, cmd.ErrOrStderr())
 			} else {
-				res, err = c.Pull(ctx, args[0], local, o)
+				var plan client.PullPlan
+				plan, err = c.PlanPull(ctx, args[0], local, so.options())
+				if err != nil {
+					return cliError(ctx, err)
+				}
+				if so.dryRun {
+					printPullPlan(cmd.OutOrStdout(), plan)
+					return nil
+				}
+				res, err = c.PullPlanned(ctx, plan, o)
 			}
 			if bar != nil {
 				bar.Finish()
 				fmt.Fprintln(cmd.ErrOrStderr())
 			}
 			el := time.Since(start)
-			if mode == outJSON {
-				enc.Encode(map[string]any{"type": "summary", "files": res.Files, "bytes": res.Bytes, "resumed": res.Resumed, "seconds": el.Seconds()})
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d file(s): %s received, %s resumed from .part, in %s\n",
-					res.Files, ibytes(res.Bytes), ibytes(res.Resumed), el.Round(time.Millisecond))
+			switch {
+			case mode == outJSON:
+				enc.Encode(map[string]any{"type": "summary", "files": res.Files, "bytes": res.Bytes, "resumed": res.Resumed,
+					"skipped": res.Skipped, "skippedBytes": res.SkippedBytes, "deleted": res.Deleted, "seconds": el.Seconds()})
+			case err != nil && res.Files == 0 && res.Skipped == 0 && res.Deleted == 0:
+				// Nothing done: the error line says it all.
+			default:
+				fmt.Fprintln(cmd.OutOrStdout(), summaryLine(res.Files, res.Bytes, "received", res.Skipped, el,
+					extras{resumed: res.Resumed, deleted: res.Deleted}))
 			}
 			return cliError(ctx, err)
 		},
@@ -97,5 +125,25 @@ pulls directly instead.`,
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON lines instead of progress")
 	cmd.Flags().StringVar(&sharedCache, "shared-cache", "", "cache folder shared by nodes on this host: the file is transferred once between them (one file, not a directory)")
 	cmd.Flags().StringVar(&node, "node", "", "this node's name for --shared-cache (default HOSTNAME-PID)")
+	so.register(cmd, "local")
+	cmd.MarkFlagsMutuallyExclusive("shared-cache", "delete")
+	cmd.MarkFlagsMutuallyExclusive("shared-cache", "dry-run")
+	cmd.MarkFlagsMutuallyExclusive("shared-cache", "checksum")
 	return cmd
+}
+
+// printPullPlan is pull --dry-run's answer.
+func printPullPlan(out io.Writer, p client.PullPlan) {
+	var n int64
+	for _, f := range p.Files {
+		fmt.Fprintf(out, "fetch %s -> %s (%s)\n", f.Remote, f.Local, ibytes(f.Node.Size))
+		n += f.Node.Size
+	}
+	for _, f := range p.Touch {
+		fmt.Fprintf(out, "attributes %s\n", f.Local)
+	}
+	for _, d := range p.Delete {
+		fmt.Fprintf(out, "delete %s\n", d)
+	}
+	fmt.Fprintf(out, "dry run: %d files (%s) to fetch, %d unchanged, %d to delete\n", len(p.Files), ibytes(n), len(p.Skip)+len(p.Touch), len(p.Delete))
 }

@@ -135,6 +135,21 @@ func testSessionChunks(t *testing.T, e *env) {
 		fmt.Sprint(open[0].Held) != "[0 1]" || open[1].ID != "s2" || open[1].Received != 4 {
 		t.Fatalf("OpenSessions = %+v", open)
 	}
+	// A user's own open sessions, newest first; a merged one is not open.
+	e.clock.Advance(time.Minute)
+	e.session(a, "s3", "/g", 4, "")
+	mine, err := e.s.UserSessions(e.ctx, a)
+	e.must(err)
+	if len(mine) != 2 || mine[0].ID != "s3" || mine[0].Path != "/g" || !mine[0].Touched.Equal(e.clock.Now()) ||
+		mine[1].ID != "s1" || mine[1].Received != 8 || mine[1].Size != 10 || mine[1].UserID != a {
+		t.Fatalf("UserSessions(alice) = %+v", mine)
+	}
+	if his, err := e.s.UserSessions(e.ctx, b); err != nil || len(his) != 1 || his[0].ID != "s2" {
+		t.Fatalf("UserSessions(bob) = %+v %v", his, err)
+	}
+	if none, err := e.s.UserSessions(e.ctx, a+b+100); err != nil || len(none) != 0 {
+		t.Fatalf("UserSessions(nobody) = %+v %v", none, err)
+	}
 }
 
 func testMergeSession(t *testing.T, e *env) {
