@@ -87,6 +87,7 @@ func New(d *drive.Drive, log *slog.Logger) *API {
 func (a *API) Routes() []Route {
 	rs := []Route{{Pattern: "GET /api/v1/info", Handler: a.info, Public: true}}
 	rs = append(rs, a.adminRoutes()...)
+	rs = append(rs, a.accountRoutes()...)
 	rs = append(rs, a.fileRoutes()...)
 	rs = append(rs, a.chunkRoutes()...)
 	rs = append(rs, a.quotaRoutes()...)
