@@ -1,0 +1,52 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"netdisk/testutil"
+)
+
+// Two nodes on one PostgreSQL know the same app tokens: one made through A
+// signs in through B, and one revoked through B is refused through A on
+// the very next request (tokens are looked up on every use, never cached).
+// A password changed by its user through B ends the sessions made through
+// A, and the token keeps working.
+func TestAppTokensAcrossNodes(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	r := testutil.StartRedis(t)
+	shared := []string{"--meta", pg.NewDatabase(t), "--redis", r.URL, "--log-level", "warn"}
+	a, b := testutil.StartDaemon(t, shared...), testutil.StartDaemon(t, shared...)
+	if code, out := fetch(t, a, "POST", "/api/v1/admin/users", "admin", a.AdminPass, []byte(`{"name":"carol","password":"carol-pass-1"}`)); code != http.StatusCreated {
+		t.Fatalf("add carol: %d %s", code, out)
+	}
+	code, out := fetch(t, a, "POST", "/api/v1/account/tokens", "carol", "carol-pass-1", []byte(`{"name":"mount"}`))
+	var tok struct{ Token string }
+	if code != http.StatusCreated || json.Unmarshal([]byte(out), &tok) != nil || tok.Token == "" {
+		t.Fatalf("make a token through A: %d %s", code, out)
+	}
+	for _, d := range []*testutil.Daemon{a, b} {
+		if code, _ := fetch(t, d, "PROPFIND", "/dav/", "carol", tok.Token, nil); code != http.StatusMultiStatus {
+			t.Fatalf("the token through %s: %d, want 207", d.Addr, code)
+		}
+	}
+
+	s := signIn(t, a, "carol", "carol-pass-1")
+	if code, out := fetch(t, b, "PUT", "/api/v1/account/password", "carol", "carol-pass-1", []byte(`{"old":"carol-pass-1","new":"carol-pass-2"}`)); code != http.StatusNoContent {
+		t.Fatalf("carol's new password through B: %d %s", code, out)
+	}
+	if code := s.do(a, "GET", "/api/v1/quota", nil); code != http.StatusUnauthorized {
+		t.Fatalf("the session made through A after the change through B: %d, want 401", code)
+	}
+	if code, _ := fetch(t, a, "PROPFIND", "/dav/", "carol", tok.Token, nil); code != http.StatusMultiStatus {
+		t.Fatalf("the token after the new password: %d, want 207", code)
+	}
+
+	if code, out := fetch(t, b, "DELETE", "/api/v1/account/tokens/mount", "carol", "carol-pass-2", nil); code != http.StatusNoContent {
+		t.Fatalf("revoke through B: %d %s", code, out)
+	}
+	if code, _ := fetch(t, a, "PROPFIND", "/dav/", "carol", tok.Token, nil); code != http.StatusUnauthorized {
+		t.Fatalf("the revoked token through A right after: %d, want 401", code)
+	}
+}
