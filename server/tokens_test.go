@@ -12,7 +12,7 @@ import (
 // signs in through B, and one revoked through B is refused through A on
 // the very next request (tokens are looked up on every use, never cached).
 // A password changed by its user through B ends the sessions made through
-// A, and the token keeps working.
+// A and the old password there at once, and the token keeps working.
 func TestAppTokensAcrossNodes(t *testing.T) {
 	pg := testutil.SharedPostgres(t)
 	r := testutil.StartRedis(t)
@@ -33,11 +33,18 @@ func TestAppTokensAcrossNodes(t *testing.T) {
 	}
 
 	s := signIn(t, a, "carol", "carol-pass-1")
+	// A remembers carol's password (drive.AuthenticateCached) from here.
+	if code, _ := fetch(t, a, "PROPFIND", "/dav/", "carol", "carol-pass-1", nil); code != http.StatusMultiStatus {
+		t.Fatalf("carol's password through A: %d", code)
+	}
 	if code, out := fetch(t, b, "PUT", "/api/v1/account/password", "carol", "carol-pass-1", []byte(`{"old":"carol-pass-1","new":"carol-pass-2"}`)); code != http.StatusNoContent {
 		t.Fatalf("carol's new password through B: %d %s", code, out)
 	}
 	if code := s.do(a, "GET", "/api/v1/quota", nil); code != http.StatusUnauthorized {
 		t.Fatalf("the session made through A after the change through B: %d, want 401", code)
+	}
+	if code, _ := fetch(t, a, "PROPFIND", "/dav/", "carol", "carol-pass-1", nil); code != http.StatusUnauthorized {
+		t.Fatalf("the old password through A right after the change through B: %d, want 401", code)
 	}
 	if code, _ := fetch(t, a, "PROPFIND", "/dav/", "carol", tok.Token, nil); code != http.StatusMultiStatus {
 		t.Fatalf("the token after the new password: %d, want 207", code)
