@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"netdisk/apitype"
 	"netdisk/testutil"
@@ -169,5 +174,68 @@ func TestAppTokens(t *testing.T) {
 	}
 	if st := davStatus(t, d, "PROPFIND", "/", "alice", "alice-pass-2", nil); st != http.StatusTooManyRequests {
 		t.Fatalf("the password after 5 revoked-token attempts: %d, want 429", st)
+	}
+}
+
+// TestMountWithAppToken: a real FUSE mount signed in with an app token from
+// --password-file (never the account's password) reads and writes the
+// drive.
+func TestMountWithAppToken(t *testing.T) {
+	fusermount := testutil.RequireTool(t, "fusermount3")
+	d := testutil.StartDaemon(t)
+	mustCLI(t, d, "admin", "user", "add", "alice", "--password", "alice-pass")
+	alice := map[string]string{"NETDISK_USER": "alice", "NETDISK_PASSWORD": "alice-pass"}
+	token := strings.TrimSpace(runCLI(t, d, alice, "token", "add", "mount").stdout)
+	put(t, d, "/hello.txt", "alice", "alice-pass", []byte("hello"))
+	pf := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(pf, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mnt := t.TempDir()
+	cmd := exec.Command(testutil.Binary(t), "mount", "--server", d.URL, "--user", "alice", "--password-file", pf,
+		"--cache-dir", t.TempDir(), mnt)
+	cmd.Env = cliEnv(nil)
+	out := &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		exec.Command(fusermount, "-u", "-z", mnt).Run()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(mnt, "hello.txt")); err == nil && string(b) == "hello" {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("netdisk mount with a token exited: %s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hello.txt not readable through the mount after 30s: %s", out.String())
+		}
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "from-mount.txt"), []byte("written"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := d.Do(context.Background(), "GET", "/dav/from-mount.txt", "alice", "alice-pass", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "written" {
+		t.Fatalf("a file written through the token's mount: %d %q", resp.StatusCode, b)
 	}
 }
