@@ -27,6 +27,12 @@ func (a *API) changePassword(w http.ResponseWriter, r *http.Request, u meta.User
 		a.WriteError(w, r, err)
 		return
 	}
+	if a.refuseToken(w, r, "change the password") {
+		return
+	}
+	if a.VerifyPassword != nil && !a.VerifyPassword(w, r, u.Name, req.Old) {
+		return
+	}
 	if err := a.D.ChangePassword(r.Context(), u.ID, req.Old, req.New); err != nil {
 		a.WriteError(w, r, err)
 		return

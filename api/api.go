@@ -73,6 +73,11 @@ type API struct {
 	// AsyncRecheck is how often an agent's work stream re-reads its work;
 	// 0 means DefaultAsyncRecheck.
 	AsyncRecheck time.Duration
+	// VerifyPassword, when set, checks the current password a password
+	// change gives under the server's login throttle (a wrong one counts
+	// as a failed sign-in, so a browser left signed in cannot be used to
+	// guess it), answering the request itself when it is refused.
+	VerifyPassword func(w http.ResponseWriter, r *http.Request, name, password string) bool
 }
 
 // New returns the API over a drive.

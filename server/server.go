@@ -92,6 +92,7 @@ func New(c Config) *Server {
 	s.streamsDone = make(chan struct{})
 	s.api.Locks, s.api.StreamsDone, s.api.StreamRecheck = c.Locks, s.streamsDone, c.LockStreamRecheck
 	s.api.Async, s.api.AsyncRecheck = c.Async, c.AsyncRecheck
+	s.api.VerifyPassword = s.verifyPassword
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -319,6 +320,26 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 		deny(w, r, errs.Errorf(op, errs.Unavailable, "authentication unavailable"))
 	}
 	return meta.User{}, "", false
+}
+
+// verifyPassword checks the current password a password change gives, as a
+// sign-in under the throttle: a wrong one is a failed login of the user
+// from this address (403, not 401: the request itself is signed in), and a
+// locked-out pair gets 429 without the password being checked. An app
+// token is not the password.
+func (s *Server) verifyPassword(w http.ResponseWriter, r *http.Request, name, password string) bool {
+	wrong := errs.Errorf("server.auth", errs.Permission, "the current password is wrong")
+	_, token, ok := s.login(w, r, name, password, func(w http.ResponseWriter, r *http.Request, err error) {
+		if errs.Is(err, errs.Unauthenticated) {
+			err = wrong
+		}
+		s.apiUnauthorized(w, r, err)
+	})
+	if ok && token != "" {
+		s.apiUnauthorized(w, r, wrong)
+		return false
+	}
+	return ok
 }
 
 func clientIP(r *http.Request) string {

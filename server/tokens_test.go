@@ -3,8 +3,10 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 
+	"netdisk/server"
 	"netdisk/testutil"
 )
 
@@ -55,5 +57,42 @@ func TestAppTokensAcrossNodes(t *testing.T) {
 	}
 	if code, _ := fetch(t, a, "PROPFIND", "/dav/", "carol", tok.Token, nil); code != http.StatusUnauthorized {
 		t.Fatalf("the revoked token through A right after: %d, want 401", code)
+	}
+}
+
+// The current password a password change gives is a sign-in under the
+// throttle: a browser left signed in cannot be used to guess it. Each wrong
+// one is 403 and a failed login of the user from that address; after
+// PairLimit of them the right one gets 429 too, as does Basic auth. An app
+// token given as the current password is refused.
+func TestPasswordChangeThrottled(t *testing.T) {
+	d := testutil.StartDaemon(t, "--log-level", "warn")
+	if code, out := fetch(t, d, "POST", "/api/v1/admin/users", "admin", d.AdminPass, []byte(`{"name":"carol","password":"carol-pass-1"}`)); code != http.StatusCreated {
+		t.Fatalf("add carol: %d %s", code, out)
+	}
+	code, out := fetch(t, d, "POST", "/api/v1/account/tokens", "carol", "carol-pass-1", []byte(`{"name":"t"}`))
+	var tok struct{ Token string }
+	if code != http.StatusCreated || json.Unmarshal([]byte(out), &tok) != nil {
+		t.Fatalf("make a token: %d %s", code, out)
+	}
+	s := signIn(t, d, "carol", "carol-pass-1")
+	change := func(old string) int {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"old": old, "new": "carol-pass-2"})
+		return s.do(d, "PUT", "/api/v1/account/password", body)
+	}
+	if code := change(tok.Token); code != http.StatusForbidden {
+		t.Fatalf("a token as the current password: %d, want 403", code)
+	}
+	for i := range server.PairLimit {
+		if code := change("guess-" + strconv.Itoa(i)); code != http.StatusForbidden {
+			t.Fatalf("wrong current password %d: %d, want 403", i+1, code)
+		}
+	}
+	if code := change("carol-pass-1"); code != http.StatusTooManyRequests {
+		t.Fatalf("the right current password after %d wrong ones: %d, want 429", server.PairLimit, code)
+	}
+	if code, _ := fetch(t, d, "PROPFIND", "/dav/", "carol", "carol-pass-1", nil); code != http.StatusTooManyRequests {
+		t.Fatalf("Basic auth after the guesses: %d, want 429", code)
 	}
 }
