@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -32,6 +33,18 @@ func TestAppTokensAcrossNodes(t *testing.T) {
 		if code, _ := fetch(t, d, "PROPFIND", "/dav/", "carol", tok.Token, nil); code != http.StatusMultiStatus {
 			t.Fatalf("the token through %s: %d, want 207", d.Addr, code)
 		}
+	}
+
+	// The web page signs in with the password only: a session made from a
+	// token would know nothing of it.
+	body, _ := json.Marshal(map[string]string{"name": "carol", "password": tok.Token})
+	resp, err := b.Do(context.Background(), "POST", "/web/login", "", "", body, map[string]string{"Content-Type": "application/json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+		t.Fatalf("web sign-in with a token: %d, cookies %v; want 403 and none", resp.StatusCode, resp.Cookies())
 	}
 
 	s := signIn(t, a, "carol", "carol-pass-1")
