@@ -155,9 +155,9 @@ func RefuseToken(ctx context.Context, op, what string) error {
 // ChangePassword sets user uid's password to newPassword once oldPassword
 // proves it is theirs (Permission otherwise: a signed-in browser left
 // open, or a token, must not be enough to take the account). It ends the
-// user's web sessions on every node, and this node's remembered
-// credentials at once (other nodes stop trusting theirs within authFresh);
-// app tokens stay.
+// user's web sessions on every node and the old password's remembered
+// credentials (this node's at once; other nodes confirm theirs against a
+// shared store on every use: Config.SharedMeta); app tokens stay.
 func (d *Drive) ChangePassword(ctx context.Context, uid int64, oldPassword, newPassword string) error {
 	const op = "drive.ChangePassword"
 	if err := RefuseToken(ctx, op, "change the password"); err != nil {

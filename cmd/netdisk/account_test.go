@@ -239,3 +239,27 @@ func TestMountWithAppToken(t *testing.T) {
 		t.Fatalf("a file written through the token's mount: %d %q", resp.StatusCode, b)
 	}
 }
+
+// TestTokenNames: a token's name is the user's free text (spaces, a slash,
+// non-ASCII), listed and revoked as given; an empty or unprintable one is
+// refused.
+func TestTokenNames(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	for _, name := range []string{"backup agent", "host/mount", "ноутбук"} {
+		r := runCLI(t, d, nil, "token", "add", name)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "ndt_") {
+			t.Fatalf("token add %q: exit %d, stdout %q, stderr %q", name, r.code, r.stdout, r.stderr)
+		}
+		if out := mustCLI(t, d, "token", "ls"); !strings.Contains(out, name) {
+			t.Fatalf("token ls after adding %q: %q", name, out)
+		}
+		if out := mustCLI(t, d, "token", "rm", name); !strings.Contains(out, "revoked") {
+			t.Fatalf("token rm %q: %q", name, out)
+		}
+	}
+	failCLI(t, d, nil, 1, "token name must be 1 to 64 characters", "token", "add", "")
+	failCLI(t, d, nil, 1, "only printable characters", "token", "add", "tab\there")
+	if out := mustCLI(t, d, "token", "ls"); strings.Count(out, "\n") != 1 {
+		t.Fatalf("tokens left after the refusals: %q", out)
+	}
+}
