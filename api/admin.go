@@ -123,6 +123,9 @@ func (a *API) userChanged(w http.ResponseWriter, r *http.Request, actor meta.Use
 
 func (a *API) setPassword(w http.ResponseWriter, r *http.Request, actor meta.User) {
 	name := r.PathValue("name")
+	if a.refuseToken(w, r, "set passwords") {
+		return
+	}
 	var req apitype.PasswordRequest
 	if err := ReadJSON(r, &req); err != nil {
 		a.WriteError(w, r, err)

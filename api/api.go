@@ -82,6 +82,11 @@ type API struct {
 	// AsyncRecheck is how often an agent's work stream re-reads its work;
 	// 0 means DefaultAsyncRecheck.
 	AsyncRecheck time.Duration
+	// VerifyPassword, when set, checks the current password a password
+	// change gives under the server's login throttle (a wrong one counts
+	// as a failed sign-in, so a browser left signed in cannot be used to
+	// guess it), answering the request itself when it is refused.
+	VerifyPassword func(w http.ResponseWriter, r *http.Request, name, password string) bool
 }
 
 // New returns the API over a drive.
@@ -96,6 +101,7 @@ func New(d *drive.Drive, log *slog.Logger) *API {
 func (a *API) Routes() []Route {
 	rs := []Route{{Pattern: "GET /api/v1/info", Handler: a.info, Public: true}}
 	rs = append(rs, a.adminRoutes()...)
+	rs = append(rs, a.accountRoutes()...)
 	rs = append(rs, a.fileRoutes()...)
 	rs = append(rs, a.chunkRoutes()...)
 	rs = append(rs, a.quotaRoutes()...)

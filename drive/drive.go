@@ -59,6 +59,13 @@ type Config struct {
 	// beyond it); 0 means DefaultMaxFileSize. It keeps every size the quota
 	// arithmetic sees far from overflow (at most quota.MaxBytes).
 	MaxFileSize int64
+	// SharedMeta says other nodes change the same metadata store
+	// (PostgreSQL; OpenLocal sets it for a MetaURL): a remembered
+	// credential is then confirmed against the store on every use, so a
+	// password change or a deletion through any node holds on this one at
+	// the next request. Alone, this node sees every change it must honour
+	// and skips that read for authFresh.
+	SharedMeta bool
 }
 
 // DefaultMaxFileSize is the largest file accepted unless configured: 1 TiB.
@@ -80,7 +87,8 @@ type Drive struct {
 	// credentials on every request, do not pay bcrypt each time.
 	authMu    sync.Mutex
 	authCache map[string]authEntry
-	authGen   uint64 // bumped by staleAuth
+	authGen   uint64        // bumped by staleAuth
+	authFresh time.Duration // authFresh, or 0 with Config.SharedMeta
 
 	gcMu   sync.Mutex    // one GC or fsck at a time
 	gcRuns atomic.Uint64 // GC passes done (see reclaim)
@@ -114,9 +122,11 @@ type authEntry struct {
 }
 
 // authFresh is how long a confirmed credential answers without reading the
-// user's row again. A change made through this process (password, quota,
-// deletion) ends the freshness at once (staleAuth); one made on another node
-// of a shared store is seen within authFresh.
+// user's row again, on a store no other node changes (Config.SharedMeta):
+// every change there (password, quota, deletion) is made through this
+// process and ends the freshness at once (staleAuth). On a shared store the
+// row is read on every use: another node's change is seen at the next
+// request, for one indexed read.
 const authFresh = time.Second
 
 // staleAuth makes every remembered credential be confirmed against the
@@ -162,6 +172,10 @@ func New(c Config) *Drive {
 	}
 	if d.chunkSize <= 0 {
 		d.chunkSize = chunker.DefaultChunkSize
+	}
+	d.authFresh = authFresh
+	if c.SharedMeta {
+		d.authFresh = 0
 	}
 	d.maxFile = c.MaxFileSize
 	if d.maxFile <= 0 {
@@ -254,10 +268,11 @@ func (d *Drive) Authenticate(ctx context.Context, name, password string) (meta.U
 // verified before (the auth cache) and that is still the user's: ok is false
 // whenever the cache cannot vouch, and then nothing was evaluated (call
 // Authenticate). It never runs bcrypt, so the login throttle need not count
-// it as an attempt. Within authFresh of the last confirmation it does not
-// read the store either (WebDAV clients send credentials with every
-// request): the user's usage figures (Finished, Unfinished) may then be that
-// old; whoever needs them current asks the quota guard.
+// it as an attempt. Within authFresh of the last confirmation (never on a
+// shared store: Config.SharedMeta) it does not read the store either
+// (WebDAV clients send credentials with every request): the user's usage
+// figures (Finished, Unfinished) may then be that old; whoever needs them
+// current asks the quota guard.
 func (d *Drive) AuthenticateCached(ctx context.Context, name, password string) (meta.User, bool) {
 	d.authMu.Lock()
 	e, ok := d.authCache[name]
@@ -269,7 +284,7 @@ func (d *Drive) AuthenticateCached(ctx context.Context, name, password string) (
 	if subtle.ConstantTimeCompare(e.digest[:], digest[:]) != 1 {
 		return meta.User{}, false
 	}
-	if age := d.now().Sub(e.checked); !e.checked.IsZero() && age >= 0 && age < authFresh {
+	if age := d.now().Sub(e.checked); !e.checked.IsZero() && age >= 0 && age < d.authFresh {
 		return e.user, true
 	}
 	gen := d.authGeneration()

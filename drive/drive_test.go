@@ -399,6 +399,43 @@ func TestAuthenticateCachedFreshness(t *testing.T) {
 	}
 }
 
+// On a store other nodes change (drive.Config.SharedMeta) a remembered
+// credential is confirmed on every use: a password changed or a user
+// deleted through another node is refused at the next request, with no
+// time passing at all; a remembered password still skips bcrypt.
+func TestAuthenticateCachedSharedStore(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	e := drivetest.New(t, drivetest.Options{Clock: clock, SharedMeta: true})
+	ctx := context.Background()
+	alice := e.AddUser(t, "alice", 0)
+	pass := drivetest.Password("alice")
+	if _, err := e.Drive.Authenticate(ctx, "alice", pass); err != nil {
+		t.Fatal(err)
+	}
+	if u, ok := e.Drive.AuthenticateCached(ctx, "alice", pass); !ok || u.ID != alice.ID {
+		t.Fatalf("remembered password refused: %+v %v", u, ok)
+	}
+	h, err := drive.HashPassword("changed-elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Meta.SetPassword(ctx, alice.ID, h); err != nil { // another node: the store only
+		t.Fatal(err)
+	}
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", pass); ok {
+		t.Fatal("old password accepted at once after a change on another node")
+	}
+	if _, err := e.Drive.Authenticate(ctx, "alice", "changed-elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Meta.DeleteUser(ctx, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Drive.AuthenticateCached(ctx, "alice", "changed-elsewhere"); ok {
+		t.Fatal("a user deleted on another node still accepted")
+	}
+}
+
 func TestFsckFindsCorruptAndMissing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

@@ -103,6 +103,7 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 	g.SetOwner(owner)
 	dc := c.Config
 	dc.Meta, dc.Blobs, dc.Quota = m, store, g
+	dc.SharedMeta = dc.SharedMeta || c.MetaURL != ""
 	d := New(dc)
 	d.reserve = reserve
 	return &Local{Drive: d, Meta: m, Blobs: blobs, Quota: g}, nil

@@ -1,10 +1,11 @@
 // Package meta is netdisk's metadata store and the only owner of its SQL:
 // users, each user's tree of directories and files, files as ordered lists
 // of chunks, chunk records, WebDAV dead properties, upload sessions with
-// their chunks and challenges, the quota ledger's flush records, and the web
-// page's sign-in sessions. Store is the contract, split by role (Users, Tree,
-// Props, Checksums, Chunks, Sessions, QuotaRecords, WebSessions) so each
-// caller depends on what it uses; SQLStore implements it on a SQLite file or
+// their chunks and challenges, the quota ledger's flush records, the web
+// page's sign-in sessions and the users' app passwords. Store is the
+// contract, split by role (Users, Tree, Props, Checksums, Chunks, Sessions,
+// QuotaRecords, WebSessions, AppTokens) so each caller depends on what it
+// uses; SQLStore implements it on a SQLite file or
 // on a PostgreSQL database shared by several nodes, the same methods on
 // either, and metatest is the conformance suite every implementation passes.
 // Callers compose changes in one transaction through Tx, which keeps the
@@ -361,6 +362,7 @@ type Store interface {
 	Sessions
 	QuotaRecords
 	WebSessions
+	AppTokens
 }
 
 func baseName(p string) string {

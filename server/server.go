@@ -92,6 +92,7 @@ func New(c Config) *Server {
 	s.streamsDone = make(chan struct{})
 	s.api.Locks, s.api.StreamsDone, s.api.StreamRecheck = c.Locks, s.streamsDone, c.LockStreamRecheck
 	s.api.Async, s.api.AsyncRecheck = c.Async, c.AsyncRecheck
+	s.api.VerifyPassword = s.verifyPassword
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -225,9 +226,13 @@ func (s *Server) apiUnauthorized(w http.ResponseWriter, r *http.Request, err err
 // 429 with Retry-After without its password being checked.
 func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, meta.User), deny unauthorized) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		u, ok := s.authenticate(w, r, deny)
+		u, token, ok := s.authenticate(w, r, deny)
 		if !ok {
 			return
+		}
+		if token != "" {
+			// What only the password may do asks the context (drive.RefuseToken).
+			r = r.WithContext(drive.WithToken(r.Context(), token))
 		}
 		markAuthenticated(r) // connlimit.go: the connection keeps the ordinary timeouts
 		if admin && !u.IsAdmin {
@@ -240,27 +245,36 @@ func (s *Server) authed(admin bool, h func(http.ResponseWriter, *http.Request, m
 
 // authenticate checks the request's Basic credentials (or, without them, the
 // web page's session cookie: web.go), answering the request itself (401, 403,
-// 429, 503) when they do not make a user.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unauthorized) (meta.User, bool) {
+// 429, 503) when they do not make a user. token names the app token that
+// signed the request in ("" for a password or a session).
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, deny unauthorized) (u meta.User, token string, ok bool) {
 	if u, ok, handled := s.cookieUser(w, r); handled {
-		return u, ok
+		return u, "", ok
 	}
 	name, pass, ok := r.BasicAuth()
 	if !ok {
 		deny(w, r, errs.Errorf("server.auth", errs.Unauthenticated, "authentication required"))
-		return meta.User{}, false
+		return meta.User{}, "", false
 	}
 	return s.login(w, r, name, pass, deny)
 }
 
-// login checks a name and password under the login throttle (Basic auth and
-// the web page's sign-in alike), answering the request itself when they do
-// not make a user.
-func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string, deny unauthorized) (meta.User, bool) {
+// login checks a name and a password or app token under the login throttle
+// (Basic auth and the web page's sign-in alike), answering the request
+// itself when they do not make a user. token names the app token that
+// signed in ("" for the password).
+func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string, deny unauthorized) (u meta.User, token string, ok bool) {
 	const op = "server.auth"
 	ip := clientIP(r)
 	if u, ok := s.d.AuthenticateCached(r.Context(), name, pass); ok && s.logins.admitVerified(name, ip) {
-		return u, true
+		return u, "", true
+	}
+	// A live token is no guess, like a remembered password: admitted unless
+	// the pair is locked out. One that is not (revoked, another user's, made
+	// up) goes on below as a password and counts as a failed login when it
+	// is none, so guessing tokens is throttled as guessing passwords is.
+	if u, tok, ok := s.d.AuthenticateToken(r.Context(), name, pass); ok && s.logins.admitVerified(name, ip) {
+		return u, tok, true
 	}
 	// Whether the name exists decides what a locked address may still try
 	// (throttle.go); the answers do not tell it apart.
@@ -270,7 +284,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 	} else if err != nil {
 		s.log.Error("auth", "err", err)
 		deny(w, r, errs.Errorf(op, errs.Unavailable, "authentication unavailable"))
-		return meta.User{}, false
+		return meta.User{}, "", false
 	}
 	throttled := func(wait time.Duration) {
 		secs := int64((max(wait, time.Second) + time.Second - 1) / time.Second)
@@ -281,20 +295,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 	wait, ok, addrLocked := s.logins.admit(name, ip, known)
 	if !ok {
 		throttled(wait)
-		return meta.User{}, false
+		return meta.User{}, "", false
 	}
 	u, err := s.d.Authenticate(r.Context(), name, pass)
 	switch {
 	case err == nil:
 		s.logins.done(name, ip, true, true)
-		return u, true
+		return u, "", true
 	case errs.Is(err, errs.Unauthenticated):
 		s.logins.done(name, ip, true, false)
 		s.log.Info("auth failed", "user", name, "ip", ip)
 		if addrLocked {
 			// As the refusals of unknown names from this address are.
 			throttled(s.logins.retryAfter(name, ip, known))
-			return meta.User{}, false
+			return meta.User{}, "", false
 		}
 		deny(w, r, err)
 	case errs.Is(err, errs.Canceled):
@@ -305,7 +319,27 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 		// The cause (a database error) stays in the log.
 		deny(w, r, errs.Errorf(op, errs.Unavailable, "authentication unavailable"))
 	}
-	return meta.User{}, false
+	return meta.User{}, "", false
+}
+
+// verifyPassword checks the current password a password change gives, as a
+// sign-in under the throttle: a wrong one is a failed login of the user
+// from this address (403, not 401: the request itself is signed in), and a
+// locked-out pair gets 429 without the password being checked. An app
+// token is not the password.
+func (s *Server) verifyPassword(w http.ResponseWriter, r *http.Request, name, password string) bool {
+	wrong := errs.Errorf("server.auth", errs.Permission, "the current password is wrong")
+	_, token, ok := s.login(w, r, name, password, func(w http.ResponseWriter, r *http.Request, err error) {
+		if errs.Is(err, errs.Unauthenticated) {
+			err = wrong
+		}
+		s.apiUnauthorized(w, r, err)
+	})
+	if ok && token != "" {
+		s.apiUnauthorized(w, r, wrong)
+		return false
+	}
+	return ok
 }
 
 func clientIP(r *http.Request) string {

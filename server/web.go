@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/web"
 )
@@ -27,9 +28,16 @@ func (s *Server) mountWeb() {
 		Sessions: sessions,
 		Logger:   s.log,
 		Login: func(w http.ResponseWriter, r *http.Request, name, pass string) (meta.User, bool) {
-			return s.login(w, r, name, pass, func(w http.ResponseWriter, r *http.Request, err error) {
+			u, token, ok := s.login(w, r, name, pass, func(w http.ResponseWriter, r *http.Request, err error) {
 				web.WriteError(w, err)
 			})
+			if ok && token != "" {
+				// A session knows no token: made from one, it could
+				// change the password the token must not.
+				web.WriteError(w, errs.Errorf("server.web", errs.Permission, "app tokens are for devices: sign in to the page with your password"))
+				return meta.User{}, false
+			}
+			return u, ok
 		},
 	})
 	for _, rt := range s.web.Routes() {

@@ -75,6 +75,7 @@ func TestClientCommandsWithoutCredentials(t *testing.T) {
 		{"agent", "--id", "a1", "--dir", filepath.Join(dir, "drop")},
 		{"async", "add", "/f.txt", "--agent", "a1"}, {"async", "status", "AsyncDownloadTask:2:/f.txt:x"},
 		{"mount", filepath.Join(dir, "mnt")},
+		{"passwd", "--new-password", "x-pass"}, {"token", "add", "t"}, {"token", "ls"}, {"token", "rm", "t"},
 	}
 	before := requests()
 	noPassword := []map[string]string{{"NETDISK_USER": "alice", "NETDISK_PASSWORD": ""}, {"NETDISK_USER": "", "NETDISK_PASSWORD": ""}}

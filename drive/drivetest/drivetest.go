@@ -32,6 +32,9 @@ type Options struct {
 	Clock     *testutil.Clock // the clock of the metadata store, drive, locks and ledger; nil: system time
 	Redis     *redis.Client   // the quota ledger's Redis; nil: the embedded ledger
 	Logger    *slog.Logger    // nil: discarded
+	// SharedMeta opens the drive as one node of several on its store
+	// (drive.Config.SharedMeta), though the store is a SQLite file.
+	SharedMeta bool
 }
 
 // Env is an opened drive. Its stores close at test cleanup.
@@ -47,7 +50,7 @@ type Env struct {
 func New(t testing.TB, o Options) *Env {
 	t.Helper()
 	ctx := context.Background()
-	c := drive.Config{ChunkSize: o.ChunkSize, Logger: o.Logger}
+	c := drive.Config{ChunkSize: o.ChunkSize, Logger: o.Logger, SharedMeta: o.SharedMeta}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -127,6 +127,7 @@ func Run(t *testing.T, open Open) {
 		{"UserIDsNeverReused", testUserIDsNeverReused},
 		{"LastAdmin", testLastAdmin},
 		{"WebSessions", testWebSessions},
+		{"AppTokens", testAppTokens},
 		{"TreeShape", testTreeShape},
 		{"CommitAndFinishedBytes", testCommit},
 		{"FolderTimes", testFolderTimes},

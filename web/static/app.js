@@ -136,6 +136,35 @@ async function signout() {
   showSignin('You are signed out.');
 }
 
+// changePassword asks for the current password and the new one twice. The
+// server ends every session of the user on success, this one included, so
+// the page goes back to its sign-in form.
+function changePassword() {
+  const body = document.createElement('div');
+  const field = (id, label, auto) => {
+    const l = document.createElement('label');
+    l.htmlFor = id;
+    l.textContent = label;
+    const i = document.createElement('input');
+    i.type = 'password';
+    i.id = id;
+    i.autocomplete = auto;
+    i.required = true;
+    body.append(l, i);
+    return i;
+  };
+  const cur = field('pw-old', 'Current password', 'current-password');
+  const nw = field('pw-new', 'New password', 'new-password');
+  const again = field('pw-again', 'New password again', 'new-password');
+  dialog({ title: 'Change your password', body, ok: 'Change password', onOk: async () => {
+    if (nw.value !== again.value) throw new Error('The new passwords do not match.');
+    await api('PUT', '/api/v1/account/password', { old: cur.value, new: nw.value });
+    uploads.signedOut();
+    showSignin('Your password is changed: sign in with the new one. Other browsers were signed out too.');
+  } });
+  cur.focus();
+}
+
 async function startApp(sess) {
   state.user = sess.name;
   state.csrf = sess.csrf;
@@ -559,6 +588,7 @@ function setupKeys() {
 function wire() {
   $('signin-form').addEventListener('submit', signin);
   $('signout').onclick = signout;
+  $('passwd').onclick = changePassword;
   $('btn-mkdir').onclick = mkdir;
   $('act-rename').onclick = rename;
   $('act-move').onclick = move;
