@@ -3,9 +3,11 @@ package async
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/redishealth"
 	"netdisk/lock"
 )
 
@@ -16,7 +18,7 @@ func (s *Service) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("async: scheduler pass", "err", err)
+			s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "async: scheduler pass", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -48,7 +50,7 @@ func (s *Service) Tick(ctx context.Context) error {
 	var first error
 	for _, id := range ids {
 		if err := s.step(ctx, id, now); err != nil && !errs.Is(err, errs.NotFound) {
-			s.log.Warn("async: job", "job", id, "err", err)
+			s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "async: job", "job", id, "err", err)
 			if first == nil {
 				first = err
 			}
@@ -115,7 +117,7 @@ func (s *Service) unlockJob(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.locks.Unlock(ctx, LockOp, id, s.node, nil); err != nil && !errs.Is(err, errs.Conflict) {
-		s.log.Warn("async: unlock job", "job", id, "err", err)
+		s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "async: unlock job", "job", id, "err", err)
 	}
 }
 

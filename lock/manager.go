@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"netdisk/internal/redishealth"
 	"netdisk/internal/tick"
 	"netdisk/internal/zero"
 )
@@ -124,7 +125,7 @@ func (m *Manager) Run(ctx context.Context, interval time.Duration) {
 	}
 	tick.Every(ctx, interval, func(ctx context.Context) {
 		if err := m.Expire(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn("lock: expiring leases", "err", err)
+			m.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "lock: expiring leases", "err", err)
 		}
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"netdisk/internal/redishealth"
 )
 
 // Guard is how the daemon uses a Ledger. It adds three things the
@@ -123,7 +125,7 @@ func (g *Guard) MarkDirty(op string, err error) {
 	if err == nil {
 		return
 	}
-	g.log.Warn("quota: ledger update failed after the database commit; will reconcile", "op", op, "err", err)
+	g.log.Log(context.Background(), redishealth.Level(err, slog.LevelWarn), "quota: ledger update failed after the database commit; will reconcile", "op", op, "err", err)
 	g.dirty.Store(true)
 }
 
@@ -267,7 +269,7 @@ func (g *Guard) RenewHolds(ctx context.Context) {
 		ok, err := g.l.Renew(ctx, h.User, h.Upload, until)
 		if err != nil {
 			if ctx.Err() == nil {
-				g.log.Warn("quota: renew hold", "hold", h.Upload, "err", err)
+				g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: renew hold", "hold", h.Upload, "err", err)
 			}
 			return // the ledger is away: the next round tries again
 		}
@@ -292,6 +294,7 @@ func (g *Guard) RenewHolds(ctx context.Context) {
 // Heal reconciles when an update of this process failed (dirty) or the
 // ledger lost its state; false when the ledger is not usable yet.
 func (g *Guard) Heal(ctx context.Context) bool {
+	lost := false
 	if !g.dirty.Load() {
 		err := g.l.Ready(ctx)
 		if err == nil {
@@ -299,19 +302,26 @@ func (g *Guard) Heal(ctx context.Context) bool {
 		}
 		if !errors.Is(err, ErrStateLost) {
 			if ctx.Err() == nil {
-				g.log.Warn("quota: ledger", "err", err)
+				g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: ledger", "err", err)
 			}
 			return false
 		}
 		g.log.Warn("quota: ledger state lost, reconciling")
+		lost = true
 	}
 	if err := g.Reconcile(ctx); err != nil {
 		if ctx.Err() == nil {
-			g.log.Warn("quota: reconcile", "err", err)
+			g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: reconcile", "err", err)
 		}
 		return false
 	}
-	g.log.Info("quota: reconciled from the database")
+	// After a lost state the news; after a failed update (Redis away for
+	// a moment, which the Redis watch told) routine.
+	lvl := slog.LevelDebug
+	if lost {
+		lvl = slog.LevelInfo
+	}
+	g.log.Log(ctx, lvl, "quota: reconciled from the database")
 	return true
 }
 
@@ -324,11 +334,11 @@ func (g *Guard) Flush(ctx context.Context, now time.Time) {
 			g.log.Debug("quota: flush waits for the ledger to be reconciled", "err", err)
 			return
 		}
-		g.log.Warn("quota: flush", "err", err)
+		g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: flush", "err", err)
 	}
 	n, err := g.l.ExpireHolds(ctx, now)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStateLost) {
-		g.log.Warn("quota: expire holds", "err", err)
+		g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: expire holds", "err", err)
 	}
 	if n > 0 {
 		g.log.Info("quota: released holds whose node stopped renewing them", "holds", n)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"netdisk/internal/redishealth"
 )
 
 // sharedFailures keeps the login throttle's failure counts in Redis for nodes
@@ -41,7 +43,7 @@ func (s *sharedFailures) load(account, addr string) (n [3]int, last [3]int64, ok
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("login throttle: Redis unavailable; counting failures on this node only", "err", err)
+		s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "login throttle: Redis unavailable; counting failures on this node only", "err", err)
 		return n, last, false
 	}
 	for i, c := range cmds {
@@ -90,6 +92,6 @@ func (s *sharedFailures) record(account, addr string, success bool, now time.Tim
 	defer cancel()
 	ttl := (FailureWindow + LockMax).Milliseconds()
 	if err := recordScript.Run(ctx, s.rdb, s.keys(account, addr), outcome, now.UnixNano(), ttl).Err(); err != nil {
-		s.log.Warn("login throttle: cannot record the outcome in Redis", "err", err)
+		s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "login throttle: cannot record the outcome in Redis", "err", err)
 	}
 }
