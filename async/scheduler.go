@@ -48,8 +48,9 @@ func (s *Service) Tick(ctx context.Context) error {
 		return err
 	}
 	var first error
+	byStatus := map[Status]int{}
 	for _, id := range ids {
-		if err := s.step(ctx, id, now); err != nil && !errs.Is(err, errs.NotFound) {
+		if err := s.step(ctx, id, now, byStatus); err != nil && !errs.Is(err, errs.NotFound) {
 			s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "async: job", "job", id, "err", err)
 			if first == nil {
 				first = err
@@ -57,15 +58,36 @@ func (s *Service) Tick(ctx context.Context) error {
 		}
 	}
 	s.dropStalePins(ids)
+	if first == nil {
+		// A pass that stopped short would undercount: the last whole
+		// one stands.
+		s.mu.Lock()
+		s.byStatus = byStatus
+		s.mu.Unlock()
+	}
 	return first
 }
 
+// JobsByStatus returns how many live jobs each status had at the last
+// whole scheduler pass (jobs are kept a while after they end, so the
+// final statuses count those not yet expired).
+func (s *Service) JobsByStatus() map[Status]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Status]int, len(s.byStatus))
+	for k, v := range s.byStatus {
+		out[k] = v
+	}
+	return out
+}
+
 // step advances one job.
-func (s *Service) step(ctx context.Context, id string, now time.Time) error {
+func (s *Service) step(ctx context.Context, id string, now time.Time, byStatus map[Status]int) error {
 	j, err := s.st.Job(ctx, id, now)
 	if err != nil {
 		return err
 	}
+	byStatus[j.Status]++
 	switch {
 	case j.Status.Final():
 		s.unpin(id)

@@ -381,7 +381,9 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 			Help: "Chunks the read cache fetched from the shared chunk store (misses this node fetched itself).",
 		}, func() float64 { return float64(c.Fetches()) }))
 	}
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, local: l, cache: cache, rdb: rdb, watch: watch, opts: o, node: node}, nil
+	dm := &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, local: l, cache: cache, rdb: rdb, watch: watch, opts: o, node: node}
+	dm.registerMetrics(srv.Metrics().Registry())
+	return dm, nil
 }
 
 func closeRedis(rdb *redis.Client) {

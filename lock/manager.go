@@ -194,3 +194,18 @@ func (m *Manager) deliver(e Event) {
 		s.Close()
 	}
 }
+
+// waitCounter is a State that can count its waiters: every State of this
+// package is.
+type waitCounter interface {
+	Waiting(ctx context.Context) (int, error)
+}
+
+// Waiting returns how many nodes wait in the lock queues, all keys
+// together (for the metrics; 0 with a State that cannot count).
+func (m *Manager) Waiting(ctx context.Context) (int, error) {
+	if wc, ok := m.st.(waitCounter); ok {
+		return wc.Waiting(ctx)
+	}
+	return 0, nil
+}

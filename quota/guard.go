@@ -55,6 +55,21 @@ type Guard struct {
 
 	clock     Clock
 	holdLease time.Duration
+
+	flushedAt    atomic.Int64 // unix ns of the last Flush whose scan succeeded; 0 before one
+	flushedTasks atomic.Int64 // tasks written to the database by this process's Flushes
+}
+
+// FlushStats tells how current the database's unfinished bytes are: when
+// this process last scanned the due tasks successfully (zero if it never
+// did: it does not run the flushes, or the ledger has been away since its
+// start) and how many tasks its flushes wrote. The time since the last
+// flush is the ledger's lag beyond the tasks' own delay.
+func (g *Guard) FlushStats() (last time.Time, tasks int64) {
+	if ns := g.flushedAt.Load(); ns != 0 {
+		last = time.Unix(0, ns)
+	}
+	return last, g.flushedTasks.Load()
 }
 
 // DefaultHoldLease is how long a hold outlives its node's last renewal:
@@ -329,14 +344,19 @@ func (g *Guard) Heal(ctx context.Context) bool {
 // whose lease ended (their nodes died). A ledger that lost its state is
 // Heal's to repair (on every node): Flush only says so.
 func (g *Guard) Flush(ctx context.Context, now time.Time) {
-	if _, err := g.l.ScanDue(ctx, now); err != nil && ctx.Err() == nil {
+	n, err := g.l.ScanDue(ctx, now)
+	if err == nil {
+		g.flushedAt.Store(now.UnixNano())
+		g.flushedTasks.Add(int64(n))
+	}
+	if err != nil && ctx.Err() == nil {
 		if errors.Is(err, ErrStateLost) {
 			g.log.Debug("quota: flush waits for the ledger to be reconciled", "err", err)
 			return
 		}
 		g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: flush", "err", err)
 	}
-	n, err := g.l.ExpireHolds(ctx, now)
+	n, err = g.l.ExpireHolds(ctx, now)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStateLost) {
 		g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: expire holds", "err", err)
 	}
