@@ -55,7 +55,7 @@ change a password with 'netdisk admin user passwd NAME'.
 
 With --redis, a Redis that does not answer at start does not stop the daemon:
 it logs so in one line and serves, answering 503 to what needs Redis (uploads,
-PUTs and copies, locks, async downloads) until Redis answers; an outage later
+PUTs and copies, locks, async downloads) until Redis is back; an outage later
 is logged the same way, one line when Redis goes and one when it is back.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -31,7 +31,7 @@ import (
 
 // Consequences is what an unreachable Redis means to the users of the
 // daemon, said in the line that reports it.
-const Consequences = "uploads, PUTs and copies, locks and async downloads answer 503 until it answers"
+const Consequences = "uploads, PUTs and copies, locks and async downloads answer 503 until it is back"
 
 // Burst and Refill bound the transition lines of a Redis that flaps (comes
 // and goes every few seconds): Burst lines at once (two whole outages),
@@ -204,8 +204,9 @@ func (w *Watch) Down() bool {
 // observe records one call's result: a failure that is Redis being away
 // (refused, timed out, LOADING…) means down, an answer (a reply error
 // included: Redis answered) means up, and the caller's cancellation tells
-// nothing. dial says the call was a dial attempt: Redis is up again only
-// once a command is answered and a dial succeeds, because once every dial
+// nothing (its deadline does: see below). dial says the call was a dial
+// attempt: Redis is up again only once a command is answered and a dial
+// succeeds, because once every dial
 // of its pool has failed go-redis answers commands with the last dial
 // error, without dialing, until its own probe connects (commands of its
 // other pools may be answered meanwhile).
@@ -215,9 +216,12 @@ func (w *Watch) Down() bool {
 func (w *Watch) observe(began uint64, dial bool, err error) {
 	failed := false
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.Canceled) {
 			return // the caller gave up: no news about Redis
 		}
+		// A deadline is the daemon's own timeout on a call (the
+		// throttle's second, a scrape's two): Redis did not answer in
+		// time, as rediserr says.
 		failed = rediserr.Kind(err) == errs.Unavailable
 	}
 	w.mu.Lock()
