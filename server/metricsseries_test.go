@@ -98,21 +98,28 @@ func TestMetricsSeriesMove(t *testing.T) {
 	expect(do("GET", "/", "", "", nil, nil), 200, "the web page")
 	expect(do("GET", "/api/v1/quota", "admin", admin, nil, nil), 200, "quota")
 
-	// An upload through the API: one session open, then merged (the
-	// checksum pass fills the file).
+	// Two uploads through the API: both open, each sent its chunk; one
+	// merged (the checksum pass fills the file), the other left open (its
+	// received bytes reach the database through the ledger's delayed
+	// task, 5 s after its chunk).
 	content := testutil.RandBytes(1000)
 	h := testutil.MD5Hex(content)
-	init := expect(do("POST", "/api/v1/file/init", "admin", admin, []byte(`{"path":"/up.bin","size":1000}`), nil), 200, "init")
-	var sess apitype.Session
-	if err := json.Unmarshal(init, &sess); err != nil {
-		t.Fatal(err)
+	begin := func(path string) string {
+		b := expect(do("POST", "/api/v1/file/init", "admin", admin, []byte(`{"path":"`+path+`","size":1000}`), nil), 200, "init")
+		var sess apitype.Session
+		if err := json.Unmarshal(b, &sess); err != nil {
+			t.Fatal(err)
+		}
+		expect(do("PUT", "/api/v1/file/uploadChunk?uploadId="+sess.UploadID+"&index=0&hash="+h, "admin", admin, content, nil), 200, "chunk")
+		return sess.UploadID
 	}
+	up := begin("/up.bin")
+	begin("/left-open.bin")
 	open := scrape(t, d)
-	if got := open["netdisk_upload_sessions_open"]; got != 1 {
-		t.Fatalf("netdisk_upload_sessions_open with one upload begun: %v, want 1", got)
+	if got := open["netdisk_upload_sessions_open"]; got != 2 {
+		t.Fatalf("netdisk_upload_sessions_open with two uploads begun: %v, want 2", got)
 	}
-	expect(do("PUT", "/api/v1/file/uploadChunk?uploadId="+sess.UploadID+"&index=0&hash="+h, "admin", admin, content, nil), 200, "chunk")
-	mb, _ := json.Marshal(apitype.MergeRequest{UploadID: sess.UploadID, FileHash: chunker.FileHash([]string{h})})
+	mb, _ := json.Marshal(apitype.MergeRequest{UploadID: up, FileHash: chunker.FileHash([]string{h})})
 	expect(do("POST", "/api/v1/file/merge", "admin", admin, mb, nil), 200, "merge")
 
 	// A lock held by one node and waited for by another.
@@ -142,12 +149,13 @@ func TestMetricsSeriesMove(t *testing.T) {
 	for {
 		m = scrape(t, d)
 		if m["netdisk_checksum_files_total"] >= 1 && sum(m, "netdisk_async_jobs", `status="Pending"`) == 1 &&
-			m["netdisk_quota_flush_lag_seconds"] < 2 {
+			m["netdisk_quota_flushed_tasks_total"] >= 1 && m["netdisk_quota_flush_lag_seconds"] < 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("background series did not move in 15 s: checksum files %v, async Pending %v, flush lag %v",
-				m["netdisk_checksum_files_total"], sum(m, "netdisk_async_jobs", `status="Pending"`), m["netdisk_quota_flush_lag_seconds"])
+			t.Fatalf("background series did not move in 15 s: checksum files %v, async Pending %v, flushed tasks %v, flush lag %v",
+				m["netdisk_checksum_files_total"], sum(m, "netdisk_async_jobs", `status="Pending"`),
+				m["netdisk_quota_flushed_tasks_total"], m["netdisk_quota_flush_lag_seconds"])
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -168,7 +176,8 @@ func TestMetricsSeriesMove(t *testing.T) {
 			sum(m, "netdisk_http_request_duration_seconds_sum", `surface="dav"`)},
 		{"bytes in", sum(before, "netdisk_http_bytes_in_total"), sum(m, "netdisk_http_bytes_in_total")},
 		{"bytes out", sum(before, "netdisk_http_bytes_out_total"), sum(m, "netdisk_http_bytes_out_total")},
-		{"upload sessions open (the merge closed it)", 0, open["netdisk_upload_sessions_open"] - m["netdisk_upload_sessions_open"]},
+		{"upload sessions open (the merge closed one)", 0, open["netdisk_upload_sessions_open"] - m["netdisk_upload_sessions_open"]},
+		{"quota tasks flushed", before["netdisk_quota_flushed_tasks_total"], m["netdisk_quota_flushed_tasks_total"]},
 		{"gc runs", before["netdisk_gc_runs_total"], m["netdisk_gc_runs_total"]},
 		{"gc chunks", before["netdisk_gc_chunks_collected_total"], m["netdisk_gc_chunks_collected_total"]},
 		{"gc last success", before["netdisk_gc_last_success_timestamp_seconds"], m["netdisk_gc_last_success_timestamp_seconds"]},
@@ -185,12 +194,9 @@ func TestMetricsSeriesMove(t *testing.T) {
 	if got := sum(m, "netdisk_login_failures_total", `reason="password"`); got != 2 {
 		t.Errorf("netdisk_login_failures_total{reason=password}: %v, want 2", got)
 	}
-	if _, ok := m["netdisk_quota_flushed_tasks_total"]; !ok {
-		t.Error("no netdisk_quota_flushed_tasks_total")
-	}
 	// Bounded labels: no path, no user name.
 	for k := range m {
-		for _, leak := range []string{"secret-name", "up.bin", "alice", "bob", "admin"} {
+		for _, leak := range []string{"secret-name", "up.bin", "left-open", "alice", "bob", "admin"} {
 			if strings.Contains(k, leak) {
 				t.Errorf("a series names %q: %s", leak, k)
 			}
