@@ -16,9 +16,13 @@ import (
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
+	var edge redishealth.Edge // failures logged by their edges, not once a tick
 	for {
-		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "async: scheduler pass", "err", err)
+		switch err := s.Tick(ctx); {
+		case err == nil:
+			edge.OK(ctx, s.log, "async: scheduler passes run again")
+		case ctx.Err() == nil:
+			edge.Failed(ctx, s.log, slog.LevelWarn, "async: scheduler pass failed", err)
 		}
 		select {
 		case <-ctx.Done():

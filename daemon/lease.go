@@ -51,10 +51,14 @@ func (l lease) run(ctx context.Context, name string, job func(context.Context)) 
 	key := "netdisk:lease:" + name
 	tick := time.NewTicker(l.ttl / 3)
 	defer tick.Stop()
+	var edge redishealth.Edge // failures logged by their edges, not once a tick
 	for {
 		ok, err := l.rdb.SetNX(ctx, key, l.node, l.ttl).Result()
-		if err != nil && ctx.Err() == nil {
-			l.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "run-once job: cannot reach Redis for the lease", "job", name, "err", err)
+		switch {
+		case err == nil:
+			edge.OK(ctx, l.log, "run-once job: Redis answers for the lease again", "job", name)
+		case ctx.Err() == nil:
+			edge.Failed(ctx, l.log, slog.LevelWarn, "run-once job: cannot reach Redis for the lease", err, "job", name)
 		}
 		if ok {
 			l.hold(ctx, key, name, job, tick)

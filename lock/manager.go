@@ -123,9 +123,13 @@ func (m *Manager) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = max(m.lim.Lease/4, 10*time.Millisecond)
 	}
+	var edge redishealth.Edge // failures logged by their edges, not once a tick
 	tick.Every(ctx, interval, func(ctx context.Context) {
-		if err := m.Expire(ctx); err != nil && ctx.Err() == nil {
-			m.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "lock: expiring leases", "err", err)
+		switch err := m.Expire(ctx); {
+		case err == nil:
+			edge.OK(ctx, m.log, "lock: leases expire again")
+		case ctx.Err() == nil:
+			edge.Failed(ctx, m.log, slog.LevelWarn, "lock: cannot expire leases", err)
 		}
 	})
 }

@@ -56,6 +56,10 @@ type Guard struct {
 	clock     Clock
 	holdLease time.Duration
 
+	// The loops' failures are logged by their edges (redishealth.Edge),
+	// not once a second.
+	readyEdge, renewEdge, flushEdge, expireEdge redishealth.Edge
+
 	flushedAt    atomic.Int64 // unix ns of the last Flush whose scan succeeded; 0 before one
 	flushedTasks atomic.Int64 // tasks written to the database by this process's Flushes
 }
@@ -284,10 +288,11 @@ func (g *Guard) RenewHolds(ctx context.Context) {
 		ok, err := g.l.Renew(ctx, h.User, h.Upload, until)
 		if err != nil {
 			if ctx.Err() == nil {
-				g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: renew hold", "hold", h.Upload, "err", err)
+				g.renewEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot renew holds", err, "hold", h.Upload)
 			}
 			return // the ledger is away: the next round tries again
 		}
+		g.renewEdge.OK(ctx, g.log, "quota: holds renewed again")
 		if !ok {
 			g.hmu.Lock()
 			_, open := g.holds[h.Upload] // not ended meanwhile
@@ -313,11 +318,12 @@ func (g *Guard) Heal(ctx context.Context) bool {
 	if !g.dirty.Load() {
 		err := g.l.Ready(ctx)
 		if err == nil {
+			g.readyEdge.OK(ctx, g.log, "quota: ledger answers again")
 			return true
 		}
 		if !errors.Is(err, ErrStateLost) {
 			if ctx.Err() == nil {
-				g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: ledger", "err", err)
+				g.readyEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: ledger unavailable", err)
 			}
 			return false
 		}
@@ -326,10 +332,11 @@ func (g *Guard) Heal(ctx context.Context) bool {
 	}
 	if err := g.Reconcile(ctx); err != nil {
 		if ctx.Err() == nil {
-			g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: reconcile", "err", err)
+			g.readyEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot reconcile", err)
 		}
 		return false
 	}
+	g.readyEdge.OK(ctx, g.log, "quota: ledger answers again")
 	// After a lost state the news; after a failed update (Redis away for
 	// a moment, which the Redis watch told) routine.
 	lvl := slog.LevelDebug
@@ -348,17 +355,21 @@ func (g *Guard) Flush(ctx context.Context, now time.Time) {
 	if err == nil {
 		g.flushedAt.Store(now.UnixNano())
 		g.flushedTasks.Add(int64(n))
+		g.flushEdge.OK(ctx, g.log, "quota: flushes run again")
 	}
 	if err != nil && ctx.Err() == nil {
 		if errors.Is(err, ErrStateLost) {
 			g.log.Debug("quota: flush waits for the ledger to be reconciled", "err", err)
 			return
 		}
-		g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: flush", "err", err)
+		g.flushEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot flush", err)
 	}
 	n, err = g.l.ExpireHolds(ctx, now)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStateLost) {
-		g.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: expire holds", "err", err)
+	switch {
+	case err == nil:
+		g.expireEdge.OK(ctx, g.log, "quota: holds expire again")
+	case ctx.Err() == nil && !errors.Is(err, ErrStateLost):
+		g.expireEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot expire holds", err)
 	}
 	if n > 0 {
 		g.log.Info("quota: released holds whose node stopped renewing them", "holds", n)

@@ -321,3 +321,50 @@ func (l Logger) Printf(ctx context.Context, format string, v ...any) {
 	}
 	l.w.log.Log(ctx, lvl, "go-redis: "+msg, "redis", l.w.addr)
 }
+
+// Edge logs a recurring job's failures (a loop polling Redis every second,
+// a call made per request) by their edges: the first failure of a run,
+// then nothing until the job works again, which is logged with the count
+// of failures between. The first failure's level is Level's, so during a
+// Redis outage both lines are debug (the Watch's lines tell it) while a
+// failure of another cause stays a warning, once. The zero Edge is ready.
+type Edge struct {
+	mu      sync.Mutex
+	failing bool
+	quiet   bool // the first failure was logged at debug
+	n       int64
+}
+
+// Failed records a failure of the job; the first of a run is logged at
+// Level(err, usual) with msg, err and args.
+func (e *Edge) Failed(ctx context.Context, log *slog.Logger, usual slog.Level, msg string, err error, args ...any) {
+	e.mu.Lock()
+	first := !e.failing
+	e.failing = true
+	e.n++
+	lvl := Level(err, usual)
+	if first {
+		e.quiet = lvl == slog.LevelDebug
+	}
+	e.mu.Unlock()
+	if first {
+		log.Log(ctx, lvl, msg, append(args, "err", err)...)
+	}
+}
+
+// OK records a success of the job: after failures, msg is logged with
+// their count (at debug when the first was).
+func (e *Edge) OK(ctx context.Context, log *slog.Logger, msg string, args ...any) {
+	e.mu.Lock()
+	was, quiet, n := e.failing, e.quiet, e.n
+	e.failing, e.n = false, 0
+	e.mu.Unlock()
+	if !was {
+		return
+	}
+	lvl := slog.LevelInfo
+	if quiet {
+		lvl = slog.LevelDebug
+	}
+	log.Log(ctx, lvl, msg, append(args, "failures", n)...)
+}

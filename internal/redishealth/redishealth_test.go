@@ -120,3 +120,36 @@ func TestLevel(t *testing.T) {
 		t.Fatalf("back for Tail: %v, want WARN", got)
 	}
 }
+
+// A job failing every tick logs its first failure and its recovery, not
+// every failure; during a known Redis outage both at debug.
+func TestEdge(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1e9, 0))
+	w, _ := newWatch(t, clock)
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var e Edge
+	ctx := context.Background()
+	unavailable := errs.E("lock.Expire", errs.Unavailable, "", errors.New("lock state unreachable"))
+	for range 100 {
+		e.Failed(ctx, log, slog.LevelWarn, "lock: cannot expire leases", unavailable)
+	}
+	e.OK(ctx, log, "lock: leases expire again")
+	e.OK(ctx, log, "lock: leases expire again")
+	got := lines(&buf)
+	if len(got) != 2 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[1], "level=INFO") || !strings.Contains(got[1], "failures=100") {
+		t.Fatalf("100 failures then successes, Redis up: %q, want a warning and a recovery", got)
+	}
+
+	buf.Reset()
+	w.observe(w.begin(), false, refused) // the Watch knows Redis is away
+	for range 100 {
+		e.Failed(ctx, log, slog.LevelWarn, "lock: cannot expire leases", unavailable)
+	}
+	w.observe(w.begin(), false, nil)
+	e.OK(ctx, log, "lock: leases expire again")
+	got = lines(&buf)
+	if len(got) != 2 || !strings.Contains(got[0], "level=DEBUG") || !strings.Contains(got[1], "level=DEBUG") {
+		t.Fatalf("100 failures during a known outage: %q, want two debug lines", got)
+	}
+}
