@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"netdisk/internal/redishealth"
@@ -50,7 +49,7 @@ type Manager struct {
 	subMu sync.RWMutex
 	subs  map[Node]map[*Subscription]struct{}
 
-	pullDown atomic.Bool // Pull is fetching uncoordinated (logged once)
+	pullEdge redishealth.Edge // Pull is fetching uncoordinated (logged by its edges)
 }
 
 // NewManager returns a manager watching c.State's events; Close stops it.
