@@ -304,21 +304,24 @@ func notDial(err error) error {
 // Logger carries go-redis's own log lines (its pool's dial failures and
 // the like) into slog, so they follow --log-level and --log-json. While the
 // Watch knows Redis is away they are the outage's detail, logged at debug
-// (the Watch's line said it); otherwise they are news, logged as warnings,
-// under the same budget as the transitions so that no go-redis loop can
-// flood the log.
+// (the Watch's line said it); otherwise they are news, logged as warnings.
+// Either way they are rate-limited (Burst, then one per Refill; the rest
+// dropped): go-redis repeats them at every failed dial, several a second.
 type Logger struct{ w *Watch }
 
 // Printf implements go-redis's internal logging interface.
 func (l Logger) Printf(ctx context.Context, format string, v ...any) {
-	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
 	l.w.mu.Lock()
-	detail := l.w.down || !l.w.libLines.take(l.w.now())
+	allowed, down := l.w.libLines.take(l.w.now()), l.w.down
 	l.w.mu.Unlock()
+	if !allowed {
+		return
+	}
 	lvl := slog.LevelWarn
-	if detail {
+	if down {
 		lvl = slog.LevelDebug
 	}
+	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
 	l.w.log.Log(ctx, lvl, "go-redis: "+msg, "redis", l.w.addr)
 }
 

@@ -153,3 +153,27 @@ func TestEdge(t *testing.T) {
 		t.Fatalf("100 failures during a known outage: %q, want two debug lines", got)
 	}
 }
+
+// go-redis's own lines go through slog, at debug while Redis is known to be
+// away, and no faster than the budget.
+func TestLogger(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1e9, 0))
+	var buf bytes.Buffer
+	w := New("127.0.0.1:1", slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), clock.Now)
+	w.started = true
+	l := Logger{w}
+	w.observe(w.begin(), false, refused)
+	buf.Reset()
+	for range 50 {
+		l.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts: %v", 5, refused)
+	}
+	got := lines(&buf)
+	if len(got) != Burst {
+		t.Fatalf("50 go-redis lines at once: %d logged, want %d", len(got), Burst)
+	}
+	for _, g := range got {
+		if !strings.Contains(g, `"level":"DEBUG","msg":"go-redis: connection pool: failed to dial after 5 attempts`) {
+			t.Fatalf("go-redis line during an outage: %s", g)
+		}
+	}
+}
