@@ -17,6 +17,7 @@ import (
 	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/redishealth"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/upload"
@@ -160,7 +161,7 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func (a *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status := Status(err)
 	if status >= 500 {
-		a.Log.Error("api", "method", r.Method, "path", r.URL.Path, "err", err)
+		a.Log.Log(r.Context(), redishealth.Level(err, slog.LevelError), "api", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	errs.SetErrorHeaders(w.Header(), status)
 	WriteJSON(w, status, ErrorBody(err))

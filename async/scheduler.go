@@ -3,9 +3,11 @@ package async
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/redishealth"
 	"netdisk/lock"
 )
 
@@ -14,9 +16,13 @@ import (
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
+	var edge redishealth.Edge // failures logged by their edges, not once a tick
 	for {
-		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("async: scheduler pass", "err", err)
+		switch err := s.Tick(ctx); {
+		case err == nil:
+			edge.OK(ctx, s.log, "async: scheduler passes run again")
+		case ctx.Err() == nil:
+			edge.Failed(ctx, s.log, slog.LevelWarn, "async: scheduler pass failed", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -46,24 +52,46 @@ func (s *Service) Tick(ctx context.Context) error {
 		return err
 	}
 	var first error
+	byStatus := map[Status]int{}
 	for _, id := range ids {
-		if err := s.step(ctx, id, now); err != nil && !errs.Is(err, errs.NotFound) {
-			s.log.Warn("async: job", "job", id, "err", err)
+		if err := s.step(ctx, id, now, byStatus); err != nil && !errs.Is(err, errs.NotFound) {
+			s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "async: job", "job", id, "err", err)
 			if first == nil {
 				first = err
 			}
 		}
 	}
 	s.dropStalePins(ids)
+	if first == nil {
+		// A pass that stopped short would undercount: the last whole
+		// one stands.
+		s.mu.Lock()
+		s.byStatus = byStatus
+		s.mu.Unlock()
+	}
 	return first
 }
 
+// JobsByStatus returns how many live jobs each status had at the last
+// whole scheduler pass (jobs are kept a while after they end, so the
+// final statuses count those not yet expired).
+func (s *Service) JobsByStatus() map[Status]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Status]int, len(s.byStatus))
+	for k, v := range s.byStatus {
+		out[k] = v
+	}
+	return out
+}
+
 // step advances one job.
-func (s *Service) step(ctx context.Context, id string, now time.Time) error {
+func (s *Service) step(ctx context.Context, id string, now time.Time, byStatus map[Status]int) error {
 	j, err := s.st.Job(ctx, id, now)
 	if err != nil {
 		return err
 	}
+	byStatus[j.Status]++
 	switch {
 	case j.Status.Final():
 		s.unpin(id)
@@ -115,7 +143,7 @@ func (s *Service) unlockJob(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.locks.Unlock(ctx, LockOp, id, s.node, nil); err != nil && !errs.Is(err, errs.Conflict) {
-		s.log.Warn("async: unlock job", "job", id, "err", err)
+		s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "async: unlock job", "job", id, "err", err)
 	}
 }
 

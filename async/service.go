@@ -59,10 +59,11 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 
-	mu      sync.Mutex
-	pins    map[string]func()                     // job ID → unpin, for the jobs this daemon runs
-	touched map[string]time.Time                  // job ID → when this daemon last refreshed its records
-	waiters map[string]map[chan struct{}]struct{} // agent key → wake channels
+	mu       sync.Mutex
+	pins     map[string]func()                     // job ID → unpin, for the jobs this daemon runs
+	touched  map[string]time.Time                  // job ID → when this daemon last refreshed its records
+	waiters  map[string]map[chan struct{}]struct{} // agent key → wake channels
+	byStatus map[Status]int                        // live jobs at the last whole pass (JobsByStatus)
 }
 
 // New returns a service; Close releases its pins (and its own lock manager).

@@ -24,6 +24,7 @@ import (
 	"netdisk/errs"
 	"netdisk/internal/crashpoint"
 	"netdisk/internal/pprofserve"
+	"netdisk/internal/redishealth"
 	"netdisk/internal/tick"
 	"netdisk/lock"
 	"netdisk/meta"
@@ -117,17 +118,19 @@ type Daemon struct {
 	local  *drive.Local
 	cache  io.Closer // the S3 read cache, nil without one
 	rdb    *redis.Client
+	watch  *redishealth.Watch // rdb's, nil without Redis
 	opts   Options
 	node   string // this process's name among the nodes (pins, leases)
 
 	// The background loops (GC, upload janitor, checksums, quota ledger)
 	// use the stores: Serve's end and Close stop them and wait for every
 	// one to return before the stores close.
-	mu      sync.Mutex
-	closed  bool
-	stopBG  []context.CancelFunc
-	bg      sync.WaitGroup
-	onEvent func(event string) // tests only: "start NAME", "exit NAME", "close"
+	mu          sync.Mutex
+	closed      bool
+	leasesTaken sync.Map // run-once jobs this process has held the lease of (lease.go)
+	stopBG      []context.CancelFunc
+	bg          sync.WaitGroup
+	onEvent     func(event string) // tests only: "start NAME", "exit NAME", "close"
 }
 
 func (d *Daemon) event(e string) {
@@ -191,7 +194,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		if ttl <= 0 {
 			ttl = DefaultLeaseTTL
 		}
-		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger}
+		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger, taken: &d.leasesTaken}
 		for i, j := range jobs {
 			switch j.name {
 			case "gc", "upload-janitor", "quota-flush", "web-sessions":
@@ -276,6 +279,18 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		closeCache()
 		return nil, err
 	}
+	var watch *redishealth.Watch
+	if rdb != nil {
+		// One line when Redis goes and one when it is back, whatever
+		// uses it (the users log their own failures as detail), and
+		// go-redis's own lines through slog. A Redis unreachable at start
+		// does not stop the daemon: it serves, answering 503 what needs
+		// Redis, until Redis answers (a Redis that starts after the
+		// daemon, or restarts, is an outage like any other).
+		watch = redishealth.New(rdb.Options().Addr, o.Logger, o.Now)
+		watch.Attach(rdb)
+		watch.Check(ctx, rdb)
+	}
 	node := nodeName()
 	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}
 	if o.Meta != "" {
@@ -314,8 +329,9 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		if rdb == nil {
 			return fail(fmt.Errorf("quota: %w", err))
 		}
-		// Redis not reachable yet: uploads answer 503 until Run reconciles.
-		o.Logger.Warn("quota: cannot reconcile the Redis ledger now; uploads fail with 503 until it answers", "err", err)
+		// Redis not reachable yet (the Redis watch said so): uploads
+		// answer 503 until Run reconciles.
+		o.Logger.Debug("quota: cannot reconcile the Redis ledger now", "err", err)
 	}
 	// With Redis the locks live there too, so daemons sharing it share
 	// the queues; without, in process.
@@ -365,7 +381,9 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 			Help: "Chunks the read cache fetched from the shared chunk store (misses this node fetched itself).",
 		}, func() float64 { return float64(c.Fetches()) }))
 	}
-	return &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, local: l, cache: cache, rdb: rdb, opts: o, node: node}, nil
+	dm := &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, local: l, cache: cache, rdb: rdb, watch: watch, opts: o, node: node}
+	dm.registerMetrics(srv.Metrics().Registry())
+	return dm, nil
 }
 
 func closeRedis(rdb *redis.Client) {
@@ -418,6 +436,7 @@ func (d *Daemon) Close() error {
 	}
 	d.Locks.Close()
 	if d.rdb != nil {
+		d.watch.Detach()
 		d.rdb.Close()
 	}
 	return d.local.Close()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"netdisk/internal/redishealth"
 )
 
 // Run-once work. Nodes sharing a metadata store would otherwise all run the
@@ -38,6 +41,8 @@ type lease struct {
 	node string
 	ttl  time.Duration
 	log  *slog.Logger
+	// taken are the jobs whose lease this process has held (by name).
+	taken *sync.Map
 }
 
 // run calls job whenever this node holds the lease name, with a context
@@ -46,10 +51,14 @@ func (l lease) run(ctx context.Context, name string, job func(context.Context)) 
 	key := "netdisk:lease:" + name
 	tick := time.NewTicker(l.ttl / 3)
 	defer tick.Stop()
+	var edge redishealth.Edge // failures logged by their edges, not once a tick
 	for {
 		ok, err := l.rdb.SetNX(ctx, key, l.node, l.ttl).Result()
-		if err != nil && ctx.Err() == nil {
-			l.log.Warn("run-once job: cannot reach Redis for the lease", "job", name, "err", err)
+		switch {
+		case err == nil:
+			edge.OK(ctx, l.log, "run-once job: Redis answers for the lease again", "job", name)
+		case ctx.Err() == nil:
+			edge.Failed(ctx, l.log, slog.LevelWarn, "run-once job: cannot reach Redis for the lease", err, "job", name)
 		}
 		if ok {
 			l.hold(ctx, key, name, job, tick)
@@ -65,7 +74,13 @@ func (l lease) run(ctx context.Context, name string, job func(context.Context)) 
 // hold runs job while renewing the lease; it returns when the job returns,
 // the lease is lost or ctx ends, and gives the lease up.
 func (l lease) hold(ctx context.Context, key, name string, job func(context.Context), tick *time.Ticker) {
-	l.log.Info("run-once job: lease taken, running here", "job", name, "node", l.node)
+	// Told once per job: taken again after a Redis outage (which the
+	// Redis watch told) it is routine.
+	lvl := slog.LevelDebug
+	if _, again := l.taken.LoadOrStore(name, true); !again {
+		lvl = slog.LevelInfo
+	}
+	l.log.Log(ctx, lvl, "run-once job: lease taken, running here", "job", name, "node", l.node)
 	jctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -90,7 +105,7 @@ func (l lease) hold(ctx context.Context, key, name string, job func(context.Cont
 			if err != nil && !errors.Is(err, redis.Nil) {
 				// Not renewed: another node may take the lease once it
 				// lapses, so stop before it can.
-				l.log.Warn("run-once job: cannot renew the lease; stopping here", "job", name, "err", err)
+				l.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "run-once job: cannot renew the lease; stopping here", "job", name, "err", err)
 				return
 			}
 			if n == 0 {

@@ -10,6 +10,7 @@ import (
 	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/redishealth"
 	"netdisk/meta"
 )
 
@@ -132,7 +133,7 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err
 	if err != nil {
 		status = Status(err)
 		if status >= 500 {
-			h.Log.Error("webdav", "method", r.Method, "path", r.URL.Path, "err", err)
+			h.Log.Log(r.Context(), redishealth.Level(err, slog.LevelError), "webdav", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 		errs.SetErrorHeaders(w.Header(), status)
 		http.Error(w, errs.Message(err), status)

@@ -13,6 +13,7 @@ import (
 
 	"netdisk/errs"
 	"netdisk/internal/rediserr"
+	"netdisk/internal/redishealth"
 )
 
 // RedisTable is the Table shared by every node of a scaled-out deployment:
@@ -141,7 +142,7 @@ func (r *RedisTable) with(uid int64, fn func(m *Manager)) error {
 // the table fails closed on either.
 func (r *RedisTable) failed(op, name string, err error) error {
 	k := rediserr.Kind(err)
-	r.log.Warn("davlock: Redis failed; refusing lock operations and writes", "op", op, "kind", k, "err", err)
+	r.log.Log(context.Background(), redishealth.Level(err, slog.LevelWarn), "davlock: Redis failed; refusing lock operations and writes", "op", op, "kind", k, "err", err)
 	return errs.E(op, k, name, fmt.Errorf("lock table unavailable: %w", err))
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"netdisk/internal/redishealth"
 )
 
 // Pinner keeps chunks alive between an upload storing a blob and its commit
@@ -122,7 +124,7 @@ func (p *SharedPins) Pin(ctx context.Context, k Key) {
 			return // the caller gave up: its work ends with ctx
 		}
 		if err != nil {
-			p.log.Warn("shared pins: Redis unavailable; pin kept on this node only", "chunk", k, "err", err)
+			p.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "shared pins: Redis unavailable; pin kept on this node only", "chunk", k, "err", err)
 			return
 		}
 		if n == 1 {
@@ -153,7 +155,7 @@ func (p *SharedPins) Unpin(ctx context.Context, k Key) {
 	if last {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		if err := p.rdb.HDel(rctx, pinKey(k), p.node).Err(); err != nil {
-			p.log.Warn("shared pins: cannot drop a pin; it lapses with its lease", "chunk", k, "err", err)
+			p.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "shared pins: cannot drop a pin; it lapses with its lease", "chunk", k, "err", err)
 		}
 		cancel()
 	}

@@ -118,10 +118,20 @@ func (d *Drive) yieldToUploads(ctx context.Context, deadline time.Time) error {
 // FillChecksums runs one pass over every file whose checksums are unknown and
 // returns how many it filled. A file whose chunk cannot be read is logged and
 // left for a later pass.
-func (d *Drive) FillChecksums(ctx context.Context) (int, error) {
+func (d *Drive) FillChecksums(ctx context.Context) (filled int, err error) {
 	d.sumMu.Lock()
 	defer d.sumMu.Unlock()
-	var filled int
+	p := &d.progress
+	p.sumRunning.Store(true)
+	defer func() {
+		p.sumRunning.Store(false)
+		if err == nil {
+			p.sumPasses.Add(1)
+		}
+		if filled > 0 {
+			p.sumLast.Store(d.now().UnixNano())
+		}
+	}()
 	var after int64
 	for {
 		ns, err := d.meta.PendingChecksums(ctx, after, 100)
@@ -138,11 +148,13 @@ func (d *Drive) FillChecksums(ctx context.Context) (int, error) {
 				return filled, ctx.Err()
 			}
 			if err != nil {
+				p.sumSkipped.Add(1)
 				d.log.Warn("checksums: file skipped until the next pass", "node", n.ID, "err", err)
 				continue
 			}
 			if ok {
 				filled++
+				p.sumFiles.Add(1)
 			}
 		}
 	}

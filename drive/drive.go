@@ -94,6 +94,7 @@ type Drive struct {
 	gcRuns atomic.Uint64 // GC passes done (see reclaim)
 
 	sumMu    sync.Mutex    // one checksum pass at a time (checksums.go)
+	progress progress      // the background work's counts, for metrics (progress.go)
 	sumKick  chan struct{} // wakes RunChecksums
 	recv     *receiving    // chunk bodies being received: the pass waits for them (checksums.go)
 	sumYield func()        // tests: called when the pass starts waiting for uploads

@@ -71,6 +71,23 @@ func (d *Drive) reclaim(ctx context.Context, runs uint64) {
 }
 
 func (d *Drive) gcLocked(ctx context.Context) (GCResult, error) {
+	p := &d.progress
+	p.gcRunning.Store(true)
+	defer p.gcRunning.Store(false)
+	res, err := d.collectLocked(ctx)
+	// What a pass collected counts even when it stopped on an error.
+	p.gcChunks.Add(int64(res.Chunks))
+	p.gcBytes.Add(res.Bytes)
+	p.gcOrphans.Add(int64(res.OrphanBlobs))
+	if err == nil {
+		p.gcRuns.Add(1)
+		p.gcLast.Store(d.now().UnixNano())
+	}
+	return res, err
+}
+
+// collectLocked is one GC pass (gcMu held).
+func (d *Drive) collectLocked(ctx context.Context) (GCResult, error) {
 	defer d.gcRuns.Add(1)
 	var res GCResult
 	seen := map[string]bool{}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"netdisk/internal/redishealth"
 	"netdisk/internal/tick"
 	"netdisk/internal/zero"
 )
@@ -49,7 +49,7 @@ type Manager struct {
 	subMu sync.RWMutex
 	subs  map[Node]map[*Subscription]struct{}
 
-	pullDown atomic.Bool // Pull is fetching uncoordinated (logged once)
+	pullEdge redishealth.Edge // Pull is fetching uncoordinated (logged by its edges)
 }
 
 // NewManager returns a manager watching c.State's events; Close stops it.
@@ -122,9 +122,13 @@ func (m *Manager) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = max(m.lim.Lease/4, 10*time.Millisecond)
 	}
+	var edge redishealth.Edge // failures logged by their edges, not once a tick
 	tick.Every(ctx, interval, func(ctx context.Context) {
-		if err := m.Expire(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn("lock: expiring leases", "err", err)
+		switch err := m.Expire(ctx); {
+		case err == nil:
+			edge.OK(ctx, m.log, "lock: leases expire again")
+		case ctx.Err() == nil:
+			edge.Failed(ctx, m.log, slog.LevelWarn, "lock: cannot expire leases", err)
 		}
 	})
 }
@@ -192,4 +196,19 @@ func (m *Manager) deliver(e Event) {
 		m.log.Warn("lock: subscriber too slow, cut off", "node", e.Node.String())
 		s.Close()
 	}
+}
+
+// waitCounter is a State that can count its waiters: every State of this
+// package is.
+type waitCounter interface {
+	Waiting(ctx context.Context) (int, error)
+}
+
+// Waiting returns how many nodes wait in the lock queues, all keys
+// together (for the metrics; 0 with a State that cannot count).
+func (m *Manager) Waiting(ctx context.Context) (int, error) {
+	if wc, ok := m.st.(waitCounter); ok {
+		return wc.Waiting(ctx)
+	}
+	return 0, nil
 }

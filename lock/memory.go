@@ -279,3 +279,14 @@ func (m *Memory) Watch(ctx context.Context, deliver func(Event)) (func(), error)
 		m.watchMu.Unlock()
 	}, nil
 }
+
+// Waiting counts the queued nodes: the queue slots the users hold.
+func (m *Memory) Waiting(context.Context) (int, error) {
+	m.usersMu.Lock()
+	defer m.usersMu.Unlock()
+	n := 0
+	for _, c := range m.users {
+		n += c
+	}
+	return n, nil
+}

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"netdisk/apitype"
@@ -153,16 +154,14 @@ func (m *Manager) leaveDetached(op, resource string, n Node) {
 
 // uncoordinated logs the first pull the lock service could not coordinate
 // since it last could.
+// (During a Redis outage the Redis watch's line says it: debug here.)
 func (m *Manager) uncoordinated(key string, err error) {
-	if m.pullDown.CompareAndSwap(false, true) {
-		m.log.Warn("lock: the lock service cannot coordinate pulls; fetching without it until it can", "key", key, "err", err)
-	}
+	m.pullEdge.Failed(context.Background(), m.log, slog.LevelWarn,
+		"lock: the lock service cannot coordinate pulls; fetching without it until it can", err, "key", key)
 }
 
 func (m *Manager) coordinated() {
-	if m.pullDown.CompareAndSwap(true, false) {
-		m.log.Info("lock: the lock service coordinates pulls again")
-	}
+	m.pullEdge.OK(context.Background(), m.log, "lock: the lock service coordinates pulls again")
 }
 
 // Puller pulls resources of one scope as one node: Pull(ctx, name, …) is

@@ -286,3 +286,18 @@ func (r *Redis) Watch(ctx context.Context, deliver func(Event)) (func(), error) 
 	}()
 	return func() { ps.Close(); <-done }, nil
 }
+
+// Waiting counts the queued nodes: the queue slots the users hold (one
+// hash, so one call whatever the number of keys).
+func (r *Redis) Waiting(ctx context.Context) (int, error) {
+	vs, err := r.rdb.HVals(ctx, r.prefix+"users").Result()
+	if err != nil {
+		return 0, redisErr("lock.Waiting", err)
+	}
+	n := 0
+	for _, v := range vs {
+		c, _ := strconv.Atoi(v)
+		n += c
+	}
+	return n, nil
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"netdisk/internal/redishealth"
 )
 
 // Guard is how the daemon uses a Ledger. It adds three things the
@@ -53,6 +55,25 @@ type Guard struct {
 
 	clock     Clock
 	holdLease time.Duration
+
+	// The loops' failures are logged by their edges (redishealth.Edge),
+	// not once a second.
+	readyEdge, renewEdge, flushEdge, expireEdge redishealth.Edge
+
+	flushedAt    atomic.Int64 // unix ns of the last Flush whose scan succeeded; 0 before one
+	flushedTasks atomic.Int64 // tasks written to the database by this process's Flushes
+}
+
+// FlushStats tells how current the database's unfinished bytes are: when
+// this process last scanned the due tasks successfully (zero if it never
+// did: it does not run the flushes, or the ledger has been away since its
+// start) and how many tasks its flushes wrote. The time since the last
+// flush is the ledger's lag beyond the tasks' own delay.
+func (g *Guard) FlushStats() (last time.Time, tasks int64) {
+	if ns := g.flushedAt.Load(); ns != 0 {
+		last = time.Unix(0, ns)
+	}
+	return last, g.flushedTasks.Load()
 }
 
 // DefaultHoldLease is how long a hold outlives its node's last renewal:
@@ -123,7 +144,7 @@ func (g *Guard) MarkDirty(op string, err error) {
 	if err == nil {
 		return
 	}
-	g.log.Warn("quota: ledger update failed after the database commit; will reconcile", "op", op, "err", err)
+	g.log.Log(context.Background(), redishealth.Level(err, slog.LevelWarn), "quota: ledger update failed after the database commit; will reconcile", "op", op, "err", err)
 	g.dirty.Store(true)
 }
 
@@ -267,10 +288,11 @@ func (g *Guard) RenewHolds(ctx context.Context) {
 		ok, err := g.l.Renew(ctx, h.User, h.Upload, until)
 		if err != nil {
 			if ctx.Err() == nil {
-				g.log.Warn("quota: renew hold", "hold", h.Upload, "err", err)
+				g.renewEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot renew holds", err, "hold", h.Upload)
 			}
 			return // the ledger is away: the next round tries again
 		}
+		g.renewEdge.OK(ctx, g.log, "quota: holds renewed again")
 		if !ok {
 			g.hmu.Lock()
 			_, open := g.holds[h.Upload] // not ended meanwhile
@@ -292,26 +314,36 @@ func (g *Guard) RenewHolds(ctx context.Context) {
 // Heal reconciles when an update of this process failed (dirty) or the
 // ledger lost its state; false when the ledger is not usable yet.
 func (g *Guard) Heal(ctx context.Context) bool {
+	lost := false
 	if !g.dirty.Load() {
 		err := g.l.Ready(ctx)
 		if err == nil {
+			g.readyEdge.OK(ctx, g.log, "quota: ledger answers again")
 			return true
 		}
 		if !errors.Is(err, ErrStateLost) {
 			if ctx.Err() == nil {
-				g.log.Warn("quota: ledger", "err", err)
+				g.readyEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: ledger unavailable", err)
 			}
 			return false
 		}
 		g.log.Warn("quota: ledger state lost, reconciling")
+		lost = true
 	}
 	if err := g.Reconcile(ctx); err != nil {
 		if ctx.Err() == nil {
-			g.log.Warn("quota: reconcile", "err", err)
+			g.readyEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot reconcile", err)
 		}
 		return false
 	}
-	g.log.Info("quota: reconciled from the database")
+	g.readyEdge.OK(ctx, g.log, "quota: ledger answers again")
+	// After a lost state the news; after a failed update (Redis away for
+	// a moment, which the Redis watch told) routine.
+	lvl := slog.LevelDebug
+	if lost {
+		lvl = slog.LevelInfo
+	}
+	g.log.Log(ctx, lvl, "quota: reconciled from the database")
 	return true
 }
 
@@ -319,16 +351,25 @@ func (g *Guard) Heal(ctx context.Context) bool {
 // whose lease ended (their nodes died). A ledger that lost its state is
 // Heal's to repair (on every node): Flush only says so.
 func (g *Guard) Flush(ctx context.Context, now time.Time) {
-	if _, err := g.l.ScanDue(ctx, now); err != nil && ctx.Err() == nil {
+	n, err := g.l.ScanDue(ctx, now)
+	if err == nil {
+		g.flushedAt.Store(now.UnixNano())
+		g.flushedTasks.Add(int64(n))
+		g.flushEdge.OK(ctx, g.log, "quota: flushes run again")
+	}
+	if err != nil && ctx.Err() == nil {
 		if errors.Is(err, ErrStateLost) {
 			g.log.Debug("quota: flush waits for the ledger to be reconciled", "err", err)
 			return
 		}
-		g.log.Warn("quota: flush", "err", err)
+		g.flushEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot flush", err)
 	}
-	n, err := g.l.ExpireHolds(ctx, now)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStateLost) {
-		g.log.Warn("quota: expire holds", "err", err)
+	n, err = g.l.ExpireHolds(ctx, now)
+	switch {
+	case err == nil:
+		g.expireEdge.OK(ctx, g.log, "quota: holds expire again")
+	case ctx.Err() == nil && !errors.Is(err, ErrStateLost):
+		g.expireEdge.Failed(ctx, g.log, slog.LevelWarn, "quota: cannot expire holds", err)
 	}
 	if n > 0 {
 		g.log.Info("quota: released holds whose node stopped renewing them", "holds", n)

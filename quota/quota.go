@@ -104,6 +104,7 @@ import (
 	"time"
 
 	"netdisk/errs"
+	"netdisk/internal/redishealth"
 	"netdisk/internal/tick"
 )
 
@@ -376,7 +377,7 @@ func Run(ctx context.Context, l Ledger, truth Truth, clock Clock, every time.Dur
 			err = l.Reconcile(ctx, truth)
 		}
 		if err != nil && ctx.Err() == nil {
-			log.Warn("quota: scan", "err", err)
+			log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "quota: scan", "err", err)
 		}
 	})
 }

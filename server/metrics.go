@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -20,6 +21,11 @@ type Metrics struct {
 	bytesOut *prometheus.CounterVec
 	shed     *prometheus.CounterVec // connections closed by the limits (connlimit.go)
 	conns    atomic.Pointer[connLimiter]
+	// duration is every request's latency by surface and status class
+	// (its _count the requests so): bounded labels for dashboards, where
+	// requests counts each status and method.
+	duration *prometheus.HistogramVec
+	logins   *prometheus.CounterVec // failed logins by outcome
 }
 
 // NewMetrics registers the collectors on reg.
@@ -38,6 +44,16 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "netdisk_connections_shed_total", Help: "Connections closed by the connection limits: refused (every one busy) or evicted (idle, to make room).",
 		}, []string{"reason"}),
+	}
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "netdisk_http_request_duration_seconds", Help: "HTTP request latency, from the request's headers to the handler's end, by surface and status class (2xx, 4xx…).",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+	}, []string{"surface", "class"})
+	m.logins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "netdisk_login_failures_total", Help: "Failed logins: wrong name or password (password), or refused by the throttle without a check (throttled).",
+	}, []string{"reason"})
+	for _, r := range []string{"password", "throttled"} {
+		m.logins.WithLabelValues(r) // present at 0: an alert on its rate needs the series
 	}
 	conns := func(busy bool) func() float64 {
 		return func() float64 {
@@ -58,12 +74,23 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	busy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "netdisk_connections_busy", Help: "Connections the public listener holds that are in a request.",
 	}, conns(true))
-	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.shed, open, busy,
+	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.shed, open, busy, m.duration, m.logins,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *Metrics) connShed(reason string) { m.shed.WithLabelValues(reason).Inc() }
+
+// loginFailed counts a failed login; reason is "password" or "throttled".
+func (m *Metrics) loginFailed(reason string) { m.logins.WithLabelValues(reason).Inc() }
+
+// statusClass is the label of a status: "2xx", "4xx"…
+func statusClass(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code/100) + "xx"
+}
 
 // watchConns makes netdisk_connections_open count l's connections.
 func (m *Metrics) watchConns(l *connLimiter) { m.conns.Store(l) }
@@ -74,6 +101,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 func (m *Metrics) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		surface := routeLabel(r.URL.Path)
+		start := time.Now()
 		cw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
 		var cr *countingReader
 		if r.Body != nil && r.Body != http.NoBody {
@@ -93,6 +121,7 @@ func (m *Metrics) wrap(h http.Handler) http.Handler {
 				code = cw.failed
 			}
 			m.requests.WithLabelValues(surface, r.Method, strconv.Itoa(code)).Inc()
+			m.duration.WithLabelValues(surface, statusClass(code)).Observe(time.Since(start).Seconds())
 			m.bytesOut.WithLabelValues(surface).Add(float64(cw.n))
 			if cr != nil {
 				m.bytesIn.WithLabelValues(surface).Add(float64(cr.n))

@@ -108,7 +108,7 @@ func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 	if w := send(proxy, "203.0.113.6", "", "/api/v1/quota", "alice", "pw-alice"); w.Code != 200 {
 		t.Fatalf("another client through the same proxy: %d, want 200", w.Code)
 	}
-	if !strings.Contains(logs.String(), "ip=203.0.113.5") {
+	if !strings.Contains(logs.String(), `msg="auth failed" user=alice addr=203.0.113.5`) {
 		t.Fatalf("the log does not name the client behind the proxy:\n%s", logs.String())
 	}
 
@@ -122,7 +122,7 @@ func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 	if w := send(other, "192.0.2.200", "", "/api/v1/quota", "alice", "pw-alice"); w.Code != 429 {
 		t.Fatalf("the untrusted peer claiming another address: %d, want 429", w.Code)
 	}
-	if strings.Contains(logs.String(), "ip=192.0.2.") || !strings.Contains(logs.String(), "ip="+other) {
+	if strings.Contains(logs.String(), "addr=192.0.2.") || !strings.Contains(logs.String(), `msg="auth failed" user=alice addr=`+other) {
 		t.Fatalf("the log believed an untrusted X-Forwarded-For:\n%s", logs.String())
 	}
 	if w := send("10.5.0.2", "", "", "/api/v1/quota", "alice", "pw-alice"); w.Code != 200 {

@@ -289,7 +289,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 	throttled := func(wait time.Duration) {
 		secs := int64((max(wait, time.Second) + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		s.log.Info("auth throttled", "user", name, "ip", ip, "retry_after_s", secs)
+		s.metrics.loginFailed("throttled")
+		s.log.Info("auth throttled", "user", name, "addr", ip, "retry_after_s", secs)
 		deny(w, r, errs.Errorf(op, errs.Throttled, "too many failed logins: retry later"))
 	}
 	wait, ok, addrLocked := s.logins.admit(name, ip, known)
@@ -304,7 +305,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 		return u, "", true
 	case errs.Is(err, errs.Unauthenticated):
 		s.logins.done(name, ip, true, false)
-		s.log.Info("auth failed", "user", name, "ip", ip)
+		// One line with the name and the client's address (the proxy's
+		// forwarded one when trusted), for fail2ban-style tools.
+		s.metrics.loginFailed("password")
+		s.log.Info("auth failed", "user", name, "addr", ip)
 		if addrLocked {
 			// As the refusals of unknown names from this address are.
 			throttled(s.logins.retryAfter(name, ip, known))
@@ -350,13 +354,21 @@ func clientIP(r *http.Request) string {
 	return host
 }
 
-// routeLabel keeps metric label cardinality bounded.
+// routeLabel is a request's surface, a fixed set (never the path: label
+// cardinality stays bounded): dav, api, web (the page and its files),
+// metrics, healthz, other.
 func routeLabel(p string) string {
 	switch {
-	case strings.HasPrefix(p, "/dav"):
+	case p == "/dav" || strings.HasPrefix(p, "/dav/"):
 		return "dav"
 	case strings.HasPrefix(p, "/api/"):
 		return "api"
+	case p == "/metrics":
+		return "metrics"
+	case p == "/healthz":
+		return "healthz"
+	case p == "/" || strings.HasPrefix(p, "/web/") || strings.HasPrefix(p, "/static/"):
+		return "web"
 	}
 	return "other"
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"netdisk/internal/redishealth"
 )
 
 // sharedFailures keeps the login throttle's failure counts in Redis for nodes
@@ -17,8 +19,9 @@ import (
 // node's counters before deciding, done records the outcome in Redis too.
 // When Redis does not answer, each node throttles on its own counts.
 type sharedFailures struct {
-	rdb *redis.Client
-	log *slog.Logger
+	rdb  *redis.Client
+	log  *slog.Logger
+	edge redishealth.Edge // Redis failures logged by their edges, not per login
 }
 
 func (s *sharedFailures) keys(account, addr string) []string {
@@ -41,9 +44,10 @@ func (s *sharedFailures) load(account, addr string) (n [3]int, last [3]int64, ok
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("login throttle: Redis unavailable; counting failures on this node only", "err", err)
+		s.edge.Failed(ctx, s.log, slog.LevelWarn, "login throttle: Redis unavailable; counting failures on this node only", err)
 		return n, last, false
 	}
+	s.edge.OK(ctx, s.log, "login throttle: counting failures in Redis again")
 	for i, c := range cmds {
 		vals := c.(*redis.SliceCmd).Val()
 		if len(vals) == 2 {
@@ -90,6 +94,6 @@ func (s *sharedFailures) record(account, addr string, success bool, now time.Tim
 	defer cancel()
 	ttl := (FailureWindow + LockMax).Milliseconds()
 	if err := recordScript.Run(ctx, s.rdb, s.keys(account, addr), outcome, now.UnixNano(), ttl).Err(); err != nil {
-		s.log.Warn("login throttle: cannot record the outcome in Redis", "err", err)
+		s.log.Log(ctx, redishealth.Level(err, slog.LevelWarn), "login throttle: cannot record the outcome in Redis", "err", err)
 	}
 }

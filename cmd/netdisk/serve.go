@@ -51,7 +51,12 @@ chunk directory under --data, no other service needed.
 On first start with an empty data directory it creates the user "admin", with
 the password from NETDISK_ADMIN_PASSWORD or a random one printed once. Once
 the data directory has users the variable is ignored (the log says so):
-change a password with 'netdisk admin user passwd NAME'.`,
+change a password with 'netdisk admin user passwd NAME'.
+
+With --redis, a Redis that does not answer at start does not stop the daemon:
+it logs so in one line and serves, answering 503 to what needs Redis (uploads,
+PUTs and copies, locks, async downloads) until Redis is back; an outage later
+is logged the same way, one line when Redis goes and one when it is back.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
@@ -165,7 +170,7 @@ change a password with 'netdisk admin user passwd NAME'.`,
 	f.StringVar(&instant, "instant-upload", "private", "when another user's content is an instant upload: private (once enough distinct users hold it that its existence is no secret; "+
 		"until then the answer is the one for unknown content), shared (whenever anyone holds it: reveals what others store), off (never; a user's own content always is)")
 	f.StringVar(&owners, "instant-upload-owners", "2-10", "private mode: each content's secret threshold of distinct owners is drawn once in this range MIN-MAX")
-	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, the locks and the async jobs, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks)")
+	f.StringVar(&o.Redis, "redis", "", "Redis URL for the quota ledger, the locks and the async jobs, e.g. redis://127.0.0.1:6379/0 (empty: embedded ledger, in-process locks); unreachable at start, the daemon serves and answers 503 what needs it until it answers")
 	f.StringVar(&o.Meta, "meta", "", "shared metadata store, postgres://USER:PASS@HOST/DB (empty: SQLite in --data); needs --redis")
 	f.StringVar(&o.Blobs, "blobs", "", "shared chunk store, s3://BUCKET[/PREFIX]?endpoint=HOST:PORT&region=R (empty: chunks in --data); credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile")
 	f.StringVar(&o.CacheDir, "cache-dir", "", "local read cache of --blobs chunks (default: --data/cache)")

@@ -139,3 +139,22 @@ func TestServeSaysAdminPasswordIgnored(t *testing.T) {
 		t.Fatalf("restart without NETDISK_ADMIN_PASSWORD said it was ignored:\n%s", d.Logs())
 	}
 }
+
+// serve --help says what a --redis that does not answer at start does: the
+// daemon starts and waits for it (the behaviour server's
+// TestRedisUnreachableAtStart checks on the real daemon).
+func TestServeHelpSaysRedisAtStart(t *testing.T) {
+	out, err := exec.Command(testutil.Binary(t), "serve", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("serve --help: %v\n%s", err, out)
+	}
+	help := strings.Join(strings.Fields(string(out)), " ")
+	for _, want := range []string{
+		"a Redis that does not answer at start does not stop the daemon",
+		"unreachable at start, the daemon serves and answers 503 what needs it until it answers",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("serve --help lacks %q:\n%s", want, out)
+		}
+	}
+}
