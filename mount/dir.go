@@ -71,7 +71,7 @@ func (d *dirNode) noteChild(name string, e *Entry) {
 }
 
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := lookupName(name); errno != 0 {
+	if errno := lookupName(d.path(), name); errno != 0 {
 		return nil, errno
 	}
 	if n := d.localChild(name); n != nil {
@@ -298,7 +298,7 @@ func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
 }
 
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := d.fsys.checkName(name); errno != 0 {
+	if errno := d.fsys.checkName(d.path(), name); errno != 0 {
 		return nil, errno
 	}
 	ctx, cancel := d.fsys.opCtx(ctx)
@@ -345,7 +345,7 @@ func (d *dirNode) touch() {
 // mode (the kernel has applied the umask) is stored with it unless it is
 // the default a new file shows anyway, which saves a call per file in cp -r.
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	if errno := d.fsys.checkName(name); errno != 0 {
+	if errno := d.fsys.checkName(d.path(), name); errno != 0 {
 		return nil, nil, 0, errno
 	}
 	n := &fileNode{fsys: d.fsys}
@@ -375,7 +375,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 			// to make the caller's retry (O_EXCL) fail with EEXIST.
 			rctx, cancel := d.fsys.opCtx(ctx)
 			if err := d.fsys.o.Backend.Remove(rctx, p); err != nil {
-				d.fsys.o.Logger.Warn("mount: removing a half-created file failed", "path", p, "err", err)
+				d.fsys.o.Logger.Warn("mount: removing a half-created file failed", "path", logName(p), "err", logErr(err))
 			}
 			cancel()
 		}
@@ -500,7 +500,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if !ok {
 		return syscall.EXDEV
 	}
-	if errno := d.fsys.checkName(newName); errno != 0 {
+	if errno := d.fsys.checkName(nd.path(), newName); errno != 0 {
 		return errno
 	}
 	if ch := d.GetChild(name); ch != nil && ch.IsDir() {

@@ -1,7 +1,10 @@
 package mount_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"netdisk/mount"
 	"netdisk/testutil"
@@ -125,5 +130,109 @@ func TestServerDownIsEIO(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("stat across a server restart did not return")
+	}
+}
+
+// TestPathTooLong: a path the drive cannot hold, over vpath.MaxPathLen
+// bytes (reachable through relative paths from a deep folder), gives
+// ENAMETOOLONG to create, mkdir, rename and lookup, with and without
+// write-back, before anything is staged or sent; and no log line of the
+// mount quotes such a path whole.
+func TestPathTooLong(t *testing.T) {
+	for _, wb := range []bool{false, true} {
+		t.Run(fmt.Sprintf("write-back=%v", wb), func(t *testing.T) {
+			logs := &testutil.SyncBuffer{}
+			stage := t.TempDir()
+			e := setup(t, func(o *mount.Options) {
+				o.Logger, o.WriteBack, o.StageDir = slog.New(slog.NewTextHandler(logs, nil)), wb, stage
+			})
+			root, err := syscall.Open(e.mnt, syscall.O_DIRECTORY|syscall.O_RDONLY, 0)
+			mustNil(t, err)
+			defer syscall.Close(root)
+			fd, err := syscall.Dup(root)
+			mustNil(t, err)
+			// 16 folders of 255-byte names: "/name/name…" is 16 × 256 =
+			// 4096 bytes, the longest path the drive holds.
+			name := strings.Repeat("d", 255)
+			for range 16 {
+				mustNil(t, syscall.Mkdirat(fd, name, 0o755))
+				next, err := syscall.Openat(fd, name, syscall.O_DIRECTORY|syscall.O_RDONLY, 0)
+				mustNil(t, err)
+				syscall.Close(fd)
+				fd = next
+			}
+			defer syscall.Close(fd)
+			fd2, err := syscall.Openat(root, "src", syscall.O_CREAT|syscall.O_WRONLY, 0o644)
+			mustNil(t, err)
+			syscall.Close(fd2)
+
+			want := func(op string, err error) {
+				t.Helper()
+				if !errors.Is(err, syscall.ENAMETOOLONG) {
+					t.Errorf("%s below a 4096-byte path: %v, want ENAMETOOLONG", op, err)
+				}
+			}
+			_, err = syscall.Openat(fd, "f", syscall.O_CREAT|syscall.O_WRONLY, 0o644)
+			want("create", err)
+			want("mkdir", syscall.Mkdirat(fd, "g", 0o755))
+			want("rename", syscall.Renameat(root, "src", fd, "f"))
+			var st unix.Stat_t
+			want("stat", unix.Fstatat(fd, "f", &st, 0))
+
+			mustNil(t, e.fsys.Sync(context.Background()))
+			if left, _ := filepath.Glob(filepath.Join(stage, "stage-*")); len(left) > 0 {
+				t.Errorf("refused creates left staged files: %v", left)
+			}
+			if _, err := e.c.Stat(context.Background(), "/src"); err != nil {
+				t.Errorf("the source of the refused rename: %v", err)
+			}
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if len(line) > 1024 {
+					t.Errorf("a log line of %d bytes: %.200s…", len(line), line)
+				}
+			}
+		})
+	}
+}
+
+// TestRecoveryDropsPathsTooLong: a file an earlier mount queued for a path
+// the drive cannot hold (as mounts did before refusing such paths) is
+// dropped by the next mount's recovery, with one bounded log line, instead
+// of failing every recovery after it and keeping its staging folder for
+// ever; the other files of that folder are uploaded.
+func TestRecoveryDropsPathsTooLong(t *testing.T) {
+	e := setup(t)
+	cacheDir := t.TempDir()
+	dead, err := mount.OpenStaging(cacheDir)
+	mustNil(t, err)
+	long := strings.Repeat("/"+strings.Repeat("d", 255), 16) + "/f"
+	for i, p := range []string{long, "/" + strings.Repeat("n", 256), "/ok"} {
+		note := fmt.Sprintf(`{"path":%q}`, p)
+		mustNil(t, os.WriteFile(filepath.Join(dead.Dir, fmt.Sprintf("stage-%d.wb", i)), []byte(note), 0o600))
+		mustNil(t, os.WriteFile(filepath.Join(dead.Dir, fmt.Sprintf("stage-%d", i)), []byte("data"), 0o600))
+	}
+	dead.Abandon()
+
+	logs := &testutil.SyncBuffer{}
+	next, err := mount.OpenStaging(cacheDir)
+	mustNil(t, err)
+	defer next.Close(slog.Default())
+	n, err := next.Recover(context.Background(), mount.NewHTTPBackend(e.c), slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil || n != 1 {
+		t.Fatalf("recovery: %d files, %v; want the one it can upload", n, err)
+	}
+	if !e.serverHas("/ok") {
+		t.Errorf("/ok was not uploaded")
+	}
+	if _, err := os.Stat(dead.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead mount's staging folder is still there: %v", err)
+	}
+	if c := strings.Count(logs.String(), "cannot hold its path"); c != 2 {
+		t.Errorf("%d lines about dropped files, want 2:\n%s", c, logs.String())
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if len(line) > 1024 {
+			t.Errorf("a log line of %d bytes: %.200s…", len(line), line)
+		}
 	}
 }

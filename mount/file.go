@@ -544,12 +544,12 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 		// answer, not a transient failure. The application gets EACCES; the
 		// caller drops the version rather than keep it for a retry that
 		// would land it later behind the lock holder's back.
-		n.fsys.o.Logger.Warn("mount: write refused by a WebDAV lock; the new version is discarded", "path", p)
+		n.fsys.o.Logger.Warn("mount: write refused by a WebDAV lock; the new version is discarded", "path", logName(p))
 		return Entry{}, Errno(err), false, true
 	}
 	if err != nil {
 		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
-			"path", p, "staged", stage.Name(), "err", err)
+			"path", logName(p), "staged", stage.Name(), "err", logErr(err))
 		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EDQUOT &&
 			errno != syscall.EFBIG && errno != syscall.EACCES {
 			return Entry{}, syscall.EIO, false, false
