@@ -17,15 +17,22 @@ import (
 
 // Errno is the one table from backend errors to errnos. An answer of the
 // server is translated by its kind, which its code names (client.KindOf),
-// never by its text; errs.go's comments list the same errnos. Anything that
-// is not an answer of the server (connection refused, timeout) is EIO: the
-// caller gets an error after the deadline instead of a hang.
+// never by its text; errs.go's comments list the same errnos. A server out
+// of reach (a refused or failed connection, or known lost: link.go) is
+// EHOSTDOWN, "Host is down", as Linux CIFS answers for a lost server: it
+// names the cause, where EIO reads as a broken disk and ENOTCONN as a
+// crashed mount. Anything else that is not an answer of the server (a
+// timeout) is EIO: the caller gets an error after the deadline instead of
+// a hang.
 func Errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
 	if errors.Is(err, context.Canceled) {
 		return syscall.EINTR
+	}
+	if unreachable(err) {
+		return syscall.EHOSTDOWN
 	}
 	// A transport failure carries the socket's errno (ECONNREFUSED…),
 	// which must not reach the caller as if the file had it.

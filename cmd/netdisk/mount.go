@@ -24,6 +24,10 @@ import (
 
 func init() { extraCommands = append(extraCommands, newMountCmd) }
 
+// redialGrace is how long a call waits for a server that refuses
+// connections before the mount counts it lost.
+const redialGrace = 5 * time.Second
+
 // envDaemonChild marks the detached child of `mount --daemon`; its fd 3 is a
 // pipe on which it reports "ok" or the error once the mount is (not) ready.
 const envDaemonChild = "NETDISK_MOUNT_CHILD"
@@ -56,6 +60,13 @@ background (much faster for many small files). fsync still returns only when
 the server has committed; this mount shows new files and content at once,
 other clients once the upload lands; an upload error is logged and retried at
 the next fsync, close or the unmount, which uploads everything still queued.
+
+When the server cannot be reached (refused for 5 s, or no route), the mount
+logs it once and stops waiting on it: stat, ls, reads of cached chunks and df
+answer from what it last saw, other calls fail at once with "Host is down"
+(EHOSTDOWN), and --write-back keeps taking files. It looks for the server
+again after 1 s, then at growing intervals up to 15 s, logs its return once
+and uploads what write-back kept.
 
 The password comes from --password-file, NETDISK_PASSWORD or a prompt on a
 terminal; --password works but shows in ps, and is warned about.
@@ -109,7 +120,7 @@ file is created 0600 and never followed through a symlink.`,
 	f.StringVar(&cacheDir, "cache-dir", defCache, "local chunk cache and staging directory")
 	f.StringVar(&cacheSize, "cache-size", "1GiB", "chunk cache size (LRU eviction beyond it)")
 	f.DurationVar(&ttl, "cache-ttl", time.Second, "how long names and attributes are trusted before asking the server again")
-	f.DurationVar(&timeout, "timeout", 30*time.Second, "per-operation timeout when the server does not answer")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "per-operation timeout when the server does not answer (a refused connection is retried up to 5s of it)")
 	f.IntVar(&prefetch, "prefetch", 4, "chunks read ahead of sequential reads")
 	f.BoolVar(&daemon, "daemon", false, "detach once mounted")
 	f.StringVar(&passwordFile, "password-file", "", "read the password from the first line of FILE")
@@ -164,7 +175,10 @@ func runMount(ctx context.Context, cf clientFlags, dir, cacheDir string, cacheSi
 	}
 	c := cf.client()
 	be := mount.NewHTTPBackend(c)
-	be.RedialFor = timeout
+	// A refused connection is most often a server restarting: a call
+	// waits that long for it, then the mount counts the server lost and
+	// stops waiting on every call (mount/link.go).
+	be.RedialFor = min(timeout, redialGrace)
 	if err := mount.Check(ctx, be); err != nil {
 		return fmt.Errorf("cannot reach %s as %q: %w", c.Server, c.User, err)
 	}
