@@ -20,7 +20,8 @@ package mount
 // What the user gives up for the speed: an error of a background upload
 // (quota, a WebDAV lock, the server down) no longer fails the close; it is
 // logged, the data stays staged, and the next fsync, close or the unmount
-// retries it. Other clients see a file once its upload has landed.
+// retries it (and, when the server could not be reached, its return:
+// link.go). Other clients see a file once its upload has landed.
 
 import (
 	"context"
