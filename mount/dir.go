@@ -71,7 +71,7 @@ func (d *dirNode) noteChild(name string, e *Entry) {
 }
 
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := lookupName(name); errno != 0 {
+	if errno := lookupName(d.path(), name); errno != 0 {
 		return nil, errno
 	}
 	if n := d.localChild(name); n != nil {
@@ -88,13 +88,17 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		defer cancel()
 		var err error
 		if e, err = d.fsys.o.Backend.Stat(ctx, joinPath(d.path(), name)); err != nil {
-			return nil, Errno(err)
+			if !offline(err) {
+				return nil, Errno(err)
+			}
+			// The server is out of reach: answer as last seen.
+			return d.lookupStale(name, Errno(err), out)
 		}
 		e.Name = name
 		at = d.fsys.o.Now()
 	}
 	ch := d.childInode(ctx, name, e, at, &out.Attr)
-	if n, ok := ch.Operations().(*dirNode); ok && !n.listingFresh() {
+	if n, ok := ch.Operations().(*dirNode); ok && !n.listingFresh() && !d.fsys.link.isDown() {
 		// Its nlink (2 + subdirectories) needs a listing: the kernel
 		// answers the stat that follows a lookup from the lookup's
 		// attributes, so they must be right here.
@@ -102,7 +106,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		// (A new inode is not in the tree yet: its path comes from here.)
 		_, errno := n.list(lctx, joinPath(d.path(), name))
 		cancel()
-		if errno != 0 {
+		if errno != 0 && errno != syscall.EHOSTDOWN { // lost meanwhile: nlink as known
 			return nil, errno
 		}
 		n.mu.Lock()
@@ -110,6 +114,36 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		n.mu.Unlock()
 	}
 	return ch, 0
+}
+
+// lookupStale answers a lookup from what the mount last saw while the server
+// is out of reach: the child node if it has one, else the folder's listing
+// however old (not in it: ENOENT); with neither, errno.
+func (d *dirNode) lookupStale(name string, errno syscall.Errno, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if ch := d.GetChild(name); ch != nil {
+		switch n := ch.Operations().(type) {
+		case *fileNode:
+			n.getattr(&out.Attr)
+			return ch, 0
+		case *dirNode:
+			n.mu.Lock()
+			n.fillLocked(&out.Attr)
+			n.mu.Unlock()
+			return ch, 0
+		}
+	}
+	d.mu.Lock()
+	listing := d.listing
+	e, found := listing[name]
+	at := d.listedAt
+	d.mu.Unlock()
+	if listing == nil {
+		return nil, errno
+	}
+	if !found {
+		return nil, syscall.ENOENT
+	}
+	return d.childInode(context.Background(), name, e, at, &out.Attr), 0
 }
 
 func (d *dirNode) listingFresh() bool {
@@ -193,17 +227,21 @@ func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOu
 	d.mu.Unlock()
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
+	// While the server is out of reach the attributes and listing last
+	// seen answer (EHOSTDOWN: see link.go).
 	if !fresh {
 		ne, err := d.fsys.o.Backend.Stat(ctx, d.path())
-		if err != nil {
+		if err != nil && !offline(err) {
 			return Errno(err)
 		}
-		d.mu.Lock()
-		d.setEntryLocked(ne, d.fsys.o.Now())
-		d.mu.Unlock()
+		if err == nil {
+			d.mu.Lock()
+			d.setEntryLocked(ne, d.fsys.o.Now())
+			d.mu.Unlock()
+		}
 	}
 	if !d.listingFresh() {
-		if _, errno := d.list(ctx, d.path()); errno != 0 {
+		if _, errno := d.list(ctx, d.path()); errno != 0 && errno != syscall.EHOSTDOWN {
 			return errno
 		}
 	}
@@ -251,6 +289,9 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
 	es, errno := d.list(ctx, d.path())
+	if errno == syscall.EHOSTDOWN {
+		es, errno = d.staleListing(errno)
+	}
 	if errno != 0 {
 		return nil, errno
 	}
@@ -263,6 +304,35 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		out = append(out, fuse.DirEntry{Name: e.Name, Mode: mode})
 	}
 	return fs.NewListDirStream(out), 0
+}
+
+// staleListing is the listing last seen, with the files created here since
+// (write-back), while the server is out of reach; with none, errno.
+func (d *dirNode) staleListing(errno syscall.Errno) ([]Entry, syscall.Errno) {
+	// The files' attributes first: a file's lock is taken before its
+	// folder's (uploadLocked), never after.
+	var local []Entry
+	for name, n := range d.localChildren() {
+		if n.isDeleted() {
+			continue
+		}
+		var a fuse.Attr
+		n.getattr(&a)
+		local = append(local, Entry{Name: name, Size: int64(a.Size), ModTime: a.ModTime(), Mode: a.Mode&0o7777 | ModeValid})
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.listing == nil {
+		return nil, errno
+	}
+	for _, e := range local {
+		d.listing[e.Name] = e
+	}
+	es := make([]Entry, 0, len(d.listing))
+	for _, e := range d.listing {
+		es = append(es, e)
+	}
+	return es, 0
 }
 
 // list asks the server for the children of d, at path p, and keeps them as
@@ -298,7 +368,7 @@ func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
 }
 
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := d.fsys.checkName(name); errno != 0 {
+	if errno := d.fsys.checkName(d.path(), name); errno != 0 {
 		return nil, errno
 	}
 	ctx, cancel := d.fsys.opCtx(ctx)
@@ -345,7 +415,7 @@ func (d *dirNode) touch() {
 // mode (the kernel has applied the umask) is stored with it unless it is
 // the default a new file shows anyway, which saves a call per file in cp -r.
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	if errno := d.fsys.checkName(name); errno != 0 {
+	if errno := d.fsys.checkName(d.path(), name); errno != 0 {
 		return nil, nil, 0, errno
 	}
 	n := &fileNode{fsys: d.fsys}
@@ -375,7 +445,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 			// to make the caller's retry (O_EXCL) fail with EEXIST.
 			rctx, cancel := d.fsys.opCtx(ctx)
 			if err := d.fsys.o.Backend.Remove(rctx, p); err != nil {
-				d.fsys.o.Logger.Warn("mount: removing a half-created file failed", "path", p, "err", err)
+				d.fsys.o.Logger.Warn("mount: removing a half-created file failed", "path", logName(p), "err", logErr(err))
 			}
 			cancel()
 		}
@@ -500,7 +570,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if !ok {
 		return syscall.EXDEV
 	}
-	if errno := d.fsys.checkName(newName); errno != 0 {
+	if errno := d.fsys.checkName(nd.path(), newName); errno != 0 {
 		return errno
 	}
 	if ch := d.GetChild(name); ch != nil && ch.IsDir() {
@@ -600,6 +670,13 @@ func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
 	q, err := d.fsys.o.Backend.Quota(ctx)
+	d.fsys.quotaMu.Lock()
+	if err == nil {
+		d.fsys.lastQuota = &q
+	} else if offline(err) && d.fsys.lastQuota != nil {
+		q, err = *d.fsys.lastQuota, nil // as last seen, while the server is out of reach
+	}
+	d.fsys.quotaMu.Unlock()
 	if err != nil {
 		return Errno(err)
 	}

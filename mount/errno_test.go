@@ -1,9 +1,12 @@
 package mount_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"syscall"
@@ -90,5 +93,20 @@ func TestErrnoMatchesErrsComments(t *testing.T) {
 	}
 	if checked < 19 {
 		t.Fatalf("checked %d kinds", checked)
+	}
+}
+
+// TestErrnoUnreachable: a server out of reach (a refused connection, as the
+// client wraps it, or known lost) is EHOSTDOWN; a deadline with no such
+// cause stays EIO.
+func TestErrnoUnreachable(t *testing.T) {
+	refused := fmt.Errorf("server x unreachable: %w", &url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}})
+	for _, err := range []error{refused, mount.ErrOffline, fmt.Errorf("stat: %w", mount.ErrOffline)} {
+		if got := mount.Errno(err); got != syscall.EHOSTDOWN {
+			t.Errorf("Errno(%v) = %v, want EHOSTDOWN", err, got)
+		}
+	}
+	if got := mount.Errno(context.DeadlineExceeded); got != syscall.EIO {
+		t.Errorf("Errno(deadline) = %v, want EIO", got)
 	}
 }

@@ -45,6 +45,9 @@ type fileNode struct {
 	// was published does not overwrite it.
 	gen     uint64
 	changed time.Time // ctime: last chmod or rename seen here (writes move the mtime)
+	// cl is the chunk list a handle last loaded: it opens the file while the
+	// server is out of reach, if the entry still names its version.
+	cl *ChunkList
 }
 
 var (
@@ -202,10 +205,11 @@ func (n *fileNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrO
 		e, err := n.fsys.o.Backend.Stat(ctx, p)
 		cancel()
 		n.mu.Lock()
-		if err != nil {
+		if err != nil && !offline(err) {
 			return Errno(err)
 		}
-		if n.gen == gen && n.stage == nil {
+		// Out of reach, the attributes last seen answer (link.go).
+		if err == nil && n.gen == gen && n.stage == nil {
 			n.setEntryLocked(e)
 		}
 	}
@@ -544,14 +548,20 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 		// answer, not a transient failure. The application gets EACCES; the
 		// caller drops the version rather than keep it for a retry that
 		// would land it later behind the lock holder's back.
-		n.fsys.o.Logger.Warn("mount: write refused by a WebDAV lock; the new version is discarded", "path", p)
+		n.fsys.o.Logger.Warn("mount: write refused by a WebDAV lock; the new version is discarded", "path", logName(p))
 		return Entry{}, Errno(err), false, true
 	}
 	if err != nil {
-		n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
-			"path", p, "staged", stage.Name(), "err", err)
+		if offline(err) {
+			// Said once for all files by the link (link.go); the upload is
+			// tried again when the server is back.
+			n.fsys.o.Logger.Debug("mount: upload waits for the server", "path", logName(p))
+		} else {
+			n.fsys.o.Logger.Error("mount: upload failed; the data stays staged for retry",
+				"path", logName(p), "staged", stage.Name(), "err", logErr(err))
+		}
 		if errno := Errno(err); errno != syscall.EIO && errno != syscall.ENOSPC && errno != syscall.EDQUOT &&
-			errno != syscall.EFBIG && errno != syscall.EACCES {
+			errno != syscall.EFBIG && errno != syscall.EACCES && errno != syscall.EHOSTDOWN {
 			return Entry{}, syscall.EIO, false, false
 		} else {
 			return Entry{}, errno, false, false

@@ -46,6 +46,10 @@ type FS struct {
 	prefetch chan struct{} // bounds background fetches
 	wb       *writeBack    // nil without Options.WriteBack
 	bg       background    // fetches and releases no request waits for
+	link     *link         // Options.Backend as given, behind the reachability check
+
+	quotaMu   sync.Mutex
+	lastQuota *Quota // what df showed last: its answer while the server is lost
 }
 
 // background owns the goroutines the filesystem starts beyond a request
@@ -106,12 +110,23 @@ func New(o Options) (*FS, error) {
 	if err := os.MkdirAll(o.StageDir, 0o700); err != nil {
 		return nil, err
 	}
-	f := &FS{o: o, prefetch: make(chan struct{}, max(o.Prefetch, 1))}
+	f := &FS{prefetch: make(chan struct{}, max(o.Prefetch, 1))}
 	f.bg.ctx, f.bg.stop = context.WithCancel(context.Background())
+	f.link = &link{inner: o.Backend, now: o.Now, log: o.Logger, bg: &f.bg, onUp: f.backOnline}
+	o.Backend = f.link
+	f.o = o
 	if o.WriteBack {
 		f.wb = newWriteBack(f, o.WriteBackFiles)
 	}
 	return f, nil
+}
+
+// backOnline runs when the server answers again after it was lost: what
+// write-back kept for it goes up now.
+func (f *FS) backOnline() {
+	if f.wb != nil {
+		f.wb.requeueWaiting()
+	}
 }
 
 // Sync waits until every file closed so far has been uploaded (or its

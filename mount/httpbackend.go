@@ -3,11 +3,13 @@ package mount
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"netdisk/apitype"
@@ -27,12 +29,19 @@ type HTTPBackend struct {
 	C *client.Client
 	// RedialFor is how long a request whose connection cannot be made
 	// (server restarting, refused, unreachable) is tried again, within its
-	// own deadline; 0 means 30 s. The mount sets it to --timeout.
+	// own deadline; 0 means 30 s. The mount sets it to at most 5 s: past
+	// it, the server counts as lost (link.go) and calls stop waiting.
 	RedialFor time.Duration
 
 	infoOnce  sync.Once
 	chunkSize int64
+	// dialFailed says the last request sent could not connect (link.go
+	// asks, for calls whose own error is their deadline).
+	dialFailed atomic.Bool
 }
+
+// LastDialFailed reports whether the last request sent could not connect.
+func (b *HTTPBackend) LastDialFailed() bool { return b.dialFailed.Load() }
 
 var _ Backend = (*HTTPBackend)(nil)
 
@@ -53,13 +62,17 @@ func NewHTTPBackend(c *client.Client) *HTTPBackend {
 // backoff, until its deadline or the backend's RedialFor: a refused
 // connection is a server restarting more often than one gone, and the
 // request never reached it, so any method may be sent again. The caller
-// then sees EIO after --timeout, not ECONNREFUSED at once.
+// then sees the dial's error (EHOSTDOWN, Errno) after RedialFor, not
+// ECONNREFUSED at once. A probe of a lost server (link.go) is sent once.
 type redial struct {
 	next http.RoundTripper
 	b    *HTTPBackend
 }
 
 func (r *redial) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Context().Value(noRedialKey{}) != nil {
+		return r.next.RoundTrip(req)
+	}
 	limit := r.b.RedialFor
 	if limit <= 0 {
 		limit = 30 * time.Second
@@ -67,12 +80,23 @@ func (r *redial) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(req.Context(), limit)
 	defer cancel()
 	wait := 50 * time.Millisecond
+	var lastDial error
 	for {
 		resp, err := r.next.RoundTrip(req)
 		var oe *net.OpError
-		if err == nil || !errors.As(err, &oe) || oe.Op != "dial" || (req.Body != nil && req.GetBody == nil) {
+		if err != nil && lastDial != nil && req.Context().Err() != nil {
+			// The deadline cut an attempt: the server never answered
+			// because it could not be reached, which is what to report.
+			return nil, fmt.Errorf("%w (%w)", lastDial, err)
+		}
+		isDial := err != nil && errors.As(err, &oe) && oe.Op == "dial"
+		if err == nil || isDial {
+			r.b.dialFailed.Store(isDial)
+		}
+		if !isDial || (req.Body != nil && req.GetBody == nil) {
 			return resp, err
 		}
+		lastDial = err
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

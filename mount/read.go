@@ -62,6 +62,16 @@ func (h *handle) load(ctx context.Context) syscall.Errno {
 	defer cancel()
 	p := h.n.path()
 	cl, err := h.n.fsys.o.Backend.ChunkList(ctx, p)
+	h.n.mu.Lock()
+	switch {
+	case err == nil:
+		h.n.cl = &cl
+	case offline(err) && h.n.cl != nil && h.n.cl.FileHash == h.n.entry.FileHash:
+		// The server is out of reach and the version last seen is the
+		// one last opened: its cached chunks can be read (link.go).
+		cl, err = *h.n.cl, nil
+	}
+	h.n.mu.Unlock()
 	if err != nil {
 		return Errno(err)
 	}

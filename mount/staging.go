@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"netdisk/vpath"
 )
 
 // noteSuffix names the note beside a staged file queued for write-back.
@@ -133,10 +135,13 @@ func recoverDir(ctx context.Context, dir string, be Backend, log *slog.Logger) (
 	notes, _ := filepath.Glob(filepath.Join(dir, "stage-*"+noteSuffix))
 	done := 0
 	for _, note := range notes {
-		if err := recoverOne(ctx, note, be, log); err != nil {
+		uploaded, err := recoverOne(ctx, note, be, log)
+		if err != nil {
 			return done, fmt.Errorf("recover %s: %w", note, err)
 		}
-		done++
+		if uploaded {
+			done++
+		}
 	}
 	// What has no note was not queued (a failed upload without write-back,
 	// a file still being written): kept, as before, for the user.
@@ -147,46 +152,60 @@ func recoverDir(ctx context.Context, dir string, be Backend, log *slog.Logger) (
 	return done, nil
 }
 
-func recoverOne(ctx context.Context, note string, be Backend, log *slog.Logger) error {
+// recoverOne uploads the file of one note; uploaded is false when there was
+// nothing to upload (or nothing that could ever be).
+func recoverOne(ctx context.Context, note string, be Backend, log *slog.Logger) (uploaded bool, err error) {
 	b, err := os.ReadFile(note)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var sn stageNote
 	if err := json.Unmarshal(b, &sn); err != nil || !strings.HasPrefix(sn.Path, "/") {
-		return fmt.Errorf("unreadable note %q", b)
+		return false, fmt.Errorf("unreadable note %q", logName(string(b)))
 	}
 	stage := strings.TrimSuffix(note, noteSuffix)
+	if _, err := vpath.Clean(sn.Path); err != nil {
+		// A path the drive cannot hold (too long, a name over 255 bytes), which
+		// a mount once let write-back queue: no upload of it can ever
+		// succeed, and kept it would fail every later mount's recovery.
+		var size int64
+		if st, err := os.Stat(stage); err == nil {
+			size = st.Size()
+		}
+		log.Warn("mount: dropped a file an earlier mount queued: the drive cannot hold its path", "path", logName(sn.Path), "size", size, "err", err)
+		os.Remove(stage)
+		return false, os.Remove(note)
+	}
 	f, err := os.Open(stage)
 	if errors.Is(err, fs.ErrNotExist) {
-		return os.Remove(note) // uploaded and dropped; the note's removal was cut short
+		return false, os.Remove(note) // uploaded and dropped; the note's removal was cut short
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return false, err
 	}
 	mtime := st.ModTime()
 	dst := sn.Path
 	if e, err := be.Stat(ctx, dst); err == nil && e.ModTime.After(mtime) {
 		dst = fmt.Sprintf("%s.recovered-%s", dst, mtime.UTC().Format("20060102T150405Z"))
 	} else if err != nil && Errno(err) != syscall.ENOENT {
-		return err
+		return false, err
 	}
 	attrs := Attrs{Mode: sn.Mode, ModTime: &mtime}
 	e, err := be.Upload(ctx, f, st.Size(), nil, dst, attrs)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !attrs.storedIn(e) {
 		if _, err := be.SetAttr(ctx, dst, attrs); err != nil {
-			return err
+			return false, err
 		}
 	}
-	log.Info("mount: uploaded a file write-back had queued when its mount ended", "path", dst, "size", st.Size(), "written", mtime.Format(time.RFC3339))
+	log.Info("mount: uploaded a file write-back had queued when its mount ended", "path", logName(dst), "size", st.Size(), "written", mtime.Format(time.RFC3339))
 	os.Remove(note)
-	return os.Remove(stage)
+	return true, os.Remove(stage)
 }

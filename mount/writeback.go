@@ -20,11 +20,13 @@ package mount
 // What the user gives up for the speed: an error of a background upload
 // (quota, a WebDAV lock, the server down) no longer fails the close; it is
 // logged, the data stays staged, and the next fsync, close or the unmount
-// retries it. Other clients see a file once its upload has landed.
+// retries it (and, when the server could not be reached, its return:
+// link.go). Other clients see a file once its upload has landed.
 
 import (
 	"context"
 	"sync"
+	"syscall"
 )
 
 // writeBackWorkers is how many closed files upload at once: enough to
@@ -47,13 +49,16 @@ type writeBack struct {
 	inflight int
 	closed   bool
 	wg       sync.WaitGroup
+	// waiting are files whose upload found the server out of reach: queued
+	// again when it answers (requeueWaiting).
+	waiting map[*fileNode]bool
 }
 
 func newWriteBack(f *FS, max int) *writeBack {
 	if max <= 0 {
 		max = defaultWriteBackFiles
 	}
-	w := &writeBack{fsys: f, max: max, queued: map[*fileNode]bool{}}
+	w := &writeBack{fsys: f, max: max, queued: map[*fileNode]bool{}, waiting: map[*fileNode]bool{}}
 	w.cond.L = &w.mu
 	for range writeBackWorkers {
 		w.wg.Add(1)
@@ -103,11 +108,33 @@ func (w *writeBack) work() {
 		w.inflight++
 		w.cond.Broadcast()
 		w.mu.Unlock()
-		n.writeBackNow()
+		errno := n.writeBackNow()
 		w.mu.Lock()
+		if errno == syscall.EHOSTDOWN {
+			w.waiting[n] = true
+		}
 		w.inflight--
 		w.cond.Broadcast()
 	}
+}
+
+// requeueWaiting queues again the files whose upload found the server out
+// of reach. It does not wait for room in the queue: it runs on the call
+// that found the server back, which may be a worker's.
+func (w *writeBack) requeueWaiting() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	for n := range w.waiting {
+		if !w.queued[n] {
+			w.queue = append(w.queue, n)
+			w.queued[n] = true
+		}
+	}
+	clear(w.waiting)
+	w.cond.Broadcast()
 }
 
 // sync waits until every file queued before or during the call has been
@@ -142,7 +169,7 @@ func (w *writeBack) close() {
 // writeBackNow is a worker's upload of n: what Flush and Release do without
 // write-back. A failure leaves the data staged (dirty) for the next fsync,
 // close or unmount; the upload logged it.
-func (n *fileNode) writeBackNow() {
+func (n *fileNode) writeBackNow() syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.waitIdleLocked()
@@ -155,10 +182,11 @@ func (n *fileNode) writeBackNow() {
 			n.mtime = &t
 		}
 	}
-	if n.flushLocked(context.Background()) != 0 {
-		return
+	if errno := n.flushLocked(context.Background()); errno != 0 {
+		return errno
 	}
 	if n.opens == 0 && n.stage != nil {
 		n.dropStage()
 	}
+	return 0
 }
