@@ -237,7 +237,7 @@ func (s *SQLStore) AddSessionChunk(ctx context.Context, id string, idx int64, c 
 // Received 0, touched at now. It returns the node, the growth of the
 // finished bytes and that of the metadata charge (a new file's entry,
 // charge.go; not checked against the total here: the drive reserved it in
-// the ledger before the merge, drive.ReserveEntries). A session
+// the ledger before the merge, drive.CommitSession). A session
 // that is missing or no longer open is ErrNoSession (NotFound): it expired
 // or was aborted meanwhile, and its reservation is gone. Tree errors are
 // CommitFile's.
