@@ -152,13 +152,9 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 	if err != nil {
 		return p, err
 	}
-	var chunkSize int64
-	if o.Checksum {
-		info, err := c.Info(ctx)
-		if err != nil {
-			return p, err
-		}
-		chunkSize = info.ChunkSize
+	chunkSize, err := c.checksumChunkSize(ctx, o.Checksum)
+	if err != nil {
+		return p, err
 	}
 	seen := map[string]bool{"": true}
 	// replace makes way for a local file where the remote has a directory,
@@ -379,13 +375,9 @@ func (c *Client) PlanPull(ctx context.Context, remote, local string, o SyncOptio
 			return p, err
 		}
 	}
-	var chunkSize int64
-	if o.Checksum {
-		info, err := c.Info(ctx)
-		if err != nil {
-			return p, err
-		}
-		chunkSize = info.ChunkSize
+	chunkSize, err := c.checksumChunkSize(ctx, o.Checksum)
+	if err != nil {
+		return p, err
 	}
 	rels := make([]string, 0, len(tree))
 	for rel := range tree {
@@ -473,4 +465,18 @@ func applyAttrs(name string, n apitype.Node) error {
 		return nil
 	}
 	return os.Chtimes(name, time.Time{}, n.MTime.Time)
+}
+
+// checksumChunkSize is the server's chunk size when a plan compares content
+// (the file hash is made of the chunks' MD5s, so a local file is hashed in
+// the server's chunks), 0 when it does not need it.
+func (c *Client) checksumChunkSize(ctx context.Context, checksum bool) (int64, error) {
+	if !checksum {
+		return 0, nil
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.ChunkSize, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/url"
@@ -126,7 +127,12 @@ func newPassword(cmd *cobra.Command, flagValue, name string) (string, error) {
 	if !stdinIsTerminal() {
 		return "", fmt.Errorf("no password for %q: use --password (stdin is not a terminal to ask on)", name)
 	}
-	w := cmd.ErrOrStderr()
+	return askNewPassword(cmd.ErrOrStderr(), name)
+}
+
+// askNewPassword asks for user name's new password twice on the terminal,
+// so a typo does not lock the user out.
+func askNewPassword(w io.Writer, name string) (string, error) {
 	p1, err := readSecret(w, fmt.Sprintf("New password for %s: ", name))
 	if err != nil {
 		return "", err

@@ -31,7 +31,7 @@ Admins set other users' passwords with netdisk admin user passwd NAME.`,
   NETDISK_PASSWORD=old NETDISK_NEW_PASSWORD=new netdisk passwd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := askNewPassword(cmd, newPass, cf.user)
+			pw, err := ownNewPassword(cmd, newPass, cf.user)
 			if err != nil {
 				return err
 			}
@@ -47,10 +47,10 @@ Admins set other users' passwords with netdisk admin user passwd NAME.`,
 	return cmd
 }
 
-// askNewPassword returns the new password of user from the flag or
+// ownNewPassword returns the new password of user from the flag or
 // NETDISK_NEW_PASSWORD, else asks twice on a terminal so a typo does not
 // lock the user out.
-func askNewPassword(cmd *cobra.Command, flagValue, user string) (string, error) {
+func ownNewPassword(cmd *cobra.Command, flagValue, user string) (string, error) {
 	if flagValue == "" {
 		flagValue = os.Getenv("NETDISK_NEW_PASSWORD")
 	}
@@ -60,20 +60,5 @@ func askNewPassword(cmd *cobra.Command, flagValue, user string) (string, error) 
 	if !stdinIsTerminal() {
 		return "", errors.New("no new password given: use --new-password, set NETDISK_NEW_PASSWORD, or run on a terminal to be asked")
 	}
-	w := cmd.ErrOrStderr()
-	p1, err := readSecret(w, fmt.Sprintf("New password for %s: ", user))
-	if err != nil {
-		return "", err
-	}
-	if p1 == "" {
-		return "", errors.New("empty password")
-	}
-	p2, err := readSecret(w, "Repeat it: ")
-	if err != nil {
-		return "", err
-	}
-	if p1 != p2 {
-		return "", errors.New("the passwords do not match")
-	}
-	return p1, nil
+	return askNewPassword(cmd.ErrOrStderr(), user)
 }
