@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,15 +66,7 @@ func TestRcloneRoundTrip(t *testing.T) {
 		got[filepath.ToSlash(rel)] = b
 		return err
 	})
-	var names, gotNames []string
-	for n := range tree {
-		names = append(names, n)
-	}
-	for n := range got {
-		gotNames = append(gotNames, n)
-	}
-	slices.Sort(names)
-	slices.Sort(gotNames)
+	names, gotNames := slices.Sorted(maps.Keys(tree)), slices.Sorted(maps.Keys(got))
 	if !slices.Equal(names, gotNames) {
 		t.Fatalf("tree after the round trip:\n%q\nwant\n%q", gotNames, names)
 	}

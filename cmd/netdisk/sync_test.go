@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -62,15 +63,7 @@ func remoteFiles(t *testing.T, c *client.Client, root string) map[string]apitype
 
 func sameNames(t *testing.T, what string, got map[string]apitype.Node, want map[string][]byte) {
 	t.Helper()
-	var g, w []string
-	for k := range got {
-		g = append(g, k)
-	}
-	for k := range want {
-		w = append(w, k)
-	}
-	slices.Sort(g)
-	slices.Sort(w)
+	g, w := slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))
 	if !slices.Equal(g, w) {
 		t.Fatalf("%s: remote files %v, want %v", what, g, w)
 	}
