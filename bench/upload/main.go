@@ -145,6 +145,9 @@ func (b *bench) do(user, method, path string, body []byte, out any) error {
 		return err
 	}
 	req.SetBasicAuth(user, "pw-"+user)
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json") // the API's POSTs are JSON (a form is refused)
+	}
 	b.sent.Add(int64(len(body)))
 	resp, err := b.client.Do(req)
 	if err != nil {
