@@ -41,11 +41,11 @@ func (d *Daemon) registerMetrics(reg *prometheus.Registry) {
 		gauge("netdisk_upload_sessions_open", "Upload sessions open (begun, neither merged, aborted nor expired); -1 when the database does not answer.", func() float64 {
 			ctx, cancel := scrapeCtx()
 			defer cancel()
-			s, err := d.Drive.OpenSessions(ctx)
+			n, err := d.Drive.CountOpenSessions(ctx)
 			if err != nil {
 				return -1
 			}
-			return float64(len(s))
+			return float64(n)
 		}),
 		gauge("netdisk_quota_flush_lag_seconds", "Time since the quota ledger last wrote its due tasks to the database (every second when healthy), on the node running the flushes: how far the database's unfinished bytes may trail the ledger beyond the tasks' own delay.", func() float64 {
 			last, _ := d.Quota.FlushStats()

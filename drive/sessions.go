@@ -154,6 +154,12 @@ func (d *Drive) releaseSession(ctx context.Context, uid int64, id string) {
 	d.quota.MarkDirty("Release", err)
 }
 
+// CountOpenSessions counts the open upload sessions without reading their
+// chunks.
+func (d *Drive) CountOpenSessions(ctx context.Context) (int64, error) {
+	return d.meta.CountOpenSessions(ctx)
+}
+
 // OpenSessions is the ledger's truth (quota.Truth): every open session with
 // its declared size and the chunks it holds.
 func (d *Drive) OpenSessions(ctx context.Context) ([]quota.Session, error) {

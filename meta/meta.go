@@ -294,6 +294,9 @@ type Sessions interface {
 	// OpenSessions returns every open session with the chunks it holds, by
 	// id (the quota ledger rebuilds its holds from them).
 	OpenSessions(ctx context.Context) ([]OpenSession, error)
+	// CountOpenSessions returns how many sessions are open, without
+	// reading their chunks (a gauge reads it at every scrape).
+	CountOpenSessions(ctx context.Context) (int64, error)
 	// PutChallenge stores ch for session id, replacing any challenge at the
 	// same index. A missing session is Other.
 	PutChallenge(ctx context.Context, id string, ch Challenge) error

@@ -379,6 +379,13 @@ func (s *SQLStore) OpenSessions(ctx context.Context) ([]OpenSession, error) {
 	return out, wrap(op, "", rows.Err())
 }
 
+// CountOpenSessions counts the open sessions (meta.Sessions).
+func (s *SQLStore) CountOpenSessions(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM upload_sessions WHERE state = 'open'`).Scan(&n)
+	return n, wrap("meta.CountOpenSessions", "", err)
+}
+
 // PutChallenge stores ch for session id, replacing any challenge at the same
 // index. A missing session is Other (a foreign key).
 func (s *SQLStore) PutChallenge(ctx context.Context, id string, ch Challenge) error {

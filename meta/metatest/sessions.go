@@ -135,6 +135,9 @@ func testSessionChunks(t *testing.T, e *env) {
 		fmt.Sprint(open[0].Held) != "[0 1]" || open[1].ID != "s2" || open[1].Received != 4 {
 		t.Fatalf("OpenSessions = %+v", open)
 	}
+	if n, err := e.s.CountOpenSessions(e.ctx); err != nil || n != 2 {
+		t.Fatalf("CountOpenSessions = %d %v, want 2", n, err)
+	}
 	// A user's own open sessions, newest first; a merged one is not open.
 	e.clock.Advance(time.Minute)
 	e.session(a, "s3", "/g", 4, "")
@@ -213,6 +216,9 @@ func testMergeSession(t *testing.T, e *env) {
 	}
 	if open, _ := e.s.OpenSessions(e.ctx); len(open) != 0 {
 		t.Fatalf("open after the merge %+v", open)
+	}
+	if n, err := e.s.CountOpenSessions(e.ctx); err != nil || n != 0 {
+		t.Fatalf("CountOpenSessions after the merge = %d %v, want 0", n, err)
 	}
 	// Replacing a file grows usage by the difference only.
 	e.session(a, "s2", "/d/f", 4, "")
