@@ -42,6 +42,9 @@ import (
 type FS struct {
 	D   *drive.Drive
 	UID int64
+	// Name is the user's name: a SEARCH scope may name the user's tree by it
+	// (/files/NAME/…, as the Nextcloud clients send).
+	Name string
 }
 
 var _ webdav.FileSystem = (*FS)(nil)

@@ -1,6 +1,7 @@
 package dav
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -28,6 +29,10 @@ type Handler struct {
 	// Locks is the drive's lock table (davlock): the one every surface's
 	// writes are checked against.
 	Locks davlock.Table
+
+	// SearchScan bounds the candidates one SEARCH evaluates; 0 means
+	// MaxSearchScan.
+	SearchScan int
 }
 
 // NewHandler returns a Handler for the drive.
@@ -45,7 +50,7 @@ func (h *Handler) lockSystem(uid int64) webdav.LockSystem { return confirmedLS{}
 // Serve answers one WebDAV request for user u.
 func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 	ProtectHeaders(w.Header()) // content.go: on every answer, errors and listings included
-	fs := &FS{D: h.D, UID: u.ID}
+	fs := &FS{D: h.D, UID: u.ID, Name: u.Name}
 	name, ok := strings.CutPrefix(r.URL.Path, h.Prefix)
 	if !ok {
 		http.Error(w, "not found", http.StatusNotFound)
@@ -89,7 +94,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 		// x/net/webdav answers POST like GET, bypassing serveFile's
 		// headers; WebDAV gives POST no meaning, and it is the one method
 		// besides GET a cross-site form can send.
-		w.Header().Set("Allow", "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK")
+		w.Header().Set("Allow", "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK, SEARCH")
 		http.Error(w, "POST is not a WebDAV method", http.StatusMethodNotAllowed)
 		return
 	default:
@@ -117,6 +122,8 @@ var verbs = map[string]func(h *Handler, w http.ResponseWriter, r *http.Request, 
 	"COPY":            (*Handler).copyMove,
 	"MOVE":            (*Handler).copyMove,
 	"MKCOL":           (*Handler).mkcol,
+	"SEARCH":          (*Handler).search,
+	"OPTIONS":         (*Handler).options,
 }
 
 func (h *Handler) webdav(fs *FS) *webdav.Handler {
@@ -147,6 +154,11 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err
 // Status maps an error kind to a WebDAV status: the API's (errs.HTTPStatus)
 // but where RFC 4918 asks otherwise.
 func Status(err error) int {
+	if errors.Is(err, errSearchUnsupported) {
+		// RFC 5323 §2.4: a well-formed query the server cannot answer
+		// (another grammar, a property it does not search on).
+		return http.StatusUnprocessableEntity
+	}
 	switch k := errs.KindOf(err); k {
 	case errs.IsDir, errs.Exists:
 		// A file method on a collection, or MKCOL on an existing

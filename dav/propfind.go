@@ -63,8 +63,7 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 			return 0, err
 		}
 	}
-	// Ask the lock table per entry only when the user holds any lock.
-	pw := &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.Locks.Count(fs.UID) > 0}
+	pw := h.newPropWriter(ctx, fs, req)
 	if pw.needDead() {
 		if len(more) == 0 {
 			ps, err := fs.D.NodeProps(ctx, self)
@@ -76,29 +75,52 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 			return 0, err
 		}
 	}
-	if pw.needQuota() {
-		q, err := fs.D.QuotaOf(ctx, fs.UID)
-		if err != nil {
-			return 0, err
-		}
-		pw.quota = &q
+	if err := pw.loadQuota(); err != nil {
+		return 0, err
 	}
+	pw.stream(w, []meta.Node{self}, more, nil)
+	return 0, nil
+}
+
+// newPropWriter returns the writer of req's properties for PROPFIND and
+// SEARCH answers.
+func (h *Handler) newPropWriter(ctx context.Context, fs *FS, req propfindReq) *propWriter {
+	// Ask the lock table per entry only when the user holds any lock.
+	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.Locks.Count(fs.UID) > 0}
+}
+
+// loadQuota reads the user's quota when a requested property needs it.
+func (p *propWriter) loadQuota() error {
+	if !p.needQuota() {
+		return nil
+	}
+	q, err := p.fs.D.QuotaOf(p.ctx, p.fs.UID)
+	if err != nil {
+		return err
+	}
+	p.quota = &q
+	return nil
+}
+
+// stream writes the 207 multistatus: a response for each node of first and
+// of more, then tail (responses already built), streamed as it is built.
+func (p *propWriter) stream(w http.ResponseWriter, first, more []meta.Node, tail []byte) {
 	hd := w.Header()
 	hd.Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(http.StatusMultiStatus)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:multistatus xmlns:D="DAV:">`)
-	pw.response(self)
-	bw.Write(pw.buf)
-	for _, n := range more {
-		pw.response(n)
-		if _, err := bw.Write(pw.buf); err != nil {
-			return 0, nil // the client went away; nothing more to say
+	for _, list := range [][]meta.Node{first, more} {
+		for _, n := range list {
+			p.response(n)
+			if _, err := bw.Write(p.buf); err != nil {
+				return // the client went away; nothing more to say
+			}
 		}
 	}
+	bw.Write(tail)
 	bw.WriteString("</D:multistatus>\n")
 	bw.Flush()
-	return 0, nil
 }
 
 // writeDAVError writes an RFC 4918 error body with one precondition element.
