@@ -45,7 +45,7 @@ export function fmtBytes(n) {
   return (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) + ' ' + u[i];
 }
 
-function fmtDate(s) {
+export function fmtDate(s) {
   const d = new Date(s);
   const now = new Date();
   const sameDay = d.toDateString() === now.toDateString();
@@ -316,7 +316,7 @@ function renderSelection() {
 
 function selectedNodes() { return state.entries.filter(e => state.selected.has(e.path)); }
 
-function open(n) {
+export function open(n) {
   if (n.isDir) return go(n.path);
   const t = typeOf(n.name, false);
   if (t === 'image' || t === 'text' || t === 'code') return preview(n, t);
