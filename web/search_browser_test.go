@@ -1,0 +1,110 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"netdisk/testutil"
+	"netdisk/web/browsertest"
+)
+
+// TestBrowserSearch types in the search box and sees the hits, newest
+// first with their folders, pages with "More results", opens a hit's
+// folder, searches by glob, shows a hostile name as text, and returns to
+// the folder with Esc and with the field's clear.
+func TestBrowserSearch(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Chromium(t))
+	d := testutil.StartDaemon(t)
+	shots := shooter{t: t, b: b, dir: os.Getenv("NETDISK_SCREENSHOTS")}
+	ctx := context.Background()
+	dav := func(method, path string, hdr map[string]string) {
+		t.Helper()
+		resp, err := d.Do(ctx, method, "/dav"+path, "admin", d.AdminPass, []byte("x"), hdr)
+		if err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %v %v", method, path, err, resp)
+		}
+		resp.Body.Close()
+	}
+	for _, dir := range []string{"/Work", "/Work/2024", "/Work/2024/Q3 reports", "/Photos"} {
+		dav("MKCOL", dir, nil)
+	}
+	base := time.Date(2024, 6, 1, 9, 0, 0, 0, time.UTC).Unix()
+	const n = 60 // more than a page (50)
+	for i := range n {
+		dav("PUT", fmt.Sprintf("/Work/2024/Q3%%20reports/report-%02d.pdf", i), map[string]string{"X-OC-Mtime": fmt.Sprint(base + int64(i)*3600)})
+	}
+	dav("PUT", "/Photos/report%20%3Cimg%20src=x%20onerror=alert(1)%3E.png", nil)
+	dav("PUT", "/Photos/beach.jpg", nil)
+	dav("PUT", "/notes.md", nil)
+
+	b.SignIn(t, d.URL, "admin", d.AdminPass)
+	var hits int
+	var first, folder string
+	b.Run(t, "type a term", 30*time.Second,
+		chromedp.WaitVisible(`tr[data-path="/notes.md"]`, chromedp.ByQuery),
+		chromedp.SendKeys("#search-q", "REPORT", chromedp.ByQuery),
+		chromedp.WaitVisible(`.hit[data-path="/Work/2024/Q3 reports/report-59.pdf"]`, chromedp.ByQuery),
+		chromedp.WaitNotVisible(`.table-wrap`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('#search-list .hit').length`, &hits),
+		chromedp.Evaluate(`document.querySelector('#search-list .hit').dataset.path`, &first),
+		chromedp.Text(`.hit[data-path="/Work/2024/Q3 reports/report-59.pdf"] .hit-dir`, &folder, chromedp.ByQuery),
+		chromedp.WaitVisible("#search-more", chromedp.ByQuery),
+	)
+	// The hostile name was uploaded last: newest first, it leads.
+	if hits != 50 || first != "/Photos/report <img src=x onerror=alert(1)>.png" || !strings.Contains(folder, "Work › 2024 › Q3 reports") {
+		t.Fatalf("first page: %d hits, first %q, folder %q", hits, first, folder)
+	}
+	var imgs int
+	b.Run(t, "a name is text", 10*time.Second, chromedp.Evaluate(`document.querySelectorAll('#search-list img').length`, &imgs))
+	if imgs != 0 {
+		t.Fatalf("a file name became %d img elements", imgs)
+	}
+	shots.both("search")
+	b.Run(t, "more results", 20*time.Second,
+		chromedp.Click("#search-more", chromedp.ByQuery),
+		chromedp.WaitVisible(`.hit[data-path="/Work/2024/Q3 reports/report-00.pdf"]`, chromedp.ByQuery),
+		chromedp.WaitNotVisible("#search-more", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('#search-list .hit').length`, &hits),
+	)
+	if hits != n+1 {
+		t.Fatalf("after More: %d hits, want %d", hits, n+1)
+	}
+	var current string
+	b.Run(t, "open a hit's folder", 20*time.Second,
+		chromedp.Click(`.hit[data-path="/Work/2024/Q3 reports/report-07.pdf"] .hit-dir`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-path="/Work/2024/Q3 reports/report-07.pdf"]`, chromedp.ByQuery),
+		chromedp.WaitNotVisible("#search-results", chromedp.ByQuery),
+		chromedp.Text(`#crumbs button[aria-current="page"]`, &current, chromedp.ByQuery),
+	)
+	if current != "Q3 reports" {
+		t.Fatalf("the hit's folder opened %q", current)
+	}
+	var value string
+	b.Run(t, "glob, then Esc", 20*time.Second,
+		chromedp.SendKeys("#search-q", "*.jpg", chromedp.ByQuery),
+		chromedp.WaitVisible(`.hit[data-path="/Photos/beach.jpg"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('#search-list .hit').length`, &hits),
+		chromedp.KeyEvent(kb.Escape),
+		chromedp.WaitNotVisible("#search-results", chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-path="/Work/2024/Q3 reports/report-07.pdf"]`, chromedp.ByQuery),
+		chromedp.Value("#search-q", &value, chromedp.ByQuery),
+	)
+	if hits != 1 || value != "" {
+		t.Fatalf("glob *.jpg: %d hits; field after Esc %q", hits, value)
+	}
+	b.Run(t, "nothing found, then clear", 20*time.Second,
+		chromedp.SendKeys("#search-q", "zzz", chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById('search-status').textContent.startsWith('Nothing')`, nil),
+		chromedp.SetValue("#search-q", "", chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('search-q').dispatchEvent(new Event('input')), true`, nil),
+		chromedp.WaitNotVisible("#search-results", chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-path="/Work/2024/Q3 reports/report-07.pdf"]`, chromedp.ByQuery),
+	)
+}
