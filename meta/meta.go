@@ -4,7 +4,7 @@
 // their chunks and challenges, the quota ledger's flush records, the web
 // page's sign-in sessions and the users' app passwords. Store is the
 // contract, split by role (Users, Tree, Props, Checksums, Chunks, Sessions,
-// QuotaRecords, WebSessions, AppTokens) so each caller depends on what it
+// QuotaRecords, WebSessions, AppTokens, NameSearch) so each caller depends on what it
 // uses; SQLStore implements it on a SQLite file or
 // on a PostgreSQL database shared by several nodes, the same methods on
 // either, and metatest is the conformance suite every implementation passes.
@@ -366,6 +366,7 @@ type Store interface {
 	QuotaRecords
 	WebSessions
 	AppTokens
+	NameSearch
 }
 
 func baseName(p string) string {

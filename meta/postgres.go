@@ -51,7 +51,7 @@ func OpenPostgres(ctx context.Context, url string, now func() time.Time) (*Postg
 	r.SetMaxIdleConns(16)
 	// Point queries keep their cancellation (detachPointReads false): each
 	// is a round trip to the server.
-	p := &Postgres{SQLStore: &SQLStore{w: w, r: r, now: now}}
+	p := &Postgres{SQLStore: &SQLStore{w: w, r: r, now: now, pgSearch: true}}
 	if err := p.migrate(ctx); err != nil {
 		p.Close()
 		return nil, err

@@ -49,6 +49,10 @@ type SQLStore struct {
 	// detachPointReads: the engine's point queries cannot block, so they
 	// run without ctx's cancellation (pointQuery). Only SQLite in WAL mode.
 	detachPointReads bool
+
+	// pgSearch: name search looks names up through PostgreSQL's trigram
+	// index with LIKE, not SQLite's full-text table (search.go).
+	pgSearch bool
 }
 
 // reader is the pool a short read on the write path (a PUT's look-up of
