@@ -2,8 +2,9 @@
 // drive core, for one authenticated user per request.
 //
 // It answers the verbs itself: GET/HEAD of a file, PUT, DELETE, PROPFIND,
-// PROPPATCH, COPY/MOVE, MKCOL, LOCK and UNLOCK, and the If header. Only
-// what it does not need to change (OPTIONS, GET of a folder) goes on to
+// PROPPATCH, COPY/MOVE, MKCOL, LOCK and UNLOCK, OPTIONS, SEARCH (RFC 5323
+// basicsearch, which x/net/webdav lacks), and the If header. Only what it
+// does not need to change (GET of a folder) goes on to
 // golang.org/x/net/webdav, over FS, a webdav.FileSystem bound to the user.
 // It answers them itself because x/net/webdav cannot do what the drive
 // needs: a file's GET is served with sendfile from the chunk store (not
