@@ -198,7 +198,13 @@ func runSearch(ctx context.Context, fs *FS, req searchReq, root meta.Node, scan 
 			q.Cursor = page.Next
 		}
 	}
-	sortHits(hits, req.order)
+	order := req.order
+	if len(order) == 0 && req.depth == 1 {
+		// A folder lists by name; a search answers newest first, as the
+		// index does at depth infinity.
+		order = []searchOrder{{prop: "getlastmodified", desc: true}}
+	}
+	sortHits(hits, order)
 	if len(hits) > req.limit {
 		truncated = truncated || req.capped
 		hits = hits[:req.limit]

@@ -260,6 +260,8 @@ func TestSearchWhere(t *testing.T) {
 			[]string{"/dav/docs/notes.txt", "/dav/docs/Report-2023.pdf"}},
 		{"depth 1", "/dav/docs", "1", "", byName,
 			[]string{"/dav/docs/notes.txt", "/dav/docs/Report-2023.pdf", "/dav/docs/reports/"}},
+		{"depth 1, newest first", "/dav/docs", "1", "", "",
+			[]string{"/dav/docs/notes.txt", "/dav/docs/Report-2023.pdf", "/dav/docs/reports/"}},
 		{"depth 0", "/dav/docs/notes.txt", "0", "", "", []string{"/dav/docs/notes.txt"}},
 		{"under a folder", "/dav/photos/", "", like("displayname", "%0%"), byName,
 			[]string{"/dav/photos/holiday%20100%25.png", "/dav/photos/IMG_0001.jpg", "/dav/photos/img_0002.JPG"}},
