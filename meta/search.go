@@ -95,7 +95,7 @@ func (s *SQLStore) SearchNames(ctx context.Context, uid int64, q NameQuery) ([]N
 	walk := func(budget int) (bool, error) {
 		for {
 			where, args := q.filters(uid, pos)
-			full, err := take(`SELECT `+nodeCols+` FROM nodes WHERE `+where+` ORDER BY mtime_ns DESC, id DESC LIMIT ?`, args, min(budget, 1000))
+			full, err := take(searchWalkSQL(where), args, min(budget, 1000))
 			if err != nil || !full || len(hits) > q.Limit {
 				return full, err
 			}
@@ -122,16 +122,13 @@ func (s *SQLStore) SearchNames(ctx context.Context, uid int64, q NameQuery) ([]N
 	} else if fq := ftsQuery(q.Pattern, q.Glob); fq == "" {
 		_, err = walk(math.MaxInt)
 	} else {
-		var full bool
-		full, err = walk(scanBudget)
+		full := true
+		if s.searchScan > 0 {
+			full, err = walk(s.searchScan)
+		}
 		for err == nil && full && len(hits) <= q.Limit {
-			// The candidates drive (CROSS JOIN keeps them the outer loop):
-			// walking the time index and probing each node against them
-			// would read every node of the user.
 			where, args := q.filters(uid, pos)
-			full, err = take(`SELECT `+nodeCols+` FROM node_names CROSS JOIN nodes ON id = docid
-				WHERE node_names MATCH ? AND `+where+` ORDER BY mtime_ns DESC, id DESC LIMIT ?`,
-				append([]any{fq}, args...), q.Limit+1-len(hits))
+			full, err = take(searchIndexSQL(where), append([]any{fq}, args...), q.Limit+1-len(hits))
 		}
 	}
 	if err != nil {
@@ -141,6 +138,22 @@ func (s *SQLStore) SearchNames(ctx context.Context, uid int64, q NameQuery) ([]N
 		return hits[:q.Limit], true, nil
 	}
 	return hits, false, nil
+}
+
+// searchWalkSQL reads the nodes matching where in the search's order,
+// newest first, by the time index.
+func searchWalkSQL(where string) string {
+	return `SELECT ` + nodeCols + ` FROM nodes WHERE ` + where + ` ORDER BY mtime_ns DESC, id DESC LIMIT ?`
+}
+
+// searchIndexSQL reads the nodes matching where whose names hold the
+// full-text query's grams, in the search's order. The candidates drive
+// (CROSS JOIN keeps them the outer loop) and are then sorted: walking the
+// time index and probing each node against them would read every node of
+// the user.
+func searchIndexSQL(where string) string {
+	return `SELECT ` + nodeCols + ` FROM node_names CROSS JOIN nodes ON id = docid
+		WHERE node_names MATCH ? AND ` + where + ` ORDER BY mtime_ns DESC, id DESC LIMIT ?`
 }
 
 // filters is the WHERE clause of q's node conditions after pos, on the

@@ -150,6 +150,7 @@ func Run(t *testing.T, open Open) {
 		{"InstantUploadLookups", testLookups},
 		{"QuotaFlushes", testQuotaFlushes},
 		{"Stats", testStats},
+		{"NameSearch", testNameSearch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })
