@@ -101,7 +101,7 @@ var layers = []deptest.Layer{
 		Pkgs: []string{"drive", "drive/drivetest"},
 		Rigs: []string{"drive/drivetest"}},
 	{Name: "protocol", May: []string{"leaf", "store", "drive"},
-		Pkgs: []string{"upload", "dav"}},
+		Pkgs: []string{"upload", "dav", "preview"}},
 	{Name: "surface", May: []string{"leaf", "store", "drive", "protocol"},
 		Pkgs: []string{"api", "web"}},
 	{Name: "server", May: []string{"leaf", "store", "drive", "protocol", "surface"},
