@@ -124,15 +124,16 @@ type Daemon struct {
 	Quota  *quota.Guard
 	Locks  *lock.Manager
 	Async  *async.Service
+	local  *drive.Local
+	cache  io.Closer // the S3 read cache, nil without one
+	rdb    *redis.Client
+	watch  *redishealth.Watch // rdb's, nil without Redis
+	opts   Options
+	node   string // this process's name among the nodes (pins, leases)
+
 	// Previews makes the thumbnails, kept in DataDir/thumbs: every node
 	// keeps its own (a thumbnail is derived and cheap to make again).
 	Previews *preview.Service
-	local    *drive.Local
-	cache    io.Closer // the S3 read cache, nil without one
-	rdb      *redis.Client
-	watch    *redishealth.Watch // rdb's, nil without Redis
-	opts     Options
-	node     string // this process's name among the nodes (pins, leases)
 
 	// The background loops (GC, upload janitor, checksums, quota ledger)
 	// use the stores: Serve's end and Close stop them and wait for every
