@@ -152,7 +152,7 @@ func TestBrowserGallery(t *testing.T) {
 	decoded := func(sel string) string {
 		var q []string
 		for _, p := range images {
-			q = append(q, fmt.Sprintf(`(() => { const i = document.querySelector('%s[data-path="%s"] .thumb img'); return i && i.complete && i.naturalWidth > 0 && !i.hidden; })()`, sel, p))
+			q = append(q, fmt.Sprintf(`(() => { const i = document.querySelector('%s[data-path="%s"] .thumb img'); return i && i.complete && i.naturalWidth > 0 && i.parentElement.classList.contains('has-img'); })()`, sel, p))
 		}
 		return strings.Join(q, " && ")
 	}
@@ -189,6 +189,7 @@ func TestBrowserGallery(t *testing.T) {
 	if natural != 256 {
 		t.Errorf("gallery thumbnail of sunset.jpg is %d px wide, want 256", natural)
 	}
+	b.Run(t, "clear the upload panel", 10*time.Second, chromedp.Click("#uploads-clear", chromedp.ByQuery), chromedp.WaitNotVisible("#uploads", chromedp.ByQuery))
 	shots.both("gallery")
 
 	b.Run(t, "a tile opens the preview", 20*time.Second,

@@ -24,8 +24,9 @@ export function thumbIcon(n, iconEl, size) {
   img.loading = 'lazy';
   img.decoding = 'async';
   img.alt = '';
-  img.hidden = true;
-  img.onload = () => { img.hidden = false; iconEl.remove(); box.classList.add('has-img'); };
+  // Laid over the icon, transparent until decoded: a hidden (display: none)
+  // image is never in view, so a lazy one would never load.
+  img.onload = () => { iconEl.remove(); box.classList.add('has-img'); };
   img.onerror = () => img.remove();
   img.src = thumbURL(n, size);
   box.appendChild(img);
