@@ -224,8 +224,15 @@ func scale(src image.Image, box int) *image.RGBA {
 		}
 	}
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	// BiLinear as a kernel widens with the reduction, so every source
-	// pixel counts (ApproxBiLinear samples and shimmers on photos).
+	// First the mean of blocks, down to at least twice the thumbnail's
+	// size (fast: reduce.go); then BiLinear, a kernel that widens with the
+	// reduction so every pixel counts (ApproxBiLinear samples and shimmers
+	// on photos).
+	if k := min(b.Dx()/(2*w), b.Dy()/(2*h)); k >= 2 {
+		if mid := reduce(src, k); mid != nil {
+			src, b = mid, mid.Bounds()
+		}
+	}
 	draw.BiLinear.Scale(dst, dst.Bounds(), src, b, draw.Src, nil)
 	return dst
 }

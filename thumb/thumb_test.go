@@ -392,3 +392,43 @@ func TestEXIFOrientation(t *testing.T) {
 		t.Errorf("a segment running past the buffer: %d", got)
 	}
 }
+
+// The block mean of every pixel type it takes is the mean of the block;
+// what it does not take is left to the kernel.
+func TestReduce(t *testing.T) {
+	rgba := image.NewRGBA(image.Rect(0, 0, 4, 2))
+	for i := range 4 {
+		rgba.SetRGBA(i, 0, color.RGBA{uint8(40 * i), 100, 0, 255})
+		rgba.SetRGBA(i, 1, color.RGBA{uint8(40 * i), 200, 0, 255})
+	}
+	nrgba := image.NewNRGBA(image.Rect(0, 0, 2, 2))
+	nrgba.SetNRGBA(0, 0, color.NRGBA{200, 0, 0, 255}) // the other three transparent
+	ycc := image.NewYCbCr(image.Rect(0, 0, 4, 4), image.YCbCrSubsampleRatio420)
+	for i := range ycc.Y {
+		ycc.Y[i] = 100
+	}
+	for i := range ycc.Cb {
+		ycc.Cb[i], ycc.Cr[i] = 128, 128
+	}
+	gray := image.NewGray(image.Rect(0, 0, 2, 2))
+	copy(gray.Pix, []byte{0, 100, 200, 100})
+	for _, tc := range []struct {
+		name string
+		src  image.Image
+		x, y int
+		want color.RGBA
+	}{
+		{"rgba", rgba, 1, 0, color.RGBA{100, 150, 0, 255}},
+		{"nrgba", nrgba, 0, 0, color.RGBA{50, 0, 0, 63}},
+		{"ycbcr", ycc, 1, 1, color.RGBA{100, 100, 100, 255}},
+		{"gray", gray, 0, 0, color.RGBA{100, 100, 100, 255}},
+	} {
+		out := reduce(tc.src, 2)
+		if out == nil || out.RGBAAt(tc.x, tc.y) != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, out.RGBAAt(tc.x, tc.y), tc.want)
+		}
+	}
+	if reduce(image.NewPaletted(image.Rect(0, 0, 8, 8), color.Palette{color.Black}), 2) != nil {
+		t.Error("a paletted image was reduced")
+	}
+}
