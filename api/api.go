@@ -20,6 +20,7 @@ import (
 	"netdisk/internal/redishealth"
 	"netdisk/lock"
 	"netdisk/meta"
+	"netdisk/preview"
 	"netdisk/upload"
 )
 
@@ -88,6 +89,8 @@ type API struct {
 	// as a failed sign-in, so a browser left signed in cannot be used to
 	// guess it), answering the request itself when it is refused.
 	VerifyPassword func(w http.ResponseWriter, r *http.Request, name, password string) bool
+	// Previews makes and keeps thumbnails (thumbs.go); nil answers them 503.
+	Previews *preview.Service
 }
 
 // New returns the API over a drive.
@@ -109,6 +112,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.lockRoutes()...)
 	rs = append(rs, a.asyncRoutes()...)
 	rs = append(rs, a.searchRoutes()...)
+	rs = append(rs, a.thumbRoutes()...)
 	for i := range rs {
 		rs[i].Handler = a.requireJSON(a.withLockTokens(rs[i].Handler))
 	}

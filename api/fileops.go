@@ -27,7 +27,7 @@ func (a *API) fsRoutes() []Route {
 // NodeOf converts a stored node.
 func NodeOf(n meta.Node) apitype.Node {
 	return apitype.Node{Path: n.Path, Name: n.Name(), IsDir: n.IsDir, Size: n.Size, Mode: n.Perm(),
-		MTime: apitype.Time{Time: n.ModTime.UTC()}, FileHash: n.FileHash}
+		MTime: apitype.Time{Time: n.ModTime.UTC()}, FileHash: n.FileHash, ID: n.ID}
 }
 
 func queryPath(r *http.Request) (string, error) {

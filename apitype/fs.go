@@ -14,6 +14,9 @@ type Node struct {
 	Mode     uint32 `json:"mode"`
 	MTime    Time   `json:"mtime"`
 	FileHash string `json:"fileHash"`
+	// ID is the node's stable id: the fileId of the Nextcloud preview
+	// shape (/index.php/core/preview?fileId=).
+	ID int64 `json:"id,omitempty"`
 }
 
 // Listing answers GET /api/v1/fs/list: the entries by name.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -28,8 +29,10 @@ import (
 	"netdisk/internal/tick"
 	"netdisk/lock"
 	"netdisk/meta"
+	"netdisk/preview"
 	"netdisk/quota"
 	"netdisk/server"
+	"netdisk/thumb"
 	"netdisk/upload"
 )
 
@@ -104,6 +107,12 @@ type Options struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
 	// X-Forwarded-Proto are believed (server.Config.TrustedProxies).
 	TrustedProxies []netip.Prefix
+	// Thumbs bound the thumbnails' making (zero fields: thumb's defaults,
+	// 40 MP, 64 MiB files, 256 MiB of pixels decoding at once);
+	// ThumbCacheSize bounds the node's thumbnail folder, DataDir/thumbs
+	// (0: preview.DefaultMaxBytes).
+	Thumbs         thumb.Limits
+	ThumbCacheSize int64
 }
 
 // Daemon is an opened data directory with everything wired.
@@ -121,6 +130,10 @@ type Daemon struct {
 	watch  *redishealth.Watch // rdb's, nil without Redis
 	opts   Options
 	node   string // this process's name among the nodes (pins, leases)
+
+	// Previews makes the thumbnails, kept in DataDir/thumbs: every node
+	// keeps its own (a thumbnail is derived and cheap to make again).
+	Previews *preview.Service
 
 	// The background loops (GC, upload janitor, checksums, quota ledger)
 	// use the stores: Serve's end and Close stop them and wait for every
@@ -369,8 +382,17 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 	}
 	// A deleted user's async downloads end with the account.
 	d.OnUserDeleted(as.PurgeOwner)
+	pv, err := preview.Open(preview.Config{Drive: d, Dir: filepath.Join(o.DataDir, "thumbs"), MaxBytes: o.ThumbCacheSize,
+		Limits: o.Thumbs, Now: o.Now, Log: o.Logger})
+	if err != nil {
+		as.Close()
+		closeCache()
+		cache = nil
+		locks.Close()
+		return fail(fmt.Errorf("thumbnails: %w", err))
+	}
 	sc := server.Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
-		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies}
+		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies, Previews: pv}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}
@@ -381,7 +403,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 			Help: "Chunks the read cache fetched from the shared chunk store (misses this node fetched itself).",
 		}, func() float64 { return float64(c.Fetches()) }))
 	}
-	dm := &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, local: l, cache: cache, rdb: rdb, watch: watch, opts: o, node: node}
+	dm := &Daemon{Drive: d, Meta: m, Upload: up, Server: srv, Quota: g, Locks: locks, Async: as, Previews: pv, local: l, cache: cache, rdb: rdb, watch: watch, opts: o, node: node}
 	dm.registerMetrics(srv.Metrics().Registry())
 	return dm, nil
 }
@@ -431,6 +453,7 @@ func (d *Daemon) Close() error {
 	d.stopBackground()
 	d.event("close")
 	d.Async.Close()
+	d.Previews.Close()
 	if d.cache != nil {
 		d.cache.Close() // its fetches take pull locks: before the lock service
 	}

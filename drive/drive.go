@@ -379,6 +379,12 @@ func (d *Drive) Stat(ctx context.Context, uid int64, p string) (meta.Node, error
 	return d.meta.Stat(ctx, uid, p)
 }
 
+// NodeByID returns user uid's node id; another user's id is NotFound, as
+// an unknown one (ids are guessable: they must reveal nothing).
+func (d *Drive) NodeByID(ctx context.Context, uid, id int64) (meta.Node, error) {
+	return d.meta.NodeByID(ctx, uid, id)
+}
+
 // List returns the children of directory p.
 func (d *Drive) List(ctx context.Context, uid int64, p string) ([]meta.Node, error) {
 	p, err := clean("drive.List", p)

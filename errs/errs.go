@@ -40,6 +40,7 @@ const (
 	NoSpace                     // the server's storage is full: 507 / ENOSPC (Quota is the user's limit)
 	Throttled                   // too many failed sign-ins, retry later: 429 (with Retry-After) / EIO
 	TooMany                     // a bound on waiters or queues is reached, retry later: 429 / EIO
+	Unsupported                 // content the operation cannot take (not an image, or one refused for a thumbnail): 415 / EIO
 )
 
 // StatusClientClosed is the status recorded for a request whose client went
@@ -50,7 +51,8 @@ const StatusClientClosed = 499
 var kindNames = [...]string{"other", "not found", "exists", "not a directory", "is a directory",
 	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
 	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch", "locked",
-	"precondition failed", "canceled", "no space left on the server", "too many attempts", "too many requests"}
+	"precondition failed", "canceled", "no space left on the server", "too many attempts", "too many requests",
+	"unsupported media"}
 
 // kindCodes are the machine-readable codes of the API's error bodies
 // ({"error": ..., "code": ...}, shared/API.md); clients decide on them, never
@@ -58,7 +60,8 @@ var kindNames = [...]string{"other", "not found", "exists", "not a directory", "
 var kindCodes = [...]string{"internal", "not_found", "exists", "not_a_directory", "is_a_directory",
 	"parent_missing", "invalid", "permission_denied", "quota_exceeded", "conflict",
 	"unauthenticated", "unavailable", "too_large", "not_empty", "hash_mismatch", "locked",
-	"precondition_failed", "canceled", "no_space", "throttled", "too_many_requests"}
+	"precondition_failed", "canceled", "no_space", "throttled", "too_many_requests",
+	"unsupported_media_type"}
 
 // Code returns the machine-readable code of err's kind.
 func Code(err error) string { return KindOf(err).Code() }

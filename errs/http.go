@@ -36,6 +36,8 @@ func HTTPStatus(k Kind) int {
 		return StatusClientClosed
 	case Throttled, TooMany:
 		return http.StatusTooManyRequests
+	case Unsupported:
+		return http.StatusUnsupportedMediaType
 	}
 	return http.StatusInternalServerError
 }

@@ -147,6 +147,9 @@ type Users interface {
 // Tree is each user's tree of directories and files.
 type Tree interface {
 	Stat(ctx context.Context, uid int64, path string) (Node, error)
+	// NodeByID returns user uid's node id (a stable file id clients
+	// name a file by); another user's id is NotFound, as a missing one.
+	NodeByID(ctx context.Context, uid, id int64) (Node, error)
 	// List returns the children of dir by name (NotDir for a file).
 	List(ctx context.Context, uid int64, dir string) ([]Node, error)
 	// ListDir returns the node at dir and, if it is a directory, its children.

@@ -40,6 +40,16 @@ func (s *SQLStore) Stat(ctx context.Context, uid int64, path string) (Node, erro
 	return stat(ctx, s.r, "meta.Stat", uid, path)
 }
 
+// NodeByID returns user uid's node id.
+func (s *SQLStore) NodeByID(ctx context.Context, uid, id int64) (Node, error) {
+	const op = "meta.NodeByID"
+	n, err := scanNode(s.r.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND id = ?`, uid, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Node{}, errs.Errorf(op, errs.NotFound, "no such file id")
+	}
+	return n, wrap(op, "", err)
+}
+
 // List returns the children of dir, by name.
 func (s *SQLStore) List(ctx context.Context, uid int64, dir string) ([]Node, error) {
 	const op = "meta.List"

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"netdisk/errs"
+	"netdisk/preview"
 )
 
 // Metrics are the daemon's Prometheus collectors.
@@ -191,3 +192,19 @@ func (c *countingWriter) Flush() {
 }
 
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// addPreviews exports the thumbnail counters: made, served from the
+// node's folder, and refused (not an image, damaged or over the limits).
+func (m *Metrics) addPreviews(c *preview.Counters) {
+	for _, x := range []struct {
+		name, help string
+		v          interface{ Load() int64 }
+	}{
+		{"netdisk_thumbnails_made_total", "Thumbnails made (decoded and kept).", &c.Made},
+		{"netdisk_thumbnails_cached_total", "Thumbnails served from the node's thumbnail folder.", &c.Cached},
+		{"netdisk_thumbnails_refused_total", "Thumbnail requests refused: not an image, damaged, or over the pixel or size limit.", &c.Refused},
+	} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: x.name, Help: x.help},
+			func() float64 { return float64(x.v.Load()) }))
+	}
+}

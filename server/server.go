@@ -26,6 +26,7 @@ import (
 	"netdisk/errs"
 	"netdisk/lock"
 	"netdisk/meta"
+	"netdisk/preview"
 	"netdisk/upload"
 	"netdisk/web"
 )
@@ -52,6 +53,9 @@ type Config struct {
 	// X-Forwarded-Proto are believed (proxy.go); from any other peer those
 	// headers are dropped.
 	TrustedProxies []netip.Prefix
+	// Previews makes and keeps thumbnails (/api/v1/thumb and the Nextcloud
+	// preview shape); nil answers them 503.
+	Previews *preview.Service
 }
 
 // Server is the HTTP side of the daemon.
@@ -93,6 +97,7 @@ func New(c Config) *Server {
 	s.api.Locks, s.api.StreamsDone, s.api.StreamRecheck = c.Locks, s.streamsDone, c.LockStreamRecheck
 	s.api.Async, s.api.AsyncRecheck = c.Async, c.AsyncRecheck
 	s.api.VerifyPassword = s.verifyPassword
+	s.api.Previews = c.Previews
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -118,6 +123,12 @@ func New(c Config) *Server {
 			continue
 		}
 		s.mux.HandleFunc(rt.Pattern, s.authed(rt.Admin, h, s.apiUnauthorized))
+	}
+	// The Nextcloud clients' preview shape, signed in as over WebDAV.
+	s.mux.HandleFunc("GET /index.php/core/preview", s.authed(false, s.api.NextcloudPreview, s.davUnauthorized))
+	s.mux.HandleFunc("GET /index.php/core/preview.png", s.authed(false, s.api.NextcloudPreviewFile, s.davUnauthorized))
+	if c.Previews != nil {
+		s.metrics.addPreviews(&c.Previews.Counters)
 	}
 	s.mountWeb()
 	s.mux.HandleFunc("/api/", s.apiNoRoute)

@@ -21,6 +21,7 @@ import (
 	"netdisk/lock"
 	"netdisk/quota"
 	"netdisk/server"
+	"netdisk/thumb"
 	"netdisk/upload"
 )
 
@@ -41,6 +42,10 @@ func newServeCmd() *cobra.Command {
 		instant     string
 		owners      string
 		trusted     string
+		thumbMP     float64
+		thumbInput  string
+		thumbMemory string
+		thumbCache  string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -133,6 +138,9 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 				}
 				o.AsyncTick = o.LockLease / 3
 			}
+			if err := thumbFlags(&o, thumbMP, thumbInput, thumbMemory, thumbCache); err != nil {
+				return err
+			}
 			if o.TrustedProxies, err = server.ParseTrustedProxies(trusted); err != nil {
 				return fmt.Errorf("--trusted-proxies: %w", err)
 			}
@@ -188,6 +196,10 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 	f.DurationVar(&o.AsyncRecheck, "async-recheck", 2*time.Second, "how often agents' work streams re-read their work")
 	_ = f.MarkHidden("async-recheck")
 	f.StringVar(&trusted, "trusted-proxies", "", "reverse proxies (CIDR or address, comma-separated) whose X-Forwarded-For and X-Forwarded-Proto are believed: the client's address for login throttling and logs, TLS for Secure cookies; from other peers those headers are ignored")
+	f.Float64Var(&thumbMP, "thumb-max-mp", thumb.DefaultMaxPixels/1e6, "thumbnails: largest image decoded, in megapixels; a bigger one (or a decompression bomb claiming one) is refused from its header, 415, before any pixel is decoded")
+	f.StringVar(&thumbInput, "thumb-max-input", "64MiB", "thumbnails: largest image file read")
+	f.StringVar(&thumbMemory, "thumb-memory", "256MiB", "thumbnails: most decoded pixels held by all decodes at once (requests beyond wait): bounds the RAM thumbnails take")
+	f.StringVar(&thumbCache, "thumb-cache-size", "512MiB", "thumbnails: most bytes the node's thumbnail folder (--data/thumbs) keeps; least recently used out first")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")
@@ -200,4 +212,23 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 	_ = f.MarkHidden("pprof")
 	_ = strings.TrimSpace
 	return cmd
+}
+
+// thumbFlags reads the thumbnail flags into o.
+func thumbFlags(o *daemon.Options, mp float64, input, memory, cache string) error {
+	if mp < 0.01 || mp > 1000 {
+		return fmt.Errorf("--thumb-max-mp %v: want between 0.01 and 1000 megapixels", mp)
+	}
+	o.Thumbs.MaxPixels = int64(mp * 1e6)
+	for _, f := range []struct {
+		name, v string
+		dst     *int64
+	}{{"--thumb-max-input", input, &o.Thumbs.MaxInput}, {"--thumb-memory", memory, &o.Thumbs.Memory}, {"--thumb-cache-size", cache, &o.ThumbCacheSize}} {
+		n, err := humanize.ParseBytes(f.v)
+		if err != nil || n < 1<<20 || n > 1<<40 {
+			return fmt.Errorf("%s %q: want a size between 1MiB and 1TiB", f.name, f.v)
+		}
+		*f.dst = int64(n)
+	}
+	return nil
 }

@@ -129,6 +129,7 @@ func Run(t *testing.T, open Open) {
 		{"WebSessions", testWebSessions},
 		{"AppTokens", testAppTokens},
 		{"TreeShape", testTreeShape},
+		{"NodeByID", testNodeByID},
 		{"CommitAndFinishedBytes", testCommit},
 		{"FolderTimes", testFolderTimes},
 		{"ReplacingHint", testReplacingHint},

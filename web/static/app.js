@@ -3,6 +3,7 @@
 // API (/api/v1/…) with the session cookie and the CSRF token; uploads run in
 // upload-worker.js.
 import { uploads } from './uploads.js';
+import { thumbIcon, renderGallery, setupGallery } from './gallery.js';
 
 const $ = (id) => document.getElementById(id);
 export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null };
@@ -263,7 +264,7 @@ function render() {
     tdn.className = 'c-name';
     const wrap = document.createElement('div');
     wrap.className = 'name';
-    wrap.appendChild(icon(typeOf(n.name, n.isDir)));
+    wrap.appendChild(thumbIcon(n, icon(typeOf(n.name, n.isDir)), 64));
     const a = document.createElement('a');
     a.href = n.isDir ? '#' + encodeURIComponent(n.path) : '/dav' + enc(n.path);
     a.textContent = n.name;
@@ -292,6 +293,7 @@ function render() {
   for (const b of document.querySelectorAll('.sort')) {
     if (b.dataset.sort === state.sort.key) b.dataset.dir = state.sort.dir; else delete b.dataset.dir;
   }
+  renderGallery(sorted());
   renderSelection();
 }
 
@@ -613,6 +615,7 @@ function wire() {
     const p = decodeURIComponent(location.hash.slice(1) || '/');
     if (state.user && p !== state.cwd) go(p);
   });
+  setupGallery({ state, open, icon, typeOf }, render);
   setupDrop();
   setupKeys();
   // Many files finishing together refresh the listing once.
