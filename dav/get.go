@@ -110,7 +110,7 @@ func (s *sendfileWriter) ReadFrom(src io.Reader) (int64, error) {
 		return 0, s.openErr
 	}
 	lr, ok := src.(*io.LimitedReader)
-	if !ok || lr.R != io.Reader(s.rd) {
+	if !ok || lr.R != io.Reader(s.rd) || s.rd.Node().IsSymlink() {
 		return io.Copy(struct{ io.Writer }{s.ResponseWriter}, failReader{src, s})
 	}
 	off, err := s.rd.Seek(0, io.SeekCurrent)
