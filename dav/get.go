@@ -22,7 +22,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 	n := rd.Node()
 	hd := w.Header()
 	hd.Set("ETag", ETag(n))
-	setContentHeaders(hd, n.Path)
+	setContentHeaders(hd, n)
 	hd.Set("Accept-Ranges", "bytes")
 	setOCChecksum(hd, n)
 	return 0, ServeReader(w, r, fs.D, rd, n.Path, n.ModTime, h.Log)
