@@ -18,6 +18,7 @@ func (a *API) fsRoutes() []Route {
 		{Pattern: "GET /api/v1/fs/list", Handler: a.fsList},
 		{Pattern: "GET /api/v1/fs/stat", Handler: a.fsStat},
 		{Pattern: "POST /api/v1/fs/mkdir", Handler: a.fsMkdir},
+		{Pattern: "POST /api/v1/fs/symlink", Handler: a.fsSymlink},
 		{Pattern: "POST /api/v1/fs/move", Handler: a.fsMove},
 		{Pattern: "POST /api/v1/fs/copy", Handler: a.fsCopy},
 		{Pattern: "DELETE /api/v1/fs", Handler: a.fsDelete},
@@ -27,7 +28,7 @@ func (a *API) fsRoutes() []Route {
 // NodeOf converts a stored node.
 func NodeOf(n meta.Node) apitype.Node {
 	return apitype.Node{Path: n.Path, Name: n.Name(), IsDir: n.IsDir, Size: n.Size, Mode: n.Perm(),
-		MTime: apitype.Time{Time: n.ModTime.UTC()}, FileHash: n.FileHash, ID: n.ID}
+		MTime: apitype.Time{Time: n.ModTime.UTC()}, FileHash: n.FileHash, ID: n.ID, Type: n.Kind().String(), Target: n.Target}
 }
 
 func queryPath(r *http.Request) (string, error) {
@@ -114,6 +115,20 @@ func (a *API) fsMkdir(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	a.writeNode(w, r, u, req.Path, status)
+}
+
+func (a *API) fsSymlink(w http.ResponseWriter, r *http.Request, u meta.User) {
+	var req apitype.SymlinkRequest
+	if err := ReadJSON(r, &req); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	n, err := a.D.Symlink(r.Context(), u.ID, req.Path, req.Target)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusCreated, NodeOf(n))
 }
 
 func (a *API) fsMove(w http.ResponseWriter, r *http.Request, u meta.User) {

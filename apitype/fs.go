@@ -4,8 +4,11 @@ import "time"
 
 // File operations (/api/v1/fs/…) and the user's quota.
 
-// Node is a file or directory. Mode is the permission bits (0644 and 0755
-// by default); MTime is UTC; FileHash is "" for directories.
+// Node is a file, directory or symbolic link. Mode is the permission bits
+// (0644 and 0755 by default, 0777 for a link); MTime is UTC; FileHash is ""
+// for directories and links. Type is "file", "dir" or "symlink"; a link's
+// Target is its target, an opaque string the server never follows, and its
+// Size the target's length.
 type Node struct {
 	Path     string `json:"path"`
 	Name     string `json:"name"`
@@ -17,6 +20,25 @@ type Node struct {
 	// ID is the node's stable id: the fileId of the Nextcloud preview
 	// shape (/index.php/core/preview?fileId=).
 	ID int64 `json:"id,omitempty"`
+	Type     string `json:"type"`
+	Target   string `json:"target,omitempty"`
+}
+
+// Node types (Node.Type).
+const (
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
+)
+
+// IsSymlink reports whether the node is a symbolic link.
+func (n Node) IsSymlink() bool { return n.Type == TypeSymlink }
+
+// SymlinkRequest is the body of POST /api/v1/fs/symlink: a link at Path
+// holding Target (1 to 4,096 bytes, stored as given).
+type SymlinkRequest struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
 }
 
 // Listing answers GET /api/v1/fs/list: the entries by name.

@@ -43,6 +43,13 @@ func (c *Client) MkdirMode(ctx context.Context, p string, mode uint32) (apitype.
 	return n, err
 }
 
+// Symlink creates a symbolic link at p holding target.
+func (c *Client) Symlink(ctx context.Context, p, target string) (apitype.Node, error) {
+	var n apitype.Node
+	err := c.JSON(ctx, http.MethodPost, "/api/v1/fs/symlink", nil, apitype.SymlinkRequest{Path: p, Target: target}, &n)
+	return n, err
+}
+
 // Remove deletes p; a non-empty directory needs recursive.
 func (c *Client) Remove(ctx context.Context, p string, recursive bool) error {
 	return c.JSON(ctx, http.MethodDelete, "/api/v1/fs", url.Values{"path": {p}, "recursive": {strconv.FormatBool(recursive)}}, nil, nil)

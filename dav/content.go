@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"netdisk/meta"
 )
 
 // User content never acts as the drive's page. A file opened at /dav/… in a
@@ -62,9 +64,10 @@ func Attachment(p string) string {
 	return "attachment"
 }
 
-// setContentHeaders sets the type and disposition of the file at p.
-func setContentHeaders(hd http.Header, p string) {
-	ct := ContentType(p)
+// setContentHeaders sets the type and disposition of file (or link) n.
+func setContentHeaders(hd http.Header, n meta.Node) {
+	p := n.Path
+	ct := NodeContentType(n)
 	hd.Set("Content-Type", ct)
 	if !Inline(ct) {
 		hd.Set("Content-Disposition", Attachment(p))

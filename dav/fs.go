@@ -21,6 +21,8 @@ package dav
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -168,6 +170,11 @@ func (i FileInfo) ETag(context.Context) (string, error) { return ETag(i.N), nil 
 
 // ETag returns the entity tag of a node, quoted.
 func ETag(n meta.Node) string {
+	if n.IsSymlink() {
+		// A link's content is its target, which never changes in place.
+		sum := md5.Sum([]byte(n.Target))
+		return `"l` + hex.EncodeToString(sum[:]) + `"`
+	}
 	if n.IsDir {
 		return `"d` + strconv.FormatInt(n.ID, 36) + "-" + strconv.FormatInt(n.ModTime.UnixNano(), 36) + `"`
 	}
@@ -175,7 +182,22 @@ func ETag(n meta.Node) string {
 }
 
 // ContentType guesses from the extension only: PROPFIND must never read content.
-func (i FileInfo) ContentType(context.Context) (string, error) { return ContentType(i.N.Path), nil }
+func (i FileInfo) ContentType(context.Context) (string, error) { return NodeContentType(i.N), nil }
+
+// SymlinkType is the media type a symbolic link is served with: the one
+// freedesktop.org's shared-mime-info gives links (GNOME's and KDE's file
+// managers know it), so a client that does not know the marker property
+// still sees the body is not the content of a file.
+const SymlinkType = "inode/symlink"
+
+// NodeContentType is n's media type: SymlinkType for a link, else by the
+// name's extension.
+func NodeContentType(n meta.Node) string {
+	if n.IsSymlink() {
+		return SymlinkType
+	}
+	return ContentType(n.Path)
+}
 
 // ContentType returns the MIME type for a file name by its extension.
 func ContentType(name string) string {
@@ -226,6 +248,9 @@ func (p props) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 			st.Props = append(st.Props, webdav.Property{XMLName: q.XMLName})
 		}
 	}
+	if protected := protectedPatch(order); protected != nil {
+		return protected, nil
+	}
 	var set, remove []meta.Prop
 	for _, n := range order {
 		if o := last[n]; o.remove {
@@ -249,6 +274,28 @@ func (p props) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 // the properties that asked for room, 424 Failed Dependency for the rest
 // (the patch is all or nothing), each with the reason. nil for any other
 // error.
+// protectedPatch refuses a PROPPATCH naming nd:symlink (a link's target is
+// set by creating the link, never by a property): 403 for it, 424 for the
+// rest, nothing applied (RFC 4918 §9.2); nil when the patch is free of it.
+func protectedPatch(names []xml.Name) []webdav.Propstat {
+	bad := webdav.Propstat{Status: http.StatusForbidden, XMLError: "<D:cannot-modify-protected-property/>"}
+	dep := webdav.Propstat{Status: http.StatusFailedDependency}
+	for _, n := range names {
+		if isNDSymlink(n) {
+			bad.Props = append(bad.Props, webdav.Property{XMLName: n})
+		} else {
+			dep.Props = append(dep.Props, webdav.Property{XMLName: n})
+		}
+	}
+	switch {
+	case len(bad.Props) == 0:
+		return nil
+	case len(dep.Props) == 0:
+		return []webdav.Propstat{bad}
+	}
+	return []webdav.Propstat{bad, dep}
+}
+
 func refusedPatch(err error, set, remove []meta.Prop) []webdav.Propstat {
 	switch errs.KindOf(err) {
 	case errs.TooLarge, errs.Quota, errs.NoSpace:

@@ -22,7 +22,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 	n := rd.Node()
 	hd := w.Header()
 	hd.Set("ETag", ETag(n))
-	setContentHeaders(hd, n.Path)
+	setContentHeaders(hd, n)
 	hd.Set("Accept-Ranges", "bytes")
 	setOCChecksum(hd, n)
 	return 0, ServeReader(w, r, fs.D, rd, n.Path, n.ModTime, h.Log)
@@ -110,7 +110,7 @@ func (s *sendfileWriter) ReadFrom(src io.Reader) (int64, error) {
 		return 0, s.openErr
 	}
 	lr, ok := src.(*io.LimitedReader)
-	if !ok || lr.R != io.Reader(s.rd) {
+	if !ok || lr.R != io.Reader(s.rd) || s.rd.Node().IsSymlink() {
 		return io.Copy(struct{ io.Writer }{s.ResponseWriter}, failReader{src, s})
 	}
 	off, err := s.rd.Seek(0, io.SeekCurrent)

@@ -222,7 +222,7 @@ func (p *propWriter) appendLive(b []byte, n meta.Node, l string) ([]byte, bool) 
 		return close(b), true
 	case "getcontenttype":
 		b = open(b)
-		b = appendEscaped(b, ContentType(n.Path))
+		b = appendEscaped(b, NodeContentType(n))
 		return close(b), true
 	case "displayname":
 		b = open(b)

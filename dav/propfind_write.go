@@ -4,6 +4,7 @@ package dav
 // (live and dead properties, hrefs, XML escaping) and streamed.
 
 import (
+	"bytes"
 	"encoding/xml"
 	"net/http"
 	"time"
@@ -40,6 +41,30 @@ func appendOCChecksums(b []byte, n meta.Node) ([]byte, bool) {
 	return append(b, "</checksum></checksums>"...), true
 }
 
+// nsND is netdisk's own namespace, for what no standard property says.
+const nsND = "urn:netdisk:dav"
+
+// isNDSymlink reports whether n is nd:symlink: present only on a symbolic
+// link, holding its target. A link is otherwise shown as a small file whose
+// body is the target (as rclone's --links keeps a link in a .rclonelink
+// file) with the type SymlinkType, so a client that knows neither still
+// copies, moves and deletes it as one entry.
+func isNDSymlink(n xml.Name) bool { return n.Space == nsND && n.Local == "symlink" }
+
+// appendNDSymlink appends nd:symlink of a link, or reports that n has none.
+// Characters XML cannot carry (control characters, invalid UTF-8) come out
+// as U+FFFD: the exact bytes are the body of a GET.
+func appendNDSymlink(b []byte, n meta.Node) ([]byte, bool) {
+	if !n.IsSymlink() {
+		return b, false
+	}
+	var buf bytes.Buffer
+	xml.EscapeText(&buf, []byte(n.Target)) // writes to a Buffer cannot fail
+	b = append(b, `<symlink xmlns="`+nsND+`">`...)
+	b = append(b, buf.Bytes()...)
+	return append(b, "</symlink>"...), true
+}
+
 func isLive(n xml.Name) bool {
 	if n.Space != nsDAV {
 		return false
@@ -74,6 +99,9 @@ func (p *propWriter) response(n meta.Node) {
 				b = append(b, "/>"...)
 			}
 		}
+		if n.IsSymlink() {
+			b = append(b, `<symlink xmlns="`+nsND+`"/>`...)
+		}
 		for _, d := range p.dead[n.ID] {
 			b = appendDeadStart(b, d, true)
 		}
@@ -83,6 +111,7 @@ func (p *propWriter) response(n meta.Node) {
 				b, _ = p.appendLive(b, n, l)
 			}
 		}
+		b, _ = appendNDSymlink(b, n)
 		for _, d := range p.dead[n.ID] {
 			if !isLive(xml.Name{Space: d.Space, Local: d.Local}) {
 				b = appendDead(b, d)
@@ -100,6 +129,8 @@ func (p *propWriter) response(n meta.Node) {
 				b, ok = p.appendLive(b, n, name.Local)
 			} else if isOCChecksums(name) {
 				b, ok = appendOCChecksums(b, n)
+			} else if isNDSymlink(name) {
+				b, ok = appendNDSymlink(b, n)
 			} else {
 				for _, d := range p.dead[n.ID] {
 					if d.Space == name.Space && d.Local == name.Local {

@@ -31,7 +31,9 @@ type Reader struct {
 	curPos int64 // position inside cur
 }
 
-// Open opens file p for reading.
+// Open opens file p for reading. A symbolic link reads as a small file
+// whose bytes are its target (what WebDAV, the API's downloads and a zip
+// hand out for it: a link is never followed by the server).
 func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) {
 	const op = "drive.Open"
 	n, err := d.Stat(ctx, uid, p)
@@ -40,6 +42,9 @@ func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) 
 	}
 	if n.IsDir {
 		return nil, errs.E(op, errs.IsDir, n.Path, nil)
+	}
+	if n.IsSymlink() {
+		return &Reader{d: d, ctx: ctx, node: n, curIdx: -1}, nil
 	}
 	cs, err := d.meta.FileChunks(ctx, n.ID)
 	if err != nil {
@@ -95,6 +100,7 @@ type Segment struct {
 
 // Segments maps the file range [off, off+n) to chunk ranges, so an HTTP layer
 // can send each straight from the chunk file (sendfile) without copying.
+// A link's bytes are in its node, not in chunks: it has no segments.
 func (r *Reader) Segments(off, n int64) []Segment {
 	var out []Segment
 	end := min(off+n, r.node.Size)
@@ -180,6 +186,11 @@ func (r *Reader) Take(seg Segment) io.ReadSeekCloser {
 func (r *Reader) Read(p []byte) (int, error) {
 	if r.off >= r.node.Size {
 		return 0, io.EOF
+	}
+	if r.node.IsSymlink() {
+		n := copy(p, r.node.Target[r.off:])
+		r.off += int64(n)
+		return n, nil
 	}
 	i := r.chunkAt(r.off)
 	if i >= len(r.chunks) {

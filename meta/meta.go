@@ -34,7 +34,7 @@ type User struct {
 	Created    time.Time
 }
 
-// Node is a file or directory in a user's tree.
+// Node is a file, directory or symbolic link in a user's tree (Kind).
 type Node struct {
 	ID       int64
 	UserID   int64
@@ -48,7 +48,54 @@ type Node struct {
 	// known: a WebDAV PUT records them at commit, other writes leave them to
 	// the drive's background pass. Never a guess.
 	MD5, SHA1 string
+	// Target is a symbolic link's target, "" for files and directories. It
+	// is an opaque string the store keeps and returns, never resolved: the
+	// client's kernel follows it, as on a local filesystem. A link is not
+	// a directory (IsDir false), has no chunks and no file hash, and its
+	// Size is len(Target), charged like a file of that size.
+	Target string
 }
+
+// NodeKind is what a node is.
+type NodeKind int
+
+const (
+	KindFile NodeKind = iota
+	KindDir
+	KindSymlink
+)
+
+// String names the kind as listings show it ("file", "dir", "symlink").
+func (k NodeKind) String() string {
+	switch k {
+	case KindDir:
+		return "dir"
+	case KindSymlink:
+		return "symlink"
+	}
+	return "file"
+}
+
+// Kind tells a file, a directory and a symbolic link apart.
+func (n Node) Kind() NodeKind {
+	switch {
+	case n.IsDir:
+		return KindDir
+	case n.Target != "":
+		return KindSymlink
+	}
+	return KindFile
+}
+
+// IsSymlink reports whether the node is a symbolic link.
+func (n Node) IsSymlink() bool { return !n.IsDir && n.Target != "" }
+
+// IsFile reports whether the node is a regular file: content in chunks.
+func (n Node) IsFile() bool { return !n.IsDir && n.Target == "" }
+
+// MaxSymlinkTarget is the longest target a link may hold, in bytes: Linux's
+// PATH_MAX, which no local filesystem exceeds either.
+const MaxSymlinkTarget = 4096
 
 // Name returns the last element of the node's path ("/" for the root).
 func (n Node) Name() string { return baseName(n.Path) }
@@ -181,6 +228,11 @@ type Tree interface {
 	// SetMode stores permission bits (≤ 0o7777, else Invalid); they are
 	// numbers for clients, never acted on by the server (meta/mode.go).
 	SetMode(ctx context.Context, uid int64, path string, perm uint32) error
+	// Symlink creates a symbolic link at path (whose parent exists) holding
+	// target, and sets the parent's modification time to mtime. A target
+	// that is empty, longer than MaxSymlinkTarget or holds a NUL byte is
+	// Invalid (TooLarge for the length); a name taken is Exists.
+	Symlink(ctx context.Context, uid int64, path, target string, mtime time.Time) (Node, error)
 	// FileChunks returns a file's chunks in order with their offsets.
 	FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error)
 }
@@ -344,6 +396,9 @@ type TreeTx interface {
 	MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst string, overwrite bool) (int64, error)
 	RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error)
 	MkdirTx(ctx context.Context, tx *Tx, uid int64, path string, mtime time.Time, mode uint32, maxGrowth int64) (Node, int64, error)
+	// SymlinkTx is Symlink inside tx; it returns the node and the change
+	// of the user's charge (the target's length and the entry's charge).
+	SymlinkTx(ctx context.Context, tx *Tx, uid int64, path, target string, mtime time.Time, maxGrowth int64) (Node, int64, error)
 	PatchPropsTx(ctx context.Context, tx *Tx, nodeID int64, set, remove []Prop, maxGrowth int64) (int64, error)
 	// SubtreeSize returns what the files and folders at or below path are
 	// charged: the files' sizes and their metadata charge (charge.go).

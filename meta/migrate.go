@@ -24,7 +24,7 @@ var copyTables = []struct {
 	binary          bool   // holds a BLOB column: bytes stay bytes
 }{
 	{"users", "id, name, pass_hash, is_admin, quota_total, use_space_finished, use_space_unfinished, use_space_meta, created_ns", "id", false},
-	{"nodes", "id, user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1", "id", false},
+	{"nodes", "id, user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1, link_target", "id", false},
 	{"chunks", "id, sha256, md5, size, created_ns, reveal_draw", "id", false},
 	{"file_draws", "file_hash, draw", "", false},
 	{"file_chunks", "node_id, idx, chunk_id", "", false},

@@ -32,6 +32,9 @@ func StoredMode(perm uint32) uint32 {
 
 // Perm returns the node's permission bits, the default when none were set.
 func (n Node) Perm() uint32 {
+	if n.IsSymlink() {
+		return 0o777 // a link's own bits mean nothing on Linux; lstat shows rwxrwxrwx
+	}
 	if n.Mode == 0 {
 		if n.IsDir {
 			return DefaultDirMode

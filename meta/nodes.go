@@ -5,13 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"netdisk/errs"
 	"netdisk/vpath"
 )
 
-const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, '')`
+const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, ''), ifnull(link_target, '')`
 
 type querier interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
@@ -22,7 +23,7 @@ type querier interface {
 func scanNode(row rowScanner) (Node, error) {
 	var n Node
 	var mtime int64
-	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1)
+	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1, &n.Target)
 	n.ModTime = time.Unix(0, mtime)
 	return n, err
 }
@@ -333,12 +334,13 @@ func putNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string,
 	if mode == 0 {
 		mode = old.Mode
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ?, content_md5 = ?, content_sha1 = ? WHERE id = ?`,
+	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET size = ?, mode = ?, mtime_ns = ?, file_hash = ?, content_md5 = ?, content_sha1 = ?, link_target = NULL WHERE id = ?`,
 		f.Size, mode, f.ModTime.UnixNano(), f.FileHash, nullStr(f.MD5), nullStr(f.SHA1), old.ID); err != nil {
 		return n, old, err
 	}
 	n = old
 	n.Mode = mode
+	n.Target = "" // a file written over a link replaces the link
 	return n, old, nil
 }
 
@@ -519,8 +521,9 @@ func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 		for _, n := range nodes {
 			np := dst + n.Path[len(src):]
 			// The same content keeps its checksums (still unknown stays unknown).
-			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-				uid, np, vpath.Parent(np), vpath.Base(np), n.IsDir, n.Size, n.Mode, n.ModTime.UnixNano(), n.FileHash, nullStr(n.MD5), nullStr(n.SHA1))
+			// A link is copied as a link (its target unchanged), as cp -R does.
+			res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, content_md5, content_sha1, link_target) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+				uid, np, vpath.Parent(np), vpath.Base(np), n.IsDir, n.Size, n.Mode, n.ModTime.UnixNano(), n.FileHash, nullStr(n.MD5), nullStr(n.SHA1), nullStr(n.Target))
 			if err != nil {
 				return err
 			}
@@ -696,7 +699,7 @@ func nullStr(s string) any {
 // PendingChecksums lists files whose content checksums are unknown.
 func (s *SQLStore) PendingChecksums(ctx context.Context, afterID int64, limit int) ([]Node, error) {
 	const op = "meta.PendingChecksums"
-	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE is_dir = 0 AND content_md5 IS NULL AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE is_dir = 0 AND content_md5 IS NULL AND link_target IS NULL AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	out, err := scanAll(rows, err, scanNode)
 	return out, wrap(op, "", err)
 }
@@ -705,11 +708,69 @@ func (s *SQLStore) PendingChecksums(ctx context.Context, afterID int64, limit in
 // of file nodeID; a version committed meanwhile makes it a no-op.
 func (s *SQLStore) SetChecksums(ctx context.Context, nodeID int64, fileHash string, size int64, md5, sha1 string) (bool, error) {
 	const op = "meta.SetChecksums"
-	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET content_md5 = ?, content_sha1 = ? WHERE id = ? AND is_dir = 0 AND file_hash = ? AND size = ? AND content_md5 IS NULL`,
+	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET content_md5 = ?, content_sha1 = ? WHERE id = ? AND is_dir = 0 AND link_target IS NULL AND file_hash = ? AND size = ? AND content_md5 IS NULL`,
 		md5, sha1, nodeID, fileHash, size)
 	if err != nil {
 		return false, wrap(op, "", err)
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil
+}
+
+// checkTarget refuses a link target the store does not keep: empty (Linux
+// refuses it too), longer than MaxSymlinkTarget, or holding a NUL byte (no
+// path can).
+func checkTarget(op, path, target string) error {
+	switch {
+	case target == "":
+		return errs.E(op, errs.Invalid, path, errors.New("a symbolic link needs a target"))
+	case len(target) > MaxSymlinkTarget:
+		return errs.E(op, errs.TooLarge, path, fmt.Errorf("a link target is at most %d bytes, this one is %d", MaxSymlinkTarget, len(target)))
+	case strings.IndexByte(target, 0) >= 0:
+		return errs.E(op, errs.Invalid, path, errors.New("a link target cannot hold a NUL byte"))
+	}
+	return nil
+}
+
+// Symlink creates a symbolic link at path holding target.
+func (s *SQLStore) Symlink(ctx context.Context, uid int64, path, target string, mtime time.Time) (Node, error) {
+	const op = "meta.Symlink"
+	var n Node
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		n, err = symlinkTx(ctx, tx, op, uid, path, target, mtime, true)
+		return err
+	})
+	return n, wrap(op, path, err)
+}
+
+// symlinkTx is Symlink inside the caller's transaction: the link is charged
+// its target's length (finished bytes, as a file of that size) and its
+// entry (charge.go), growth refused past the total when check is set.
+func symlinkTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path, target string, mtime time.Time, check bool) (Node, error) {
+	if err := checkTarget(op, path, target); err != nil {
+		return Node{}, err
+	}
+	if err := checkParent(ctx, tx, op, uid, path); err != nil {
+		return Node{}, err
+	}
+	size := int64(len(target))
+	res, err := tx.ExecContext(ctx, `INSERT INTO nodes(user_id, path, parent, name, is_dir, size, mode, mtime_ns, file_hash, link_target) VALUES (?,?,?,?,0,?,0,?,'',?)`,
+		uid, path, vpath.Parent(path), vpath.Base(path), size, mtime.UnixNano(), target)
+	if isUnique(err) {
+		return Node{}, errs.E(op, errs.Exists, path, nil)
+	}
+	if err != nil {
+		return Node{}, err
+	}
+	if err := touchDirs(ctx, tx, uid, mtime, vpath.Parent(path)); err != nil {
+		return Node{}, err
+	}
+	if err := addUsage(ctx, tx, op, uid, "use_space_finished", size, path, check, ""); err != nil {
+		return Node{}, err
+	}
+	if err := addMeta(ctx, tx, op, uid, EntryCharge(vpath.Base(path)), path, check); err != nil {
+		return Node{}, err
+	}
+	id, _ := res.LastInsertId()
+	return Node{ID: id, UserID: uid, Path: path, Size: size, ModTime: time.Unix(0, mtime.UnixNano()), Target: target}, nil
 }

@@ -136,3 +136,16 @@ func (s *SQLStore) MkdirTx(ctx context.Context, tx *Tx, uid int64, path string, 
 	}
 	return n, EntryCharge(baseName(path)), nil
 }
+
+// SymlinkTx is Symlink inside tx; it returns the node and the change of the
+// user's charge (the target's length and the entry), refused beyond
+// maxGrowth.
+func (s *SQLStore) SymlinkTx(ctx context.Context, tx *Tx, uid int64, path, target string, mtime time.Time, maxGrowth int64) (Node, int64, error) {
+	const op = "meta.Symlink"
+	var n Node
+	delta, err := measured(ctx, tx.tx, op, uid, path, maxGrowth, func() (err error) {
+		n, err = symlinkTx(ctx, tx.tx, op, uid, path, target, mtime, true)
+		return err
+	})
+	return n, delta, err
+}

@@ -14,10 +14,13 @@ import (
 	"netdisk/chunker"
 )
 
-// Entry is a file or directory as the backend reports it.
+// Entry is a file, directory or symbolic link as the backend reports it.
 type Entry struct {
 	Name     string // last path element
 	IsDir    bool
+	// Target is a symbolic link's target ("" for files and directories):
+	// the server stores it and never follows it; the kernel does.
+	Target   string
 	Size     int64
 	ModTime  time.Time
 	Mode     uint32 // permission bits | ModeValid; without ModeValid the defaults 0644/0755 apply
@@ -93,6 +96,10 @@ type Backend interface {
 	Release(ctx context.Context, handles []string)
 	// Mkdir creates a directory with permission bits mode (≤ 0o7777).
 	Mkdir(ctx context.Context, path string, mode uint32) error
+	// Symlink creates a symbolic link at path holding target and returns
+	// it as stored (EEXIST when the name is taken). A link's target is
+	// in its Entry: there is no separate readlink call.
+	Symlink(ctx context.Context, path, target string) (Entry, error)
 	// Remove deletes a file or an empty directory (ENOTEMPTY otherwise).
 	Remove(ctx context.Context, path string) error
 	Rename(ctx context.Context, src, dst string, overwrite bool) error

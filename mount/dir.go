@@ -35,6 +35,7 @@ var (
 	_ fs.NodeSetattrer = (*dirNode)(nil)
 	_ fs.NodeReaddirer = (*dirNode)(nil)
 	_ fs.NodeMkdirer   = (*dirNode)(nil)
+	_ fs.NodeSymlinker = (*dirNode)(nil)
 	_ fs.NodeCreater   = (*dirNode)(nil)
 	_ fs.NodeUnlinker  = (*dirNode)(nil)
 	_ fs.NodeRmdirer   = (*dirNode)(nil)
@@ -130,6 +131,9 @@ func (d *dirNode) lookupStale(name string, errno syscall.Errno, out *fuse.EntryO
 			n.fillLocked(&out.Attr)
 			n.mu.Unlock()
 			return ch, 0
+		case *symlinkNode:
+			n.getattr(&out.Attr)
+			return ch, 0
 		}
 	}
 	d.mu.Lock()
@@ -187,7 +191,7 @@ func (d *dirNode) childInode(ctx context.Context, name string, e Entry, at time.
 	if ch := d.GetChild(name); ch != nil {
 		switch n := ch.Operations().(type) {
 		case *fileNode:
-			if !e.IsDir {
+			if !e.IsDir && e.Target == "" {
 				n.mu.Lock()
 				newer := n.attrAt.After(at)
 				n.mu.Unlock()
@@ -207,11 +211,24 @@ func (d *dirNode) childInode(ctx context.Context, name string, e Entry, at time.
 				n.mu.Unlock()
 				return ch
 			}
+		case *symlinkNode:
+			// A link's target never changes: a different target is
+			// another link (replaced by a rename), so another inode.
+			if e.Target != "" && e.Target == n.target() {
+				n.refresh(e)
+				n.getattr(out)
+				return ch
+			}
 		}
 	}
 	if e.IsDir {
 		d.fsys.fillAttr(e, out)
 		return d.NewInode(ctx, &dirNode{fsys: d.fsys, entry: e, attrAt: now}, fs.StableAttr{Mode: syscall.S_IFDIR})
+	}
+	if e.Target != "" {
+		n := &symlinkNode{fsys: d.fsys, entry: e}
+		n.getattr(out)
+		return d.NewInode(ctx, n, fs.StableAttr{Mode: syscall.S_IFLNK})
 	}
 	n := &fileNode{fsys: d.fsys, entry: e, attrAt: now}
 	n.getattr(out)
@@ -298,8 +315,11 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	out := make([]fuse.DirEntry, 0, len(es))
 	for _, e := range es {
 		mode := uint32(syscall.S_IFREG)
-		if e.IsDir {
+		switch {
+		case e.IsDir:
 			mode = syscall.S_IFDIR
+		case e.Target != "":
+			mode = syscall.S_IFLNK
 		}
 		out = append(out, fuse.DirEntry{Name: e.Name, Mode: mode})
 	}
@@ -653,6 +673,10 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 			n.changed = now
 			n.mu.Unlock()
 		case *dirNode:
+			n.mu.Lock()
+			n.changed = now
+			n.mu.Unlock()
+		case *symlinkNode:
 			n.mu.Lock()
 			n.changed = now
 			n.mu.Unlock()

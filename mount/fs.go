@@ -217,6 +217,12 @@ func (f *FS) fillAttr(e Entry, out *fuse.Attr) {
 		out.Mode = syscall.S_IFDIR | mode
 		out.Nlink = 2
 		out.Size = 4096
+	} else if e.Target != "" {
+		// A link's own bits mean nothing on Linux: lrwxrwxrwx, and its
+		// size is its target's length, as lstat shows on any filesystem.
+		out.Mode = syscall.S_IFLNK | 0o777
+		out.Nlink = 1
+		out.Size = uint64(len(e.Target))
 	} else {
 		if !valid {
 			mode = defaultFileMode

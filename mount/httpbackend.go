@@ -119,7 +119,7 @@ func (r *redial) RoundTrip(req *http.Request) (*http.Response, error) {
 // entryOf converts a node of the API; the server reports every node's
 // bits, its defaults resolved.
 func entryOf(n apitype.Node) Entry {
-	return Entry{Name: n.Name, IsDir: n.IsDir, Size: n.Size, ModTime: n.MTime.Time, Mode: n.Mode&0o7777 | ModeValid, FileHash: n.FileHash}
+	return Entry{Name: n.Name, IsDir: n.IsDir, Size: n.Size, ModTime: n.MTime.Time, Mode: n.Mode&0o7777 | ModeValid, FileHash: n.FileHash, Target: n.Target}
 }
 
 func (b *HTTPBackend) Stat(ctx context.Context, p string) (Entry, error) {
@@ -210,6 +210,11 @@ func (b *HTTPBackend) Release(ctx context.Context, ids []string) {
 func (b *HTTPBackend) Mkdir(ctx context.Context, p string, mode uint32) error {
 	_, err := b.C.MkdirMode(ctx, p, mode)
 	return err
+}
+
+func (b *HTTPBackend) Symlink(ctx context.Context, p, target string) (Entry, error) {
+	n, err := b.C.Symlink(ctx, p, target)
+	return entryOf(n), err
 }
 
 func (b *HTTPBackend) Remove(ctx context.Context, p string) error {

@@ -263,6 +263,10 @@ func (l *link) Mkdir(ctx context.Context, p string, mode uint32) error {
 	return err
 }
 
+func (l *link) Symlink(ctx context.Context, p, target string) (Entry, error) {
+	return call(l, ctx, func() (Entry, error) { return l.inner.Symlink(ctx, p, target) })
+}
+
 func (l *link) Remove(ctx context.Context, p string) error {
 	_, err := call(l, ctx, func() (struct{}, error) { return struct{}{}, l.inner.Remove(ctx, p) })
 	return err

@@ -134,6 +134,7 @@ func Run(t *testing.T, open Open) {
 		{"FolderTimes", testFolderTimes},
 		{"ReplacingHint", testReplacingHint},
 		{"MoveCopyRemove", testMoveCopyRemove},
+		{"Symlinks", testSymlinks},
 		{"TreeTx", testTreeTx},
 		{"GroupTx", testGroupTx},
 		{"ListingsAndLimits", testListings},
