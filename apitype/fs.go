@@ -19,9 +19,9 @@ type Node struct {
 	FileHash string `json:"fileHash"`
 	// ID is the node's stable id: the fileId of the Nextcloud preview
 	// shape (/index.php/core/preview?fileId=).
-	ID int64 `json:"id,omitempty"`
-	Type     string `json:"type"`
-	Target   string `json:"target,omitempty"`
+	ID     int64  `json:"id,omitempty"`
+	Type   string `json:"type"`
+	Target string `json:"target,omitempty"`
 }
 
 // Node types (Node.Type).
