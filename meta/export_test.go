@@ -1,5 +1,6 @@
 package meta
 
-// SetSearchScan sets how many nodes s's searches read in time order before
-// turning to the index; 0 goes to the index at once.
-func SetSearchScan(s *SQLStore, n int) { s.searchScan = n }
+// SetSearchTuning sets how many candidates of the index s's searches sort
+// (more: they walk the time order first) and how many nodes that walk reads
+// before it turns to the index (search.go: probeCap, scanBudget).
+func SetSearchTuning(s *SQLStore, probe, scan int) { s.searchProbe, s.searchScan = probe, scan }

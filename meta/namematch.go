@@ -117,13 +117,14 @@ func literalRuns(pattern string, glob bool) []string {
 	return runs
 }
 
-// ftsQuery returns the SQLite full-text query that finds a superset of the
-// names matching pattern, or "" when no part of the pattern can be looked
-// up (the search then reads the user's nodes in time order). The index
+// ftsTerms returns the SQLite full-text terms every name matching pattern
+// holds (so a query of any of them finds a superset of the matches), none
+// when no part of the pattern can be looked up (the search then reads the
+// user's nodes in time order). The index
 // holds, for each name, the hex of every three-rune gram of
 // lower(name)+gramEnd; a run of three runes or more is the grams it must
 // hold, a shorter one a prefix of some gram.
-func ftsQuery(pattern string, glob bool) string {
+func ftsTerms(pattern string, glob bool) []string {
 	seen := map[string]bool{}
 	var terms []string
 	add := func(t string) {
@@ -150,7 +151,7 @@ func ftsQuery(pattern string, glob bool) string {
 			}
 		}
 	}
-	return strings.Join(terms, " ")
+	return terms
 }
 
 // likePattern returns the PostgreSQL LIKE pattern (ESCAPE '\') over

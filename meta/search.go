@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -47,13 +48,20 @@ type NameSearch interface {
 	SearchNames(ctx context.Context, uid int64, q NameQuery) (hits []Node, more bool, err error)
 }
 
-// scanBudget bounds how many of the user's newest nodes a SQLite search
-// reads in time order before it turns to the index of names. A pattern
-// common enough to fill a page within them (a letter, ".jpg") is answered
-// by that walk, which stops at the page; a rarer one by the index, whose
-// candidates are then few enough to sort. Either way a first page costs at
-// most about this many rows, however many nodes the user has.
-const scanBudget = 20000
+// How a SQLite search chooses between its two ways to a page. It first
+// counts the index's candidates for the pattern, up to probeCap (a count of
+// the index alone, a few milliseconds even for a gram every other name
+// holds). Up to probeCap, it reads those candidates' nodes and sorts them:
+// few rows, whatever the drive's size. Beyond, the pattern is common, and
+// reading the user's nodes newest first fills a page within a few
+// thousand rows (a letter, "img", ".jpg") where sorting every candidate
+// would not; that walk stops after scanBudget rows (the pattern may be
+// common in the drive but rare among this user's newest nodes, or under
+// this folder), and the index's candidates answer the rest.
+const (
+	probeCap   = 10000
+	scanBudget = 20000
+)
 
 // SearchNames implements NameSearch.
 func (s *SQLStore) SearchNames(ctx context.Context, uid int64, q NameQuery) ([]Node, bool, error) {
@@ -119,14 +127,19 @@ func (s *SQLStore) SearchNames(ctx context.Context, uid int64, q NameQuery) ([]N
 				break
 			}
 		}
-	} else if fq := ftsQuery(q.Pattern, q.Glob); fq == "" {
+	} else if terms := ftsTerms(q.Pattern, q.Glob); len(terms) == 0 {
 		_, err = walk(math.MaxInt)
 	} else {
-		full := true
-		if s.searchScan > 0 {
+		var fq string
+		var common bool
+		if fq, common, err = s.chooseTerms(ctx, terms); err == nil && common {
+			var full bool
 			full, err = walk(s.searchScan)
+			if !full || len(hits) > q.Limit {
+				fq = ""
+			}
 		}
-		for err == nil && full && len(hits) <= q.Limit {
+		for full := true; err == nil && fq != "" && full && len(hits) <= q.Limit; {
 			where, args := q.filters(uid, pos)
 			full, err = take(searchIndexSQL(where), append([]any{fq}, args...), q.Limit+1-len(hits))
 		}
@@ -138,6 +151,57 @@ func (s *SQLStore) SearchNames(ctx context.Context, uid int64, q NameQuery) ([]N
 		return hits[:q.Limit], true, nil
 	}
 	return hits, false, nil
+}
+
+// chooseTerms picks the full-text query a search reads its candidates
+// with, and says whether they are too many to sort (common: walk the time
+// order first). A term alone is counted cheaply (the index reads its
+// document list only as far as the count goes), where a conjunction reads
+// every term's list whole, a cost that grows with how common each term is.
+// So up to eight terms, spread over the pattern, are counted one by one,
+// up to searchProbe each: when some are rare, the rarest three are the
+// query (every match holds them; the exact comparison drops the others).
+// When every term is common, so is the pattern, most likely: the walk
+// tries first, and a conjunction of four terms at most is the query it
+// falls back on.
+func (s *SQLStore) chooseTerms(ctx context.Context, terms []string) (string, bool, error) {
+	type counted struct {
+		term string
+		n    int
+	}
+	var rare []counted
+	for _, t := range spread(terms, 8) {
+		var n int
+		err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT docid FROM node_names WHERE node_names MATCH ? LIMIT ?)`, t, s.searchProbe+1).Scan(&n)
+		if err != nil {
+			return "", false, err
+		}
+		if n <= s.searchProbe {
+			rare = append(rare, counted{t, n})
+		}
+	}
+	if len(rare) == 0 {
+		return strings.Join(spread(terms, 4), " "), true, nil
+	}
+	slices.SortFunc(rare, func(a, b counted) int { return a.n - b.n })
+	var q []string
+	for _, c := range rare[:min(len(rare), 3)] {
+		q = append(q, c.term)
+	}
+	return strings.Join(q, " "), false, nil
+}
+
+// spread returns at most n of terms, the first and the last among them,
+// the others evenly between.
+func spread(terms []string, n int) []string {
+	if len(terms) <= n {
+		return terms
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = terms[i*(len(terms)-1)/(n-1)]
+	}
+	return out
 }
 
 // searchWalkSQL reads the nodes matching where in the search's order,

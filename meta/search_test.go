@@ -29,7 +29,6 @@ func TestNameSearchMigration(t *testing.T) {
 		t.Fatalf("migrating: %v", err)
 	}
 	defer s.Close()
-	s.searchScan = 0 // the index alone
 	find := func(pattern string, glob bool) []string {
 		t.Helper()
 		hits, more, err := s.SearchNames(ctx, 1, NameQuery{Pattern: pattern, Glob: glob, Limit: 10})

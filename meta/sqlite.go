@@ -53,10 +53,9 @@ type SQLStore struct {
 	// pgSearch: name search looks names up through PostgreSQL's trigram
 	// index with LIKE, not SQLite's full-text table (search.go).
 	pgSearch bool
-	// searchScan is how many nodes a SQLite search reads in time order
-	// before it turns to the index (scanBudget; tests set 0 to reach the
-	// index with a handful of nodes).
-	searchScan int
+	// searchProbe and searchScan are probeCap and scanBudget (search.go);
+	// tests lower them to reach every way to a page with a handful of nodes.
+	searchProbe, searchScan int
 }
 
 // reader is the pool a short read on the write path (a PUT's look-up of
@@ -92,7 +91,7 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLSto
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	s := &SQLStore{w: w, r: r, now: now, warm: true, detachPointReads: true, searchScan: scanBudget}
+	s := &SQLStore{w: w, r: r, now: now, warm: true, detachPointReads: true, searchProbe: probeCap, searchScan: scanBudget}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err

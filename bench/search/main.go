@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"netdisk/drive"
@@ -68,10 +69,12 @@ func main() {
 	}
 	built := time.Since(start)
 	st, _ := os.Stat(filepath.Join(dir, "meta.db"))
-	fmt.Printf("name search: %d files in %d folders of one user, SQLite (built in %v; meta.db %.0f MiB with its WAL checkpointed or not)\n",
+	fmt.Printf("name search: %d files in %d folders of one user, SQLite (built or opened in %v; meta.db %.0f MiB)\n",
 		*files, (*files+*perDir-1) / *perDir, built.Round(time.Second), float64(st.Size())/(1<<20))
+	fmt.Printf("walk/search is the ratio of CPU times (the machine's load inflates wall times)\n")
 	fmt.Printf("first page of %d hits, newest first; median of %d searches, of %d walks\n\n", drive.DefaultSearchLimit, *runs, *walkRuns)
-	fmt.Printf("%-24s %9s %12s %14s %12s\n", "query", "matches", "search", "tree walk", "walk/search")
+	fmt.Printf("%-24s %9s %21s %21s %12s\n", "", "", "search", "tree walk", "")
+	fmt.Printf("%-24s %9s %10s %10s %10s %10s %12s\n", "query", "matches", "wall", "cpu", "wall", "cpu", "walk/search")
 
 	for _, c := range []struct {
 		label string
@@ -84,21 +87,21 @@ func main() {
 		{"one letter 'x'", drive.SearchQuery{Pattern: "x"}},
 	} {
 		var page drive.SearchPage
-		search := median(*runs, func() {
+		search, searchCPU := median(*runs, func() {
 			if page, err = l.Drive.Search(ctx, u.ID, c.q); err != nil {
 				log.Fatal(err)
 			}
 		})
 		var walked []meta.Node
 		var matches int
-		walk := median(*walkRuns, func() {
+		walk, walkCPU := median(*walkRuns, func() {
 			walked, matches = treeWalk(ctx, l.Drive, u.ID, c.q)
 		})
 		if !samePaths(page.Hits, walked) {
 			log.Fatalf("%s: the search and the walk disagree:\n%v\n%v", c.label, paths(page.Hits), paths(walked))
 		}
-		fmt.Printf("%-24s %9d %10.2fms %12.0fms %11.0fx\n", c.label, matches,
-			ms(search), ms(walk), float64(walk)/float64(search))
+		fmt.Printf("%-24s %9d %8.1fms %8.1fms %8.0fms %8.0fms %11.0fx\n", c.label, matches,
+			ms(search), ms(searchCPU), ms(walk), ms(walkCPU), float64(walkCPU)/float64(max(searchCPU, time.Microsecond)))
 	}
 }
 
@@ -193,15 +196,28 @@ func treeWalk(ctx context.Context, d *drive.Drive, uid int64, q drive.SearchQuer
 	return hits[:min(len(hits), drive.DefaultSearchLimit)], len(hits)
 }
 
-func median(n int, fn func()) time.Duration {
-	ds := make([]time.Duration, n)
-	for i := range ds {
+// median runs fn n times and returns the median wall time and the median
+// CPU time of the process (user + system: on a shared, loaded machine the
+// wall time includes waiting for a core, the CPU time does not).
+func median(n int, fn func()) (wall, cpu time.Duration) {
+	ws, cs := make([]time.Duration, n), make([]time.Duration, n)
+	for i := range ws {
+		c := cpuTime()
 		t := time.Now()
 		fn()
-		ds[i] = time.Since(t)
+		ws[i], cs[i] = time.Since(t), cpuTime()-c
 	}
-	slices.Sort(ds)
-	return ds[n/2]
+	slices.Sort(ws)
+	slices.Sort(cs)
+	return ws[n/2], cs[n/2]
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -83,7 +83,12 @@ function row(n) {
 function show(on) {
   $('search-results').hidden = !on;
   document.querySelector('.table-wrap').hidden = on;
-  if (on) $('selbar').hidden = true;
+  if (on) {
+    // The listing's selection is out of sight: keys like Delete must not
+    // act on it.
+    state.selected.clear();
+    $('selbar').hidden = true;
+  }
 }
 
 // close ends the search and shows the folder dest (by default the one the
