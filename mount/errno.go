@@ -92,8 +92,8 @@ func kindErrno(k errs.Kind) syscall.Errno {
 		return syscall.EINTR
 	}
 	// Other, Conflict (an upload's state raced: the write failed), Mismatch,
-	// Unavailable, Throttled and TooMany (try again later): the operation
-	// failed.
+	// Unavailable, Throttled and TooMany (try again later), Unsupported (a
+	// thumbnail's refusal, never a file operation's): the operation failed.
 	return syscall.EIO
 }
 

@@ -190,7 +190,7 @@ func (s *Service) thumbnail(ctx context.Context, uid int64, n meta.Node, size in
 		switch {
 		case errs.Is(err, errs.Unsupported):
 			s.Refused.Add(1)
-			s.cache.put(ck+"-refused", refusedType, []byte(errs.Message(err)))
+			s.cache.put(s.refusedKey(ck), refusedType, []byte(errs.Message(err)))
 			return Preview{}, err
 		case err != nil:
 			return Preview{}, err
@@ -214,13 +214,21 @@ func (s *Service) thumbnail(ctx context.Context, uid int64, n meta.Node, size in
 	}
 }
 
+// refusedKey names the kept refusal of content ck under this node's
+// limits: an image refused as too large is judged again once they are
+// raised.
+func (s *Service) refusedKey(ck string) string {
+	l := s.maker.Limits()
+	return ck + "-refused-" + strconv.FormatInt(l.MaxPixels, 10) + "-" + strconv.FormatInt(l.MaxInput, 10)
+}
+
 // cached looks for a kept thumbnail of key, or a kept refusal of the
 // content ck (at any size: a refusal is the image's, not the size's).
 func (s *Service) cached(key, ck, etag string) (Preview, error, bool) {
 	if ctype, data, ok := s.cache.get(key); ok && ctype != refusedType {
 		return Preview{Data: data, ContentType: ctype, ETag: etag}, nil, true
 	}
-	if _, msg, ok := s.cache.get(ck + "-refused"); ok {
+	if _, msg, ok := s.cache.get(s.refusedKey(ck)); ok {
 		return Preview{}, errs.Errorf("preview.Thumbnail", errs.Unsupported, "%s", msg), true
 	}
 	return Preview{}, nil, false

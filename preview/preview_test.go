@@ -18,6 +18,7 @@ import (
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/testutil"
+	"netdisk/thumb"
 )
 
 func picture(w, h int, c color.RGBA) []byte {
@@ -70,11 +71,13 @@ func newRig(t *testing.T, maxBytes int64) *rig {
 	return r
 }
 
-func (r *rig) reopen(t *testing.T, maxBytes int64) {
+func (r *rig) reopen(t *testing.T, maxBytes int64) { r.reopenWith(t, maxBytes, thumb.Limits{}) }
+
+func (r *rig) reopenWith(t *testing.T, maxBytes int64, l thumb.Limits) {
 	if r.s != nil {
 		r.s.Close()
 	}
-	s, err := Open(Config{Drive: r.d, Dir: r.dir, MaxBytes: maxBytes, Now: r.clock.Now})
+	s, err := Open(Config{Drive: r.d, Dir: r.dir, MaxBytes: maxBytes, Now: r.clock.Now, Limits: l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,5 +283,23 @@ func TestCacheBound(t *testing.T) {
 		if got := r.s.cache.size(); got > bound {
 			t.Fatalf("the folder holds %d over its %d-byte bound", got, bound)
 		}
+	}
+}
+
+// A refusal is kept for the limits it was judged under: raised limits judge
+// the image again.
+func TestRefusalKeptPerLimits(t *testing.T) {
+	r := newRig(t, 0)
+	alice := r.env.AddUser(t, "alice", 0)
+	r.put(t, alice.ID, "/big.jpg", picture(400, 300, color.RGBA{R: 10}))
+	r.reopenWith(t, 0, thumb.Limits{MaxPixels: 100_000})
+	for range 2 {
+		if _, err := r.thumb(t, alice.ID, "/big.jpg", 64); !errs.Is(err, errs.Unsupported) {
+			t.Fatalf("over a 0.1 MP limit: %v", err)
+		}
+	}
+	r.reopen(t, 0)
+	if _, err := r.thumb(t, alice.ID, "/big.jpg", 64); err != nil || r.counts() != [3]int64{1, 0, 0} {
+		t.Fatalf("under the default limit: %v, counts %v", err, r.counts())
 	}
 }

@@ -183,3 +183,42 @@ func TestThumbnails(t *testing.T) {
 		}
 	}
 }
+
+// On nodes sharing PostgreSQL, S3 and Redis, a file written through one
+// node has its thumbnail through the other; each node makes it once in its
+// own folder and answers the same ETag, so a client moving between nodes
+// keeps its cached copy.
+func TestThumbnailsAcrossNodes(t *testing.T) {
+	pg := testutil.SharedPostgres(t)
+	r := testutil.StartRedis(t)
+	blobs, _ := testutil.SharedS3(t).NewBucket(t)
+	shared := []string{"--meta", pg.NewDatabase(t), "--blobs", blobs, "--redis", r.URL, "--chunk-size", "64KiB", "--log-level", "warn"}
+	a, b := testutil.StartDaemon(t, shared...), testutil.StartDaemon(t, shared...)
+	photo := testJPEG(900, 600) // several 64 KiB chunks
+	if code, out := fetch(t, a, "PUT", "/dav/p.jpg", "admin", a.AdminPass, photo); code != http.StatusCreated {
+		t.Fatalf("PUT through A: %d %s", code, out)
+	}
+	var etags []string
+	for _, d := range []*testutil.Daemon{b, a, b} {
+		ans := getThumb(t, d, "/api/v1/thumb?path=/p.jpg&size=256", "admin", a.AdminPass, nil)
+		if ans.code != 200 {
+			t.Fatalf("through %s: %d %s", d.Addr, ans.code, ans.body)
+		}
+		if cfg, _, err := image.DecodeConfig(bytes.NewReader(ans.body)); err != nil || cfg.Width != 256 {
+			t.Fatalf("through %s: %dx%d, %v", d.Addr, cfg.Width, cfg.Height, err)
+		}
+		etags = append(etags, ans.hdr.Get("ETag"))
+	}
+	if etags[0] != etags[1] || etags[1] != etags[2] {
+		t.Fatalf("ETags differ between nodes: %q", etags)
+	}
+	for _, c := range []struct {
+		d            *testutil.Daemon
+		made, cached string
+	}{{a, "1", "0"}, {b, "1", "1"}} {
+		_, m := fetch(t, c.d, "GET", "/metrics", "admin", a.AdminPass, nil)
+		if !strings.Contains(m, "netdisk_thumbnails_made_total "+c.made+"\n") || !strings.Contains(m, "netdisk_thumbnails_cached_total "+c.cached+"\n") {
+			t.Errorf("%s: want made %s, cached %s", c.d.Addr, c.made, c.cached)
+		}
+	}
+}

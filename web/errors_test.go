@@ -12,8 +12,9 @@ import (
 
 // TestRefusalsOnTheWire: each of the web edge's own refusals goes out with
 // the status, code and message clients and the page rely on, and its code
-// names a kind whose errs table status is the one sent (415 apart: a media
-// type, which the table has no kind for).
+// names a kind whose errs table status is the one sent (415 apart: the
+// sign-in's refusal of a body that is not JSON is bad input, code invalid,
+// sent with the media type status).
 func TestRefusalsOnTheWire(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -166,4 +166,3 @@ func vmHWM(pid int) float64 {
 	log.Fatal("no VmHWM")
 	return 0
 }
-

@@ -158,3 +158,27 @@ func TestServeHelpSaysRedisAtStart(t *testing.T) {
 		}
 	}
 }
+
+// Bad thumbnail limits are refused at start with one line naming the flag,
+// before anything is created; --help states the pixel budget.
+func TestServeThumbFlags(t *testing.T) {
+	for _, arg := range []string{"--thumb-max-mp=0", "--thumb-max-mp=5000", "--thumb-memory=10KiB", "--thumb-max-input=lots", "--thumb-cache-size=2TiB"} {
+		data := filepath.Join(t.TempDir(), "data")
+		msg := serveRefused(t, data, arg)
+		flag, _, _ := strings.Cut(arg, "=")
+		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "netdisk: "+flag+" ") {
+			t.Fatalf("%s: output %q is not the one-line refusal", arg, msg)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("%s: the data directory was created before the refusal (%v)", arg, err)
+		}
+	}
+	out, err := exec.Command(testutil.Binary(t), "serve", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("serve --help: %v\n%s", err, out)
+	}
+	help := strings.Join(strings.Fields(string(out)), " ")
+	if !strings.Contains(help, "largest image decoded, in megapixels") || !strings.Contains(help, "--thumb-max-mp float") || !strings.Contains(help, "(default 40)") {
+		t.Errorf("serve --help does not state the thumbnails' pixel budget:\n%s", out)
+	}
+}
