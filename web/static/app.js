@@ -3,6 +3,10 @@
 // API (/api/v1/…) with the session cookie and the CSRF token; uploads run in
 // upload-worker.js.
 import { uploads } from './uploads.js';
+import { fmtBytes } from './size.js';
+
+// The page's size formatter, also for the modules that import it from here.
+export { fmtBytes };
 
 const $ = (id) => document.getElementById(id);
 export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null };
@@ -36,14 +40,6 @@ const enc = (p) => p.split('/').map(encodeURIComponent).join('/');
 const join = (dir, name) => (dir === '/' ? '' : dir) + '/' + name;
 const parent = (p) => p.slice(0, p.lastIndexOf('/')) || '/';
 const base = (p) => p.slice(p.lastIndexOf('/') + 1);
-
-export function fmtBytes(n) {
-  if (n < 1024) return n + ' B';
-  const u = ['KB', 'MB', 'GB', 'TB', 'PB'];
-  let i = -1;
-  do { n /= 1024; i++; } while (n >= 1024 && i < u.length - 1);
-  return (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) + ' ' + u[i];
-}
 
 function fmtDate(s) {
   const d = new Date(s);
@@ -354,7 +350,7 @@ async function preview(n, t) {
       const r = await fetch('/dav' + enc(n.path), { headers: { Range: 'bytes=0-' + (TEXT_PREVIEW_MAX - 1), 'X-Netdisk-Web': '1' } });
       if (!r.ok) throw new Error('HTTP ' + r.status);
       let text = await r.text();
-      if (n.size > TEXT_PREVIEW_MAX) text += '\n\n… (preview shows the first 1 MB)';
+      if (n.size > TEXT_PREVIEW_MAX) text += '\n\n… (preview shows the first ' + fmtBytes(TEXT_PREVIEW_MAX) + ')';
       pre.textContent = text;
     } catch (e) {
       pre.textContent = 'Cannot load the preview: ' + e.message;
