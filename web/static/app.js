@@ -83,12 +83,22 @@ export function toast(msg, isErr) {
 }
 
 // ---------- sign-in ----------
-function showSignin(msg) {
+// showSignin shows the sign-in form with msg: a notice (signed out, the
+// session ended, the password changed: nothing went wrong) unless isErr,
+// which only a failed sign-in is.
+function showSignin(msg, isErr) {
   state.user = null;
   $('app').hidden = true;
   $('signin').hidden = false;
-  $('signin-error').textContent = msg || '';
+  signinMessage(msg, isErr);
   $('signin-name').focus();
+}
+
+function signinMessage(msg, isErr) {
+  const p = $('signin-error');
+  p.textContent = msg || '';
+  p.className = isErr ? 'form-error' : 'form-notice';
+  p.setAttribute('role', isErr ? 'alert' : 'status');
 }
 
 // sessionEnded is called on a 401. It asks the server first: the 401 may be
@@ -106,21 +116,21 @@ async function signin(ev) {
   ev.preventDefault();
   const btn = $('signin-submit');
   btn.disabled = true;
-  $('signin-error').textContent = '';
+  signinMessage('');
   try {
     const r = await fetch('/web/login', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ name: $('signin-name').value.trim(), password: $('signin-pass').value }) });
     const j = await r.json().catch(() => ({}));
     if (!r.ok) {
       const wait = r.headers.get('Retry-After');
-      $('signin-error').textContent = r.status === 429 ? `Too many failed attempts: try again in ${wait || 'a few'} seconds.`
-        : r.status === 401 ? 'Wrong user name or password.' : (j.error || 'Sign-in failed (' + r.status + ').');
+      signinMessage(r.status === 429 ? `Too many failed attempts: try again in ${wait || 'a few'} seconds.`
+        : r.status === 401 ? 'Wrong user name or password.' : (j.error || 'Sign-in failed (' + r.status + ').'), true);
       return;
     }
     $('signin-pass').value = '';
     await startApp(j);
   } catch (e) {
-    $('signin-error').textContent = 'Cannot reach the server.';
+    signinMessage('Cannot reach the server.', true);
   } finally {
     btn.disabled = false;
   }
