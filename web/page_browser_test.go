@@ -115,6 +115,7 @@ func TestBrowserUploadOrder(t *testing.T) {
 	if strings.Join(order, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("panel order:\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(want, "\n"))
 	}
+	shooter{t: t, b: b, dir: os.Getenv("NETDISK_SCREENSHOTS")}.both("upload-order")
 	b.Run(t, "resume", 10*time.Second, chromedp.Click(`li.up[data-path="/big.bin"] .up-resume`, chromedp.ByQuery))
 	if row := b.WaitUpload(t, "/big.bin", 60*time.Second, "done", "error"); row.State != "done" {
 		t.Fatalf("resumed: %+v", row)
