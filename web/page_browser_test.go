@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -167,7 +168,7 @@ func davModified(t *testing.T, d *testutil.Daemon, path string) time.Time {
 // TestBrowserUploadKeepsMtime: a file uploaded from the page keeps its
 // modification time on every path the page takes: one request (under
 // smallFileLimit), chunked, instant (content the user holds, small and big),
-// and a drop.
+// a folder's files and a drop.
 func TestBrowserUploadKeepsMtime(t *testing.T) {
 	b := browsertest.Start(t, browsertest.Chromium(t))
 	d := testutil.StartDaemon(t, "--chunk-size", "64KiB")
@@ -203,7 +204,26 @@ func TestBrowserUploadKeepsMtime(t *testing.T) {
 		}
 	}
 
-	// A drop (the path of dropped folders' files too).
+	// A folder (the Folder button): its files keep theirs.
+	album := filepath.Join(tmp, "album")
+	inAlbum := map[string]time.Time{"a.txt": time.Date(2016, 1, 2, 3, 4, 5, 0, time.UTC), "b.txt": time.Date(2015, 7, 8, 9, 10, 11, 0, time.UTC)}
+	for name, mt := range inAlbum {
+		p := writeFile(t, mustMkdir(t, album), name, []byte("in the album: "+name))
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Run(t, "pick a folder", 20*time.Second, chromedp.SetUploadFiles("#pick-dir", []string{album}, chromedp.ByQuery))
+	for name, mt := range inAlbum {
+		if row := b.WaitUpload(t, "/album/"+name, 60*time.Second, "done", "error"); row.State != "done" {
+			t.Fatalf("album/%s: %+v", name, row)
+		}
+		if got := stat(t, d, "/album/"+name).MTime.Time; !got.Equal(mt) {
+			t.Errorf("album/%s: mtime %v, want %v", name, got, mt)
+		}
+	}
+
+	// A drop.
 	dropped := time.Date(2017, 5, 6, 7, 8, 9, 0, time.UTC)
 	var ok bool
 	b.Run(t, "drop a file", 20*time.Second, chromedp.Evaluate(fmt.Sprintf(`(() => {
@@ -219,6 +239,14 @@ func TestBrowserUploadKeepsMtime(t *testing.T) {
 	if got := stat(t, d, "/dropped.txt").MTime.Time; !got.Equal(dropped) {
 		t.Errorf("dropped.txt: mtime %v, want %v", got, dropped)
 	}
+}
+
+func mustMkdir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // colorOf is the computed CSS color of the first element matching sel.
