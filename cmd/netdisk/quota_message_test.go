@@ -45,3 +45,22 @@ func TestOverQuotaSaysHumanSizes(t *testing.T) {
 		t.Errorf("curl PUT over quota: %v, %q", err, out)
 	}
 }
+
+// The CLI prints sizes in the product's one format (internal/bytesize, as
+// the page and the server's messages): "1 KiB", "26.7 MiB", not "1.0 KiB"
+// or "27 MiB".
+func TestCLISizes(t *testing.T) {
+	d, c := syncDaemon(t)
+	if _, err := c.AdminAddUser(context.Background(), apitype.NewUser{Name: "eli", Password: "eli-pass-1", Quota: 27996979}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, d, "/k.bin", "eli", "eli-pass-1", make([]byte, 1024))
+	env := map[string]string{"NETDISK_USER": "eli", "NETDISK_PASSWORD": "eli-pass-1"}
+	r := runCLI(t, d, env, "quota")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "quota 26.7 MiB, used 1 KiB in files") {
+		t.Errorf("netdisk quota: exit %d, %q", r.code, r.stdout)
+	}
+	if r = runCLI(t, d, env, "ls", "/"); r.code != 0 || !strings.Contains(r.stdout, "1 KiB") || strings.Contains(r.stdout, "1.0 KiB") {
+		t.Errorf("netdisk ls: exit %d, %q", r.code, r.stdout)
+	}
+}
