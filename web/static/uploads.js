@@ -1,8 +1,9 @@
 // The upload panel: one row per file, fed by upload-worker.js. The worker
 // does the work (seed 000); this module shows it — hashing and sending as two
-// bars, speed, time left, "instant", errors with Retry — and remembers
-// unfinished uploads in localStorage so that, after the tab was closed,
-// choosing the same file again resumes from the server's chunk bitmap.
+// bars, speed, time left, "instant", errors with Retry, what is still going
+// on top — and remembers unfinished uploads in localStorage so that, after
+// the tab was closed, choosing the same file again resumes from the server's
+// chunk bitmap.
 import { fmtBytes, icon, typeOf, toast } from './app.js';
 
 const $ = (id) => document.getElementById(id);
