@@ -173,9 +173,13 @@ func (a *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // ErrorBody is the error answer of err: its user-facing message and the
-// code of its kind.
+// code of its kind, and a quota refusal's exact figures.
 func ErrorBody(err error) apitype.Error {
-	return apitype.Error{Error: errs.Message(err), Code: errs.Code(err)}
+	body := apitype.Error{Error: errs.Message(err), Code: errs.Code(err)}
+	if s := errs.ShortfallOf(err); s != nil {
+		body.Free, body.Needed = &s.Free, &s.Need
+	}
+	return body
 }
 
 // ReadJSON decodes a JSON body of at most MaxJSONBody bytes into v. A body

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"netdisk/errs"
+	"netdisk/internal/bytesize"
 )
 
 // requestBody returns r's body of at most limit bytes (< 0: no limit of its
@@ -45,7 +46,7 @@ func (b *markedBody) mark(err error) error {
 	var over *http.MaxBytesError
 	switch {
 	case errors.As(err, &over):
-		return errs.Errorf(op, errs.TooLarge, "%s is over its limit of %d bytes", b.what, over.Limit)
+		return errs.Errorf(op, errs.TooLarge, "%s is over its limit of %s", b.what, bytesize.Format(over.Limit))
 	case b.ctx.Err() != nil:
 		return errs.E(op, errs.Canceled, "", err)
 	}

@@ -66,14 +66,21 @@ func TestQuotaEnforcedEverywhere(t *testing.T) {
 		x.addUser("quinn", total)
 		chunks0 := x.stats()
 		// API init beyond the quota.
-		var e struct{ Error string }
+		var e struct {
+			Error        string
+			Free, Needed *int64
+		}
 		if st := x.call("quinn", "POST", "/api/v1/file/init", map[string]any{"path": "/big", "size": 5 * cs}, &e); st != 507 {
 			t.Fatalf("init of 5 chunks under a 4-chunk quota: %d", st)
 		}
+		// The message in the product's units, the exact counts beside it.
+		if e.Error != "quota exceeded: 256 KiB free, 320 KiB needed" || e.Free == nil || *e.Free != 4*cs || e.Needed == nil || *e.Needed != 5*cs {
+			t.Fatalf("init over quota answers %q, free %v, needed %v", e.Error, e.Free, e.Needed)
+		}
 		// WebDAV PUT with a Content-Length beyond the quota.
 		st, msg := x.raw("quinn", "PUT", "/dav/big.bin", testutil.RandBytes(5*cs), 5*cs, nil)
-		if st != 507 || !strings.Contains(msg, "262144 bytes free") {
-			t.Fatalf("PUT of 5 chunks: %d %q, want 507 saying 262144 bytes free", st, msg)
+		if st != 507 || !strings.Contains(msg, "256 KiB free, 320 KiB needed") {
+			t.Fatalf("PUT of 5 chunks: %d %q, want 507 saying 256 KiB free, 320 KiB needed", st, msg)
 		}
 		if x.stats() != chunks0 {
 			t.Fatal("a refused PUT stored chunks")

@@ -12,6 +12,7 @@ import (
 	"netdisk/chunker"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/bytesize"
 	"netdisk/meta"
 	"netdisk/upload"
 	"netdisk/vpath"
@@ -213,7 +214,7 @@ func (a *API) smallUpload(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	limit := int64(chunker.SmallFileLimit)
 	if r.ContentLength > limit {
-		a.WriteError(w, r, errs.Errorf(op, errs.TooLarge, "%d bytes is over the %d byte limit of one-request uploads: use init/uploadChunk/merge", r.ContentLength, limit))
+		a.WriteError(w, r, errs.Errorf(op, errs.TooLarge, "%s is over the %s limit of one-request uploads: use init/uploadChunk/merge", bytesize.Format(r.ContentLength), bytesize.Format(limit)))
 		return
 	}
 	o := drive.PutOptions{Size: r.ContentLength, FileHash: fileHash, FileSHA256: fileSHA, ModTime: mtime, Mode: mode}

@@ -21,6 +21,10 @@ type Error struct {
 	Code  string `json:"code"`
 	// Missing lists the chunk indexes a merge lacks (409, code conflict).
 	Missing []int64 `json:"missing,omitempty"`
+	// Free and Needed are the exact byte counts of a quota refusal (507,
+	// code quota_exceeded) whose Error gives them rounded for people.
+	Free   *int64 `json:"free,omitempty"`
+	Needed *int64 `json:"needed,omitempty"`
 }
 
 // Info is the answer of GET /api/v1/info.

@@ -108,6 +108,11 @@ func (e *Error) Error() string {
 	case errs.Unauthenticated:
 		return "wrong user name or password"
 	case errs.Quota:
+		// The server's refusal names itself ("quota exceeded: 1 KiB free,
+		// …"): said once, not twice.
+		if strings.Contains(e.Message, "quota exceeded") {
+			return e.Message
+		}
 		return "over quota: " + e.Message
 	case errs.NoSpace:
 		return "the server is out of space: " + e.Message

@@ -44,7 +44,8 @@ func TestErrorKindsAndFileOps(t *testing.T) {
 	kind("remove non-empty", c.Remove(ctx, "/d", false), errs.NotEmpty, "not_empty")
 	_, err = c.Upload(ctx, "/big", strings.NewReader("more than ten bytes"), 19)
 	kind("upload over quota", err, errs.Quota, "quota_exceeded")
-	if !strings.HasPrefix(err.Error(), "over quota: ") {
+	// The server's sentence, said once, with its figures for people.
+	if m := err.Error(); !strings.HasPrefix(m, "quota exceeded: ") || strings.Count(m, "quota") != 1 || !strings.Contains(m, " B free, ") {
 		t.Errorf("quota message %q", err)
 	}
 	_, err = c.AdminStats(ctx)

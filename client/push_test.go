@@ -348,7 +348,7 @@ func TestCLIErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"push", "--server", d.URL, "--user", "carol", "--password", "carol-pass-1", local}, "over quota"},
+		{[]string{"push", "--server", d.URL, "--user", "carol", "--password", "carol-pass-1", local}, "quota exceeded: 100 KiB free, 300 KiB needed"},
 		{[]string{"push", "--server", d.URL, "--user", "carol", "--password", "nope", local}, "wrong user name or password"},
 		{[]string{"ls", "--server", "127.0.0.1:1", "--user", "carol", "--password", "x"}, "unreachable"},
 	} {

@@ -17,6 +17,7 @@ import (
 	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/internal/bytesize"
 	"netdisk/vpath"
 )
 
@@ -106,7 +107,7 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return 0, errs.Errorf(op, errs.TooLarge, "LOCK body over %d bytes", maxLockBody)
+			return 0, errs.Errorf(op, errs.TooLarge, "LOCK body over %s", bytesize.Format(maxLockBody))
 		}
 		return 0, errs.E(op, errs.Invalid, name, err)
 	}
@@ -140,7 +141,7 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 		return 0, errs.E(op, errs.Invalid, name, errors.New("lockinfo needs one lockscope (exclusive or shared) and locktype write"))
 	}
 	if len(li.Owner.inner) > maxOwnerXML {
-		return 0, errs.E(op, errs.Invalid, name, fmt.Errorf("owner over %d bytes", maxOwnerXML))
+		return 0, errs.E(op, errs.Invalid, name, fmt.Errorf("owner over %s", bytesize.Format(maxOwnerXML)))
 	}
 	if hasIf && !ih.eval(name, h.ifEnv(r, fs)) {
 		return 0, errs.E(op, errs.Precondition, name, errors.New("If header conditions failed"))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"netdisk/errs"
+	"netdisk/internal/bytesize"
 )
 
 // MaxXMLBody bounds the XML request bodies we read (PROPFIND and friends): a
@@ -20,14 +21,14 @@ const nsXML = "http://www.w3.org/XML/1998/namespace"
 // TooLarge (413).
 func readXMLBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxXMLBody {
-		return nil, errs.Errorf("dav.readXMLBody", errs.TooLarge, "XML body over %d bytes", MaxXMLBody)
+		return nil, errs.Errorf("dav.readXMLBody", errs.TooLarge, "XML body over %s", bytesize.Format(MaxXMLBody))
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, MaxXMLBody+1))
 	if err != nil {
 		return nil, errs.E("dav.readXMLBody", errs.Invalid, "", fmt.Errorf("reading body: %w", err))
 	}
 	if len(b) > MaxXMLBody {
-		return nil, errs.Errorf("dav.readXMLBody", errs.TooLarge, "XML body over %d bytes", MaxXMLBody)
+		return nil, errs.Errorf("dav.readXMLBody", errs.TooLarge, "XML body over %s", bytesize.Format(MaxXMLBody))
 	}
 	return b, nil
 }

@@ -30,6 +30,7 @@ import (
 	"netdisk/davlock"
 	"netdisk/dedup"
 	"netdisk/errs"
+	"netdisk/internal/bytesize"
 	"netdisk/meta"
 	"netdisk/quota"
 	"netdisk/vpath"
@@ -208,7 +209,7 @@ func (d *Drive) MaxFileSize() int64 { return d.maxFile }
 // CheckFileSize refuses (TooLarge, 413) a file size over MaxFileSize.
 func (d *Drive) CheckFileSize(op, p string, size int64) error {
 	if size > d.maxFile {
-		return errs.E(op, errs.TooLarge, p, fmt.Errorf("%d bytes is over the maximum file size of %d bytes", size, d.maxFile))
+		return errs.E(op, errs.TooLarge, p, fmt.Errorf("%s is over the maximum file size of %s", bytesize.Format(size), bytesize.Format(d.maxFile)))
 	}
 	return nil
 }

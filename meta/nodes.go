@@ -189,7 +189,7 @@ func addUsage(ctx context.Context, tx *sql.Tx, op string, uid int64, column stri
 	if err := tx.QueryRowContext(ctx, `SELECT quota_total, use_space_finished + use_space_meta FROM users WHERE id = ?`, uid).Scan(&total, &used); err != nil {
 		return err // sql.ErrNoRows: no such user
 	}
-	return errs.E(op, errs.Quota, path, fmt.Errorf("quota exceeded: %d bytes free, %d needed%s", max(total-used, 0), delta, what))
+	return errs.OverQuota(op, path, total-used, delta, what)
 }
 
 // chunkIDs finds or inserts each chunk record by SHA-256. The statements come

@@ -23,7 +23,7 @@ var conformance = []struct {
 		e.must(e.initSession(u, up(1), 60))
 		err := e.initSession(u, up(2), 50)
 		wantKind(t, err, errs.Quota)
-		if !strings.Contains(errs.Message(err), "40 bytes free") {
+		if !strings.Contains(errs.Message(err), "40 B free, 50 B needed") {
 			t.Fatalf("message %q does not say what is free", errs.Message(err))
 		}
 		e.must(e.initSession(u, up(3), 40))

@@ -357,7 +357,7 @@ var ErrStateLost = errors.New("quota ledger state lost: reconciling from the dat
 func lost(op string) error { return errs.E(op, errs.Unavailable, "", ErrStateLost) }
 
 func overQuota(op string, u Usage, need int64) error {
-	return errs.E(op, errs.Quota, "", fmt.Errorf("quota exceeded: %d bytes free, %d needed", u.Free(), need))
+	return errs.OverQuota(op, "", u.Free(), need, "")
 }
 
 // Run scans due tasks every interval until ctx ends, and reconciles from

@@ -151,3 +151,20 @@ func RandomBytes(seed int64, n int) []byte {
 	rand.New(rand.NewSource(seed)).Read(b)
 	return b
 }
+
+// ByteSize is one case of testdata/bytesize.json: a byte count and the text
+// people are shown for it, by internal/bytesize and by the web page alike.
+type ByteSize struct {
+	N    int64  `json:"n"`
+	Text string `json:"text"`
+}
+
+// ByteSizes returns the size-formatting cases.
+func ByteSizes(t testing.TB) []ByteSize {
+	t.Helper()
+	var cases []ByteSize
+	if err := json.Unmarshal(readTestdata(t, "bytesize.json"), &cases); err != nil {
+		t.Fatalf("testdata/bytesize.json: %v", err)
+	}
+	return cases
+}

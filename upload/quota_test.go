@@ -63,7 +63,7 @@ func TestAbandonedSessionsRefusedThenExpire(t *testing.T) {
 		for i := 0; ; i++ {
 			info, err := e.s.Init(ctx, uid, fmt.Sprintf("/junk%d", i), 2*testChunk, "")
 			if errs.Is(err, errs.Quota) {
-				if !strings.Contains(errs.Message(err), "0 bytes free") {
+				if !strings.Contains(errs.Message(err), "0 B free") {
 					t.Fatalf("refusal says %q, want how much is free", errs.Message(err))
 				}
 				break

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,15 @@ func TestBrowserChangePassword(t *testing.T) {
 			chromedp.Click("#dlg-ok", chromedp.ByQuery),
 		}
 	}
+	shots := shooter{t: t, b: b, dir: os.Getenv("NETDISK_SCREENSHOTS")}
+	b.Run(t, "open the dialog", 20*time.Second,
+		chromedp.Click("#passwd", chromedp.ByQuery),
+		chromedp.WaitVisible("#pw-old", chromedp.ByQuery),
+		chromedp.SetValue("#pw-old", "alice-pass-1", chromedp.ByQuery),
+		chromedp.SetValue("#pw-new", "alice-pass-2", chromedp.ByQuery),
+		chromedp.SetValue("#pw-again", "alice-pass-2", chromedp.ByQuery))
+	shots.both("password")
+	b.Run(t, "close the dialog", 20*time.Second, chromedp.Click("#dlg-cancel", chromedp.ByQuery), chromedp.WaitNotVisible("#pw-old", chromedp.ByQuery))
 	var msg string
 	b.Run(t, "wrong current password", 20*time.Second, fill("nope", "alice-pass-2", "alice-pass-2"),
 		chromedp.Poll(`document.getElementById('dlg-error').textContent`, &msg, chromedp.WithPollingTimeout(10*time.Second)))

@@ -363,7 +363,9 @@ func TestBrowserOverQuota(t *testing.T) {
 	b.SignIn(t, d.URL, "bob", "bob-password")
 	b.Run(t, "pick a file", 20*time.Second, chromedp.SetUploadFiles("#pick-files", []string{f}, chromedp.ByQuery))
 	row := b.WaitUpload(t, "/big.iso", 60*time.Second, "error", "done")
-	if row.State != "error" || row.Sent != 0 || !strings.Contains(row.Text, "Not enough space") {
+	// In the units the page and the CLI print sizes in (100000 B free,
+	// 196608 B needed).
+	if row.State != "error" || row.Sent != 0 || row.Text != "Not enough space in your drive: 97.7 KiB free, 192 KiB needed" {
 		t.Fatalf("over quota: %+v", row)
 	}
 	resp, err = d.Do(context.Background(), "GET", "/api/v1/fs/stat?path=/big.iso", "bob", "bob-password", nil, nil)

@@ -17,6 +17,7 @@ import (
 
 	"netdisk/client"
 	"netdisk/errs"
+	"netdisk/internal/bytesize"
 )
 
 func init() { extraCommands = append(extraCommands, newAdminCmd) }
@@ -201,7 +202,9 @@ func formatQuota(q int64) string {
 	if q <= 0 {
 		return "unlimited"
 	}
-	return humanize.IBytes(uint64(q))
+	return bytesize.Format(q)
 }
 
-func ibytes(n int64) string { return humanize.IBytes(uint64(max(n, 0))) }
+// ibytes is every size the CLI prints: the product's one format
+// (internal/bytesize), the units --quota and the other size flags take.
+func ibytes(n int64) string { return bytesize.Format(max(n, 0)) }

@@ -4,6 +4,10 @@
 // upload-worker.js.
 import { uploads } from './uploads.js';
 import { thumbIcon, renderGallery, setupGallery } from './gallery.js';
+import { fmtBytes } from './size.js';
+
+// The page's size formatter, also for the modules that import it from here.
+export { fmtBytes };
 
 const $ = (id) => document.getElementById(id);
 export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null };
@@ -37,14 +41,6 @@ const enc = (p) => p.split('/').map(encodeURIComponent).join('/');
 const join = (dir, name) => (dir === '/' ? '' : dir) + '/' + name;
 const parent = (p) => p.slice(0, p.lastIndexOf('/')) || '/';
 const base = (p) => p.slice(p.lastIndexOf('/') + 1);
-
-export function fmtBytes(n) {
-  if (n < 1024) return n + ' B';
-  const u = ['KB', 'MB', 'GB', 'TB', 'PB'];
-  let i = -1;
-  do { n /= 1024; i++; } while (n >= 1024 && i < u.length - 1);
-  return (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) + ' ' + u[i];
-}
 
 export function fmtDate(s) {
   const d = new Date(s);
@@ -88,12 +84,22 @@ export function toast(msg, isErr) {
 }
 
 // ---------- sign-in ----------
-function showSignin(msg) {
+// showSignin shows the sign-in form with msg: a notice (signed out, the
+// session ended, the password changed: nothing went wrong) unless isErr,
+// which only a failed sign-in is.
+function showSignin(msg, isErr) {
   state.user = null;
   $('app').hidden = true;
   $('signin').hidden = false;
-  $('signin-error').textContent = msg || '';
+  signinMessage(msg, isErr);
   $('signin-name').focus();
+}
+
+function signinMessage(msg, isErr) {
+  const p = $('signin-error');
+  p.textContent = msg || '';
+  p.className = isErr ? 'form-error' : 'form-notice';
+  p.setAttribute('role', isErr ? 'alert' : 'status');
 }
 
 // sessionEnded is called on a 401. It asks the server first: the 401 may be
@@ -111,21 +117,21 @@ async function signin(ev) {
   ev.preventDefault();
   const btn = $('signin-submit');
   btn.disabled = true;
-  $('signin-error').textContent = '';
+  signinMessage('');
   try {
     const r = await fetch('/web/login', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ name: $('signin-name').value.trim(), password: $('signin-pass').value }) });
     const j = await r.json().catch(() => ({}));
     if (!r.ok) {
       const wait = r.headers.get('Retry-After');
-      $('signin-error').textContent = r.status === 429 ? `Too many failed attempts: try again in ${wait || 'a few'} seconds.`
-        : r.status === 401 ? 'Wrong user name or password.' : (j.error || 'Sign-in failed (' + r.status + ').');
+      signinMessage(r.status === 429 ? `Too many failed attempts: try again in ${wait || 'a few'} seconds.`
+        : r.status === 401 ? 'Wrong user name or password.' : (j.error || 'Sign-in failed (' + r.status + ').'), true);
       return;
     }
     $('signin-pass').value = '';
     await startApp(j);
   } catch (e) {
-    $('signin-error').textContent = 'Cannot reach the server.';
+    signinMessage('Cannot reach the server.', true);
   } finally {
     btn.disabled = false;
   }
@@ -356,7 +362,7 @@ async function preview(n, t) {
       const r = await fetch('/dav' + enc(n.path), { headers: { Range: 'bytes=0-' + (TEXT_PREVIEW_MAX - 1), 'X-Netdisk-Web': '1' } });
       if (!r.ok) throw new Error('HTTP ' + r.status);
       let text = await r.text();
-      if (n.size > TEXT_PREVIEW_MAX) text += '\n\n… (preview shows the first 1 MB)';
+      if (n.size > TEXT_PREVIEW_MAX) text += '\n\n… (preview shows the first ' + fmtBytes(TEXT_PREVIEW_MAX) + ')';
       pre.textContent = text;
     } catch (e) {
       pre.textContent = 'Cannot load the preview: ' + e.message;

@@ -52,7 +52,9 @@ function describe(e) {
   }
   switch (e.code) {
     case 'unauthenticated': return 'Signed out: sign in again, then retry (the upload resumes).';
-    case 'quota_exceeded': return 'Not enough space in your drive: ' + e.message;
+    // The server's sentence names the figures ("26.7 MiB free, 210 MiB
+    // needed"); its "quota exceeded: " would only repeat this one's start.
+    case 'quota_exceeded': return 'Not enough space in your drive: ' + e.message.replace(/quota exceeded: /, '');
     case 'no_space': return 'The server is out of disk space: ' + e.message;
     case 'hash_mismatch': return 'The file changed while it was being uploaded: retry to send the new version.';
   }
@@ -167,6 +169,7 @@ class Upload {
       this.post({ type: 'session', uploadId: this.uploadId, totalChunks: init.totalChunks, resumable: this.uploaded.size });
       if (size < (info.smallFileLimit || 0)) {
         const res = await this.whole();
+        if (!res.mtimeSet) await this.keepMtime(res.path);
         this.stopped = true;
         this.progress();
         this.post({ type: 'done', instant: res.instant, result: res });
@@ -180,6 +183,7 @@ class Upload {
       const res = await this.finish();
       this.stopped = true; this.ctl.abort(); this.wake();
       await Promise.allSettled(runners);
+      await this.keepMtime(res.path);
       this.progress();
       this.post({ type: 'done', instant: res.instant, result: res });
     } catch (e) {
@@ -415,11 +419,34 @@ class Upload {
     if (this.stopped) throw new DOMException('stopped', 'AbortError');
     let url = '/api/v1/file/upload?path=' + encodeURIComponent(this.path) + '&fileHash=' + fileHash;
     if (this.fileSha256) url += '&fileSha256=' + this.fileSha256;
+    const mtime = this.mtime();
+    if (mtime) url += '&mtime=' + encodeURIComponent(mtime);
     const r = await this.retry(() => call('PUT', url, this.file, this.ctl.signal), 0);
     this.sentBytes = this.file.size;
     this.c.completed = this.c.totalChunks;
     this.emit('Uploaded', { hash: fileHash });
-    return { instant: false, path: r.path || this.path, fileHash, size: this.file.size };
+    return { instant: false, path: r.path || this.path, fileHash, size: this.file.size, mtimeSet: !!mtime };
+  }
+
+  // mtime is the file's modification time as the API takes it (RFC 3339),
+  // or null when the browser gives none.
+  mtime() {
+    const t = this.file.lastModified;
+    return Number.isFinite(t) && t > 0 ? new Date(t).toISOString() : null;
+  }
+
+  // keepMtime gives the committed file the local file's modification time,
+  // as push and the mount do: a merge or an instant upload commits with the
+  // server's clock, and only the one-request upload takes it in the commit.
+  // The upload's own work is over (stopped, its requests aborted): this
+  // call gets a controller of its own, which Cancel still aborts.
+  async keepMtime(path) {
+    const mtime = this.mtime();
+    if (!mtime) return;
+    if (this.cancelled) throw new DOMException('cancelled', 'AbortError');
+    this.stopped = false;
+    this.ctl = new AbortController();
+    await this.retry(() => call('POST', '/api/v1/fs/setattr', { path: path || this.path, mtime }, this.ctl.signal));
   }
 
   async checkFile(fileHash) {

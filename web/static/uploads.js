@@ -1,8 +1,9 @@
 // The upload panel: one row per file, fed by upload-worker.js. The worker
 // does the work (seed 000); this module shows it — hashing and sending as two
-// bars, speed, time left, "instant", errors with Retry — and remembers
-// unfinished uploads in localStorage so that, after the tab was closed,
-// choosing the same file again resumes from the server's chunk bitmap.
+// bars, speed, time left, "instant", errors with Retry, what is still going
+// on top — and remembers unfinished uploads in localStorage so that, after
+// the tab was closed, choosing the same file again resumes from the server's
+// chunk bitmap.
 import { fmtBytes, icon, typeOf, toast } from './app.js';
 
 const $ = (id) => document.getElementById(id);
@@ -67,6 +68,7 @@ class Row {
     el.dataset.retries = this.retries;
     el.dataset.inflight = this.inflight || 0;
     el.dataset.instant = this.instant ? '1' : '';
+    el.dataset.code = this.state === 'error' ? this.code || '' : '';
     const size = this.size || 1;
     this.hashBar.firstChild.style.width = (this.state === 'done' ? 100 : Math.min(100, this.hashed / size * 100)) + '%';
     this.sendBar.firstChild.style.width = (this.state === 'done' ? 100 : Math.min(100, (this.sent + this.skipped) / size * 100)) + '%';
@@ -116,6 +118,15 @@ class Row {
   }
 }
 
+// rank orders the panel: what is still going (running, paused, queued) on
+// top, where the user looks for it, then what needs the user (failed,
+// interrupted), then what is over (finished, cancelled).
+function rank(state) {
+  if (['running', 'paused', 'queued'].includes(state)) return 0;
+  if (state === 'error' || state === 'interrupted') return 1;
+  return 2;
+}
+
 function fmtTime(s) {
   if (s < 60) return Math.ceil(s) + ' s';
   if (s < 3600) return Math.floor(s / 60) + ' min ' + Math.round(s % 60) + ' s';
@@ -157,6 +168,19 @@ class Panel {
     }
   }
 
+  // order sorts the rows by rank; going rows keep the order they were
+  // added in (the order they run), the others show the newest outcome
+  // first. Only a row whose place changes is moved: a button under the
+  // pointer stays where it is.
+  order() {
+    const rows = [...this.rows.values()].sort((a, b) => rank(a.state) - rank(b.state) ||
+      (rank(a.state) === 0 ? a.seq - b.seq : b.settled - a.settled));
+    const list = $('uploads-list');
+    rows.forEach((r, i) => { if (list.children[i] !== r.el) list.insertBefore(r.el, list.children[i] || null); });
+  }
+
+  settle(row) { row.settled = this.next++; }
+
   title() {
     const all = [...this.rows.values()];
     const active = all.filter(r => ['queued', 'running', 'paused'].includes(r.state)).length;
@@ -173,9 +197,11 @@ class Panel {
     const id = 'u' + this.next++;
     const row = new Row(id, file.name, path, file.size);
     row.file = file;
+    row.seq = this.next;
     this.rows.set(id, row);
     $('uploads-list').appendChild(row.el);
     row.render(this);
+    this.order();
     this.title();
     remember(path, file);
     this.post({ type: 'add', id, file, path });
@@ -184,6 +210,7 @@ class Panel {
   retry(row) {
     row.state = 'queued'; row.error = ''; row.retriesNote = '';
     row.render(this);
+    this.order();
     this.title();
     this.post({ type: 'retry', id: row.id });
   }
@@ -234,21 +261,25 @@ class Panel {
         break;
       case 'done':
         row.state = 'done'; row.instant = m.instant;
+        this.settle(row);
         forget(row.path);
         this.onFinished(row);
         break;
       case 'error':
         row.state = 'error'; row.error = m.message; row.code = m.code;
+        this.settle(row);
         this.onFinished(row);
         if (m.code === 'unauthenticated') this.onSignedOut();
         break;
       case 'cancelled':
         row.state = 'cancelled';
+        this.settle(row);
         forget(row.path);
         this.onFinished(row);
         break;
     }
     row.render(this);
+    if (m.type !== 'progress' && m.type !== 'event') this.order();
     this.title();
   }
 
@@ -261,10 +292,12 @@ class Panel {
       this.show();
       const row = new Row('i' + this.next++, u.name, u.path, u.size);
       row.state = 'interrupted';
+      this.settle(row);
       this.rows.set(row.id, row);
       $('uploads-list').appendChild(row.el);
       row.render(this);
     }
+    this.order();
     this.title();
   }
 
