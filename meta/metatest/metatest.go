@@ -150,6 +150,11 @@ func Run(t *testing.T, open Open) {
 		{"InstantUploadLookups", testLookups},
 		{"QuotaFlushes", testQuotaFlushes},
 		{"Stats", testStats},
+		{"VersionsOnCommit", testVersionsOnCommit},
+		{"VersionsFollowTheFile", testVersionsFollowTheFile},
+		{"VersionErrors", testVersionErrors},
+		{"RestoreVersion", testRestoreVersion},
+		{"VersionsAndGC", testVersionsAndGC},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })
