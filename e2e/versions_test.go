@@ -112,6 +112,16 @@ func TestVersionsOnEverySurface(t *testing.T) {
 	}
 	step("a WebDAV PUT", two)
 
+	// WebDAV MOVE of another file over it (rclone's and many clients' save).
+	twoB := []byte("two and a half: moved over by WebDAV\n")
+	e.put("admin", e.d.AdminPass, "/dav/incoming.tmp", twoB)
+	move := exec.Command("curl", "-sf", "-u", "admin:"+e.d.AdminPass, "-X", "MOVE", "-H", "Destination: "+e.d.URL+"/dav/notes.txt",
+		"-H", "Overwrite: T", e.d.URL+"/dav/incoming.tmp")
+	if out, err := move.CombinedOutput(); err != nil {
+		t.Fatalf("curl MOVE: %v %s", err, out)
+	}
+	step("a WebDAV MOVE over the file", twoB)
+
 	// The API through netdisk push.
 	three := []byte("three: pushed by the CLI\n")
 	local := filepath.Join(t.TempDir(), "notes.txt")
