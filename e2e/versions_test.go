@@ -188,3 +188,20 @@ func TestVersionsOnEverySurface(t *testing.T) {
 		t.Fatalf("another file's version: %d, want 404", st)
 	}
 }
+
+// TestVersionsRetentionLoop: the daemon's versions loop applies
+// --versions-max (and the thinning schedule) by itself.
+func TestVersionsRetentionLoop(t *testing.T) {
+	e := start(t, "--versions-max", "1", "--versions-interval", "100ms")
+	for i := range 4 {
+		e.put("admin", e.d.AdminPass, "/dav/f.txt", []byte(strings.Repeat("x", i+1)))
+	}
+	waitFor(t, 30*time.Second, "the versions loop to keep one version", func() bool {
+		return len(e.versions("/f.txt").Versions) == 1
+	})
+	out := filepath.Join(t.TempDir(), "v")
+	e.cli("versions", "get", "/f.txt", strconv.FormatInt(e.versions("/f.txt").Versions[0].ID, 10), "-o", out)
+	if b, _ := os.ReadFile(out); string(b) != "xxx" {
+		t.Fatalf("the version kept holds %q, want the newest replaced content", b)
+	}
+}
