@@ -238,8 +238,8 @@ func testRestoreVersion(t *testing.T, e *env) {
 	}
 }
 
-// testVersionsAndGC: a version's chunks are live; expunging it, or removing
-// the file for good, frees them. The listings retention walks.
+// testVersionsAndGC: a version's chunks are live; expunging it, or deleting
+// the owner, frees them. The listings retention walks.
 func testVersionsAndGC(t *testing.T, e *env) {
 	a, b := e.user("alice", 0), e.user("bob", 0)
 	e.commit(a, "/f", chunk("old", 3))
@@ -280,15 +280,13 @@ func testVersionsAndGC(t *testing.T, e *env) {
 	if un := e.unreferenced(); !same(un, []string{"sha-old"}) {
 		t.Fatalf("unreferenced after the expunge: %v", un)
 	}
-	// A file removed for good takes its versions along.
-	e.must(e.s.Remove(e.ctx, a, "/g"))
-	if un := e.unreferenced(); len(un) != 3 {
-		t.Fatalf("unreferenced after the remove: %v", un)
-	}
-	if vs, _ := e.s.OldestVersions(e.ctx, a, 0, 10); len(vs) != 0 {
-		t.Fatalf("versions of a removed file: %+v", vs)
-	}
+	// A user deleted takes their files' versions along (nodes and users
+	// cascade to file_versions): every chunk is garbage then.
+	e.must(e.s.DeleteUser(e.ctx, a))
 	e.must(e.s.DeleteUser(e.ctx, b))
+	if un := e.unreferenced(); len(un) != 6 {
+		t.Fatalf("unreferenced after the users went: %v", un)
+	}
 	if files, _ := e.s.VersionedFiles(e.ctx, 0, 10); len(files) != 0 {
 		t.Fatalf("versions of a deleted user: %v", files)
 	}
