@@ -24,6 +24,9 @@ mount, a file moved or copied over it, a restore) keeps the content it
 replaced as a version, with its time, size and author. Versions are thinned
 with age on the server (see serve --versions-retention and --versions-max) and
 do not count in the quota. A version is named by the id 'versions ls' shows.`,
+		Example: `  netdisk versions ls /notes.txt
+  netdisk versions get /notes.txt 42 -o notes-before.txt
+  netdisk versions restore /notes.txt 42`,
 	}
 	cmd.AddCommand(newVersionsLsCmd(), newVersionsGetCmd(), newVersionsRestoreCmd())
 	return cmd
@@ -45,7 +48,9 @@ func newVersionsLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls REMOTE",
 		Short: "List a file's versions, newest first",
-		Args:  cobra.ExactArgs(1),
+		Example: `  netdisk versions ls /notes.txt
+  netdisk versions ls --json /notes.txt | jq '.versions[0].id'`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			l, err := cf.client().Versions(ctx, args[0])
@@ -77,7 +82,9 @@ func newVersionsGetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get REMOTE VERSION -o FILE",
 		Short: "Download a version of a file (-o - writes it to standard output)",
-		Args:  cobra.ExactArgs(2),
+		Example: `  netdisk versions get /notes.txt 42 -o notes-before.txt
+  netdisk versions get /notes.txt 42 -o - | diff - notes.txt`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			vid, err := parseVersionID(args[1])
@@ -111,9 +118,10 @@ func newVersionsGetCmd() *cobra.Command {
 func newVersionsRestoreCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
-		Use:   "restore REMOTE VERSION",
-		Short: "Make a version the file's content again (the current content is kept as a version)",
-		Args:  cobra.ExactArgs(2),
+		Use:     "restore REMOTE VERSION",
+		Short:   "Make a version the file's content again (the current content is kept as a version)",
+		Example: `  netdisk versions restore /notes.txt 42`,
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			vid, err := parseVersionID(args[1])
