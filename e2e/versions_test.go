@@ -76,10 +76,10 @@ func (e *env) mountDrive(probe string) string {
 	return mnt
 }
 
-// TestVersionsOnEverySurface: an overwrite through WebDAV (curl), the API
-// (netdisk push) and the mount (sed -i, and an editor's save: a temporary
-// file renamed over the file) each add exactly one version, the replaced
-// bytes; `versions get` returns a version's bytes, and `versions restore`
+// TestVersionsOnEverySurface: an overwrite through WebDAV (curl PUT and
+// MOVE), the API (netdisk push) and the mount (sed -i, an editor's save: a
+// temporary file renamed over the file, a write in place) each add exactly
+// one version, the replaced bytes; `versions get` returns a version's bytes, and `versions restore`
 // brings the old bytes back and keeps the newer content as a version.
 func TestVersionsOnEverySurface(t *testing.T) {
 	testutil.RequireTool(t, "curl")
@@ -149,6 +149,14 @@ func TestVersionsOnEverySurface(t *testing.T) {
 	}
 	step("an editor's save in the mount", five)
 
+	// A write in place: open with O_TRUNC, write, close.
+	six := []byte("six: written in place\n")
+	if err := os.WriteFile(filepath.Join(mnt, "notes.txt"), six, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step("a write in place in the mount", six)
+	latest := six
+
 	// Restore the first content: the file holds it again, the content it
 	// replaced is the newest version, and the count is unchanged (the
 	// restored version is the content now).
@@ -165,8 +173,8 @@ func TestVersionsOnEverySurface(t *testing.T) {
 	}
 	got := filepath.Join(t.TempDir(), "newest")
 	e.cli("versions", "get", "/notes.txt", strconv.FormatInt(after.Versions[0].ID, 10), "-o", got)
-	if b, _ := os.ReadFile(got); !bytes.Equal(b, five) {
-		t.Fatalf("the newest version after the restore holds %q, want %q", b, five)
+	if b, _ := os.ReadFile(got); !bytes.Equal(b, latest) {
+		t.Fatalf("the newest version after the restore holds %q, want %q", b, latest)
 	}
 	for _, v := range after.Versions {
 		if v.ID == oldest.ID {
@@ -176,7 +184,7 @@ func TestVersionsOnEverySurface(t *testing.T) {
 	// Range works on a version's download, as on any download.
 	st, body, _ := e.call("GET", "/api/v1/versions/content?path=/notes.txt&version="+strconv.FormatInt(after.Versions[0].ID, 10),
 		"admin", e.d.AdminPass, nil, map[string]string{"Range": "bytes=6-10"})
-	if st != 206 || string(body) != string(five[6:11]) {
+	if st != 206 || string(body) != string(latest[6:11]) {
 		t.Fatalf("a ranged version download: %d %q", st, body)
 	}
 	// A folder has no versions; a version of another file is not found.
