@@ -1,6 +1,7 @@
 package api
 
-// fileRoutes are the upload protocol (upload.go) and file operations (fileops.go).
+// fileRoutes are the upload protocol (upload.go), file operations
+// (fileops.go) and files' versions (versions.go).
 func (a *API) fileRoutes() []Route {
-	return append(a.uploadRoutes(), a.fsRoutes()...)
+	return append(append(a.uploadRoutes(), a.fsRoutes()...), a.versionRoutes()...)
 }

@@ -106,3 +106,28 @@ type Quota struct {
 	Free       int64 `json:"free"`
 	Metadata   int64 `json:"metadata"` // what the user's files, folders and properties cost as entries (docs/API.md)
 }
+
+// Version is an earlier content of a file (GET /api/v1/versions): ID names
+// it for download, restore and delete; MTime is the content's modification
+// time, Saved when newer content replaced it; Author the user who wrote it.
+type Version struct {
+	ID       int64  `json:"id"`
+	Size     int64  `json:"size"`
+	MTime    Time   `json:"mtime"`
+	Saved    Time   `json:"saved"`
+	FileHash string `json:"fileHash"`
+	Author   string `json:"author"`
+}
+
+// VersionList answers GET /api/v1/versions: the file as it is now and its
+// versions, newest first.
+type VersionList struct {
+	File     Node      `json:"file"`
+	Versions []Version `json:"versions"`
+}
+
+// VersionRequest is the body of POST /api/v1/versions/restore.
+type VersionRequest struct {
+	Path    string `json:"path"`
+	Version int64  `json:"version"`
+}

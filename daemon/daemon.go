@@ -113,7 +113,19 @@ type Options struct {
 	// (0: preview.DefaultMaxBytes).
 	Thumbs         thumb.Limits
 	ThumbCacheSize int64
+	// Versions bounds the files' versions kept (--versions-retention,
+	// --versions-max); thinning applies whatever it says.
+	Versions drive.VersionPolicy
+	// VersionsInterval is how often versions are thinned and expired; 0
+	// means DefaultVersionsInterval.
+	VersionsInterval time.Duration
 }
+
+// DefaultVersionsInterval is how often the versions loop runs by default:
+// often enough that the finest step of the schedule (10 s within the last
+// minute) is applied to most bursts of saves, cheap since it reads only the
+// files that have versions.
+const DefaultVersionsInterval = time.Minute
 
 // Daemon is an opened data directory with everything wired.
 type Daemon struct {
@@ -175,6 +187,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
 		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
 		{"web-sessions", d.pruneWebSessions},
+		{"versions", d.versionsLoop},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -210,7 +223,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger, taken: &d.leasesTaken}
 		for i, j := range jobs {
 			switch j.name {
-			case "gc", "upload-janitor", "quota-flush", "web-sessions":
+			case "gc", "upload-janitor", "quota-flush", "web-sessions", "versions":
 				run := j.run
 				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
 			}
@@ -530,6 +543,22 @@ func (d *Daemon) pruneWebSessions(ctx context.Context) {
 			d.opts.Logger.Warn("web sessions: pruning expired sessions", "err", err)
 		} else if n > 0 {
 			d.opts.Logger.Debug("web sessions: expired sessions ended", "count", n)
+		}
+	})
+}
+
+// versionsLoop thins and expires the files' versions (drive.ExpireVersions);
+// the chunks they free are the next GC's.
+func (d *Daemon) versionsLoop(ctx context.Context) {
+	every := d.opts.VersionsInterval
+	if every <= 0 {
+		every = DefaultVersionsInterval
+	}
+	tick.Every(ctx, every, func(ctx context.Context) {
+		if n, err := d.Drive.ExpireVersions(ctx, d.opts.Versions); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("versions: expiring", "err", err)
+		} else if n > 0 {
+			d.opts.Logger.Debug("versions: expunged", "count", n)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 // Package drive is netdisk's protocol-neutral file core: users, each user's
 // namespace, files as chunk lists, the write path that cuts and deduplicates,
-// the read path, garbage collection and checks. It is the only package that
+// the read path, files' earlier versions and their retention (versions.go),
+// garbage collection and checks. It is the only package that
 // composes the chunk store (dedup) with the quota ledger (quota) and the
 // metadata store (meta); the WebDAV adapter, the HTTP API (with the upload
 // protocol, package upload) and FUSE are thin layers over it.

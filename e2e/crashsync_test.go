@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"testing"
 
+	"netdisk/apitype"
 	"netdisk/internal/crashpoint"
 	"netdisk/testutil"
 )
@@ -18,11 +20,16 @@ type crashLog struct {
 	mu       sync.Mutex
 	acked    map[string][]byte   // the last acknowledged content
 	inFlight map[string][][]byte // contents sent after the last acknowledgement
+	sent     map[string][][]byte // every content sent, in order (the history a path may have)
 }
 
 func (l *crashLog) try(path string, b []byte) {
 	l.mu.Lock()
 	l.inFlight[path] = append(l.inFlight[path], b)
+	if l.sent == nil {
+		l.sent = map[string][][]byte{}
+	}
+	l.sent[path] = append(l.sent[path], b)
 	l.mu.Unlock()
 }
 
@@ -96,7 +103,8 @@ func crashWorkload(t *testing.T, e *env, log *crashLog, pass string) bool {
 // crashpoint hook) right after its 1st, 2nd, … durable step of a workload,
 // one run per step until the workload completes, restarts it each time and
 // checks that every file acknowledged before the crash reads back exactly,
-// and that a file whose write was cut reads back as one whole version.
+// that a file whose write was cut reads back as one whole version, and that
+// each file's versions are exactly the contents it held before.
 func TestCrashAtEveryFsync(t *testing.T) {
 	const pass = "alice-pass-123"
 	for n := 1; ; n++ {
@@ -134,10 +142,47 @@ func TestCrashAtEveryFsync(t *testing.T) {
 				t.Fatalf("crash after step %d: unacknowledged %s is %d with %d bytes: a torn version", n, p, st, len(got))
 			}
 		}
+		for p := range log.sent {
+			checkHistory(t, e, n, p, pass, log.sent[p])
+		}
 		e.d.Stop()
 		if completed {
 			t.Logf("the workload completed with the crash set after step %d: every earlier step was crashed at", n)
 			return
+		}
+	}
+}
+
+// checkHistory: the file at p holds one of the contents sent to it, and its
+// versions are exactly the contents it held before, newest first — the
+// content and its history were committed together or not at all.
+func checkHistory(t *testing.T, e *env, n int, p, pass string, sent [][]byte) {
+	t.Helper()
+	st, cur, _ := e.call("GET", "/dav"+p, "alice", pass, nil, nil)
+	if st == http.StatusNotFound {
+		return
+	}
+	idx := -1
+	for i, b := range sent {
+		if bytes.Equal(b, cur) {
+			idx = i
+		}
+	}
+	if st != http.StatusOK || idx < 0 {
+		t.Fatalf("crash after step %d: %s is %d with content never sent", n, p, st)
+	}
+	st, body, _ := e.call("GET", "/api/v1/versions?path="+p, "alice", pass, nil, nil)
+	var l apitype.VersionList
+	if st != http.StatusOK || json.Unmarshal(body, &l) != nil {
+		t.Fatalf("crash after step %d: versions of %s: %d %s", n, p, st, body)
+	}
+	if len(l.Versions) != idx {
+		t.Fatalf("crash after step %d: %s holds content %d of those sent with %d versions, want %d", n, p, idx+1, len(l.Versions), idx)
+	}
+	for i, v := range l.Versions {
+		st, got, _ := e.call("GET", fmt.Sprintf("/api/v1/versions/content?path=%s&version=%d", p, v.ID), "alice", pass, nil, nil)
+		if want := sent[idx-1-i]; st != http.StatusOK || !bytes.Equal(got, want) {
+			t.Fatalf("crash after step %d: version %d of %s: %d, %d bytes; want the content it replaced (%d bytes)", n, i, p, st, len(got), len(want))
 		}
 	}
 }

@@ -50,9 +50,11 @@ func (s *SQLStore) ChunkData(ctx context.Context, sha string) ([]byte, bool, err
 }
 
 // unreferenced is the condition under which a chunk is garbage: no file holds
-// it and no upload session (migration 003) has received it.
+// it, no upload session (migration 003) has received it and no file version
+// (migration 018) keeps it.
 const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)
-	AND NOT EXISTS (SELECT 1 FROM session_chunks sc WHERE sc.chunk_id = chunks.id)`
+	AND NOT EXISTS (SELECT 1 FROM session_chunks sc WHERE sc.chunk_id = chunks.id)
+	AND NOT EXISTS (SELECT 1 FROM version_chunks vc WHERE vc.chunk_id = chunks.id)`
 
 // UnreferencedChunks lists up to limit garbage chunks.
 func (s *SQLStore) UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error) {

@@ -2,12 +2,13 @@
 // users, each user's tree of directories and files, files as ordered lists
 // of chunks, chunk records, WebDAV dead properties, upload sessions with
 // their chunks and challenges, the quota ledger's flush records, the web
-// page's sign-in sessions and the users' app passwords. Store is the
-// contract, split by role (Users, Tree, Props, Checksums, Chunks, Sessions,
-// QuotaRecords, WebSessions, AppTokens, NameSearch) so each caller depends on what it
-// uses; SQLStore implements it on a SQLite file or
-// on a PostgreSQL database shared by several nodes, the same methods on
-// either, and metatest is the conformance suite every implementation passes.
+// page's sign-in sessions, the users' app passwords and the files' earlier
+// versions. Store is the contract, split by role (Users, Tree, Props,
+// Checksums, Chunks, Sessions, QuotaRecords, WebSessions, AppTokens,
+// NameSearch, Versions) so each caller depends on what it uses; SQLStore
+// implements it on a SQLite file or on a PostgreSQL database shared by
+// several nodes, the same methods on either, and metatest is the
+// conformance suite every implementation passes.
 // Callers compose changes in one transaction through Tx, which keeps the
 // database's own handle inside the package.
 //
@@ -213,16 +214,20 @@ type Tree interface {
 	MkdirMode(ctx context.Context, uid int64, path string, mtime time.Time, perm uint32) (Node, error)
 	// CommitFile makes f the content at path in one transaction, replacing an
 	// older version; readers see the old or the new version, never a mix. A
-	// new file touches its folder; a new version of a file does not.
+	// new file touches its folder; a new version of a file does not. The
+	// replaced content is kept as a version of the file (Versions).
 	CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error)
 	// Remove deletes path and everything below it (the root is Permission).
 	Remove(ctx context.Context, uid int64, path string) error
 	// Move renames src to dst. With overwrite, an existing dst is removed first
 	// (in the same transaction); without, an existing dst is Exists. A
-	// destination inside the source is Permission.
+	// destination inside the source is Permission. A file moved over a file
+	// replaces its content instead: dst's node survives with its history
+	// (Versions).
 	Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error
 	// Copy copies src to dst sharing chunks (no bytes are copied). recursive
-	// false copies only the directory itself.
+	// false copies only the directory itself. A file copied over a file
+	// replaces its content, as Move does.
 	Copy(ctx context.Context, uid int64, src, dst string, overwrite, recursive bool) error
 	SetModTime(ctx context.Context, uid int64, path string, mtime time.Time) error
 	// SetMode stores permission bits (≤ 0o7777, else Invalid); they are
@@ -263,8 +268,8 @@ type Chunks interface {
 	// ChunksByMD5 returns every chunk with that MD5 (usually zero or one).
 	ChunksByMD5(ctx context.Context, md5 string) ([]Chunk, error)
 	ChunkBySHA256(ctx context.Context, sha string) (Chunk, error)
-	// UnreferencedChunks lists chunks no file and no session references
-	// (candidates for GC).
+	// UnreferencedChunks lists chunks no file, no session and no file
+	// version references (candidates for GC).
 	UnreferencedChunks(ctx context.Context, limit int) ([]Chunk, error)
 	// DeleteChunkIfUnreferenced removes the chunk record if still unreferenced
 	// and reports whether it did.
@@ -425,6 +430,7 @@ type Store interface {
 	WebSessions
 	AppTokens
 	NameSearch
+	Versions
 }
 
 func baseName(p string) string {

@@ -327,6 +327,11 @@ func putNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string,
 	case old.IsDir:
 		return n, Node{}, errs.E(op, errs.IsDir, path, nil)
 	}
+	if keepsVersion(old, f.FileHash, f.Size) {
+		if err := keepVersionTx(ctx, tx, old, now); err != nil {
+			return n, old, err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM file_chunks WHERE node_id = ?`, old.ID); err != nil {
 		return n, old, err
 	}
@@ -456,6 +461,9 @@ func (s *SQLStore) Move(ctx context.Context, uid int64, src, dst string, overwri
 // moveTx is Move inside the caller's transaction.
 func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite bool, now time.Time) error {
 	return func() error {
+		if replaced, err := fileOverFile(ctx, tx, op, uid, src, dst, overwrite, true, now); replaced || err != nil {
+			return err
+		}
 		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite, now)
 		if err != nil {
 			return err
@@ -493,6 +501,9 @@ func (s *SQLStore) Copy(ctx context.Context, uid int64, src, dst string, overwri
 // copyTx is Copy inside the caller's transaction.
 func copyTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite, recursive bool, now time.Time) error {
 	return func() error {
+		if replaced, err := fileOverFile(ctx, tx, op, uid, src, dst, overwrite, false, now); replaced || err != nil {
+			return err
+		}
 		sn, err := prepareDest(ctx, tx, op, uid, src, dst, overwrite, now)
 		if err != nil {
 			return err

@@ -175,6 +175,10 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 		"below half of it free, writes are refused (507) and the reserve is released, until twice it is free again")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
+	f.DurationVar(&o.Versions.MaxAge, "versions-retention", 0, "file versions older than this are expunged (0: no age bound); younger ones are thinned: one per 10s within the last minute, per minute for an hour, per hour for a day, per day for 30 days, per week after")
+	f.IntVar(&o.Versions.Max, "versions-max", 0, "most versions kept per file, the newest (0: no count bound)")
+	f.DurationVar(&o.VersionsInterval, "versions-interval", daemon.DefaultVersionsInterval, "how often versions are thinned and expired")
+	_ = f.MarkHidden("versions-interval")
 	f.StringVar(&instant, "instant-upload", "private", "when another user's content is an instant upload: private (once enough distinct users hold it that its existence is no secret; "+
 		"until then the answer is the one for unknown content), shared (whenever anyone holds it: reveals what others store), off (never; a user's own content always is)")
 	f.StringVar(&owners, "instant-upload-owners", "2-10", "private mode: each content's secret threshold of distinct owners is drawn once in this range MIN-MAX")

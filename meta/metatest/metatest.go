@@ -153,6 +153,11 @@ func Run(t *testing.T, open Open) {
 		{"QuotaFlushes", testQuotaFlushes},
 		{"Stats", testStats},
 		{"NameSearch", testNameSearch},
+		{"VersionsOnCommit", testVersionsOnCommit},
+		{"VersionsFollowTheFile", testVersionsFollowTheFile},
+		{"VersionErrors", testVersionErrors},
+		{"RestoreVersion", testRestoreVersion},
+		{"VersionsAndGC", testVersionsAndGC},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })
