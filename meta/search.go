@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"netdisk/errs"
 )
 
 // NameQuery is a search of one user's nodes by name (SearchNames).
@@ -67,7 +69,7 @@ const (
 func (s *SQLStore) SearchNames(ctx context.Context, uid int64, q NameQuery) ([]Node, bool, error) {
 	const op = "meta.SearchNames"
 	if q.Pattern == "" || q.Limit <= 0 {
-		return nil, false, fmt.Errorf("%s: empty pattern or limit %d", op, q.Limit)
+		return nil, false, errs.E(op, errs.Invalid, "", fmt.Errorf("empty pattern or limit %d", q.Limit))
 	}
 	m := newNameMatcher(q.Pattern, q.Glob)
 	pos := q.After

@@ -2,10 +2,12 @@ package meta
 
 import (
 	"context"
+	"encoding/hex"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A data directory from before the name index (every migration up to 015
@@ -89,4 +91,69 @@ func TestSearchPlans(t *testing.T) {
 	if !strings.HasPrefix(p, "SCAN node_names VIRTUAL TABLE") || !strings.Contains(p, "SEARCH nodes USING INTEGER PRIMARY KEY") {
 		t.Errorf("index plan:\n%s\nwant the candidates first, each node by id", p)
 	}
+}
+
+// The index holds exactly one entry per named node, with the grams of its
+// name as it is now, after every kind of tree change and a user's deletion
+// (a cascade, which fires the triggers too): nothing stale is left to
+// grow the index or slow a search.
+func TestNameIndexFollowsTree(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t)
+	a, err := s.CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.CreateUser(ctx, "bob", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1, 0)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []int64{a.ID, b.ID} {
+		_, err := s.Mkdir(ctx, u, "/d", now)
+		must(err)
+		for _, p := range []string{"/d/one", "/d/two", "/three"} {
+			_, err := s.CommitFile(ctx, u, p, NewFile{ModTime: now})
+			must(err)
+		}
+	}
+	must(s.Move(ctx, a.ID, "/d", "/e", false))
+	must(s.Move(ctx, a.ID, "/e/one", "/e/uno", false))
+	must(s.Move(ctx, a.ID, "/three", "/e/two", true)) // over an existing one
+	must(s.Copy(ctx, a.ID, "/e", "/f", false, true))
+	must(s.Remove(ctx, a.ID, "/f/uno"))
+	must(s.DeleteUser(ctx, b.ID))
+	check := func() {
+		t.Helper()
+		var stale, missing int
+		must(s.r.QueryRowContext(ctx, `SELECT
+			(SELECT count(*) FROM node_names WHERE docid NOT IN (SELECT id FROM nodes WHERE name <> '')),
+			(SELECT count(*) FROM nodes WHERE name <> '' AND id NOT IN (SELECT docid FROM node_names))`).Scan(&stale, &missing))
+		if stale != 0 || missing != 0 {
+			t.Fatalf("index: %d stale entries, %d nodes missing", stale, missing)
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT n.name, f.grams FROM nodes AS n JOIN node_names AS f ON f.docid = n.id`)
+		must(err)
+		defer rows.Close()
+		for rows.Next() {
+			var name, grams string
+			must(rows.Scan(&name, &grams))
+			var want []string
+			rs := []rune(strings.ToLower(name) + gramEnd)
+			for i := 0; i+3 <= len(rs); i++ {
+				want = append(want, strings.ToUpper(hex.EncodeToString([]byte(string(rs[i:i+3])))))
+			}
+			if grams != strings.Join(want, " ") {
+				t.Errorf("%s indexed as %q, want %q", name, grams, strings.Join(want, " "))
+			}
+		}
+		must(rows.Err())
+	}
+	check()
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,5 +92,52 @@ func TestFind(t *testing.T) {
 	}
 	if r := runCLI(t, d, map[string]string{"NETDISK_USER": "bob", "NETDISK_PASSWORD": "bob-pw"}, "find", "r"); r.code != 0 || r.stdout != "" {
 		t.Errorf("bob's find r: exit %d, %q %q; want nothing", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Renames and deletions through a real FUSE mount reach the index too: the
+// mount's changes are the server's tree changes.
+func TestFindFollowsMount(t *testing.T) {
+	fusermount := testutil.RequireTool(t, "fusermount3")
+	d := testutil.StartDaemon(t)
+	base := t.TempDir()
+	mnt := filepath.Join(base, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_STATE_HOME": base, "TMPDIR": base}
+	if r := runCLI(t, d, env, "mount", "--daemon", "--cache-dir", filepath.Join(base, "cache"), mnt); r.code != 0 {
+		t.Fatalf("mount --daemon: exit %d, %s", r.code, r.stderr)
+	}
+	t.Cleanup(func() { exec.Command(fusermount, "-u", "-z", mnt).Run() })
+	find := func(pattern string) string {
+		t.Helper()
+		return strings.Join(strings.Fields(mustCLI(t, d, "find", pattern)), " ")
+	}
+	if err := os.MkdirAll(filepath.Join(mnt, "trip", "day1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"trip/day1/beach.jpg", "trip/day1/dunes.jpg"} {
+		if err := os.WriteFile(filepath.Join(mnt, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := find("*.jpg"); got != "/trip/day1/dunes.jpg /trip/day1/beach.jpg" && got != "/trip/day1/beach.jpg /trip/day1/dunes.jpg" {
+		t.Fatalf("after writing through the mount: %q", got)
+	}
+	if err := os.Rename(filepath.Join(mnt, "trip"), filepath.Join(mnt, "holiday")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(mnt, "holiday", "day1", "beach.jpg"), filepath.Join(mnt, "holiday", "day1", "sea.jpg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(mnt, "holiday", "day1", "dunes.jpg")); err != nil {
+		t.Fatal(err)
+	}
+	if got := find("*.jpg"); got != "/holiday/day1/sea.jpg" {
+		t.Errorf("after a folder's and a file's rename and a removal through the mount: %q, want /holiday/day1/sea.jpg", got)
+	}
+	if got := find("trip"); got != "" {
+		t.Errorf("the old folder name still found: %q", got)
 	}
 }
