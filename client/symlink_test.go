@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,6 +51,13 @@ func TestPushPullSymlinks(t *testing.T) {
 		if err != nil || n.Type != apitype.TypeSymlink || n.Target != target {
 			t.Fatalf("remote %s: %+v %v", name, n, err)
 		}
+	}
+	// A link has no chunks and no bytes for an agent to deliver.
+	if _, err := c.Chunks(ctx, "/dst/readme"); StatusOf(err) != http.StatusBadRequest {
+		t.Fatalf("chunks of a link: %v, want 400", err)
+	}
+	if _, err := c.AsyncAdd(ctx, apitype.AsyncAdd{Path: "/dst/readme", Agent: "a", TargetDir: "x", WaitForAgent: true}); StatusOf(err) != http.StatusBadRequest {
+		t.Fatalf("async download of a link: %v, want 400", err)
 	}
 	// A re-run sends nothing; a changed link is replaced, a file where a
 	// link was too.
