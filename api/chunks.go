@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"netdisk/apitype"
@@ -69,6 +70,11 @@ func (a *API) fileChunks(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	if n.IsDir {
 		a.WriteError(w, r, errs.E("api.fileChunks", errs.IsDir, n.Path, nil))
+		return
+	}
+	if n.IsSymlink() {
+		// Its content is its target, in the node (fs/stat), not in chunks.
+		a.WriteError(w, r, errs.E("api.fileChunks", errs.Invalid, n.Path, errors.New("a symbolic link has no chunks")))
 		return
 	}
 	cs, err := a.D.FileChunks(ctx, n)

@@ -11,12 +11,12 @@ import (
 // with nanoseconds, as time.Time encodes it) are the wire contract.
 func TestNodeJSON(t *testing.T) {
 	n := Node{Path: "/a/b.txt", Name: "b.txt", Size: 5, Mode: 0o644,
-		MTime: Time{time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)}, FileHash: "d41d8cd98f00b204e9800998ecf8427e"}
+		MTime: Time{time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)}, FileHash: "d41d8cd98f00b204e9800998ecf8427e", Type: TypeFile}
 	b, err := json.Marshal(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"path":"/a/b.txt","name":"b.txt","isDir":false,"size":5,"mode":420,"mtime":"2026-01-02T03:04:05.0000006Z","fileHash":"d41d8cd98f00b204e9800998ecf8427e"}`
+	const want = `{"path":"/a/b.txt","name":"b.txt","isDir":false,"size":5,"mode":420,"mtime":"2026-01-02T03:04:05.0000006Z","fileHash":"d41d8cd98f00b204e9800998ecf8427e","type":"file"}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}
@@ -27,6 +27,11 @@ func TestNodeJSON(t *testing.T) {
 	var back Node
 	if err := json.Unmarshal(b, &back); err != nil || back != n {
 		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	// A link adds its target; its type says what it is.
+	l := Node{Path: "/l", Name: "l", Size: 3, Mode: 0o777, MTime: n.MTime, Type: TypeSymlink, Target: "a/b"}
+	if b, _ = json.Marshal(l); !strings.HasSuffix(string(b), `"fileHash":"","type":"symlink","target":"a/b"}`) || !l.IsSymlink() || n.IsSymlink() {
+		t.Fatalf("a link's JSON: %s", b)
 	}
 }
 

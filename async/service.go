@@ -155,6 +155,10 @@ func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 	if n.IsDir {
 		return Task{}, errs.E(op, errs.IsDir, p, errors.New("async downloads deliver files"))
 	}
+	if n.IsSymlink() {
+		// Never followed by the server, a link has no bytes to deliver.
+		return Task{}, errs.E(op, errs.Invalid, p, errors.New("async downloads deliver files, not symbolic links"))
+	}
 	now := s.now()
 	if !r.WaitForAgent {
 		known, err := s.st.KnownAgent(ctx, AgentKey(r.User, r.Agent, r.Container), now)

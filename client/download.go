@@ -44,6 +44,7 @@ type PullResult struct {
 	Skipped      int
 	SkippedBytes int64
 	Deleted      int
+	Links        int // symbolic links created
 }
 
 // PartSuffix names an interrupted download beside its target; PartSuffix+".etag"
@@ -96,6 +97,20 @@ func (c *Client) PullPlanned(ctx context.Context, p PullPlan, o PullOptions) (Pu
 		if err := applyAttrs(f.Local, f.Node); err != nil {
 			return res, err
 		}
+	}
+	for _, l := range p.Links {
+		// The link itself replaces a local file or link (never a folder:
+		// that goes only with --delete); its target is created as given,
+		// as rsync -l does, never followed here.
+		if st, err := os.Lstat(l.Local); err == nil && !st.IsDir() {
+			if err := os.Remove(l.Local); err != nil {
+				return res, err
+			}
+		}
+		if err := os.Symlink(l.Node.Target, l.Local); err != nil {
+			return res, err
+		}
+		res.Links++
 	}
 	for i := len(p.Dirs) - 1; i >= 0; i-- {
 		if err := applyAttrs(p.Dirs[i].Local, p.Dirs[i].Node); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -83,6 +84,7 @@ type PushResult struct {
 	Skipped      int
 	SkippedBytes int64
 	Deleted      int
+	Links        int // symbolic links created
 }
 
 func isEmptyDir(p string) (bool, error) {
@@ -147,12 +149,43 @@ func (c *Client) PushPlanned(ctx context.Context, p PushPlan, o PushOptions) (Pu
 			return res, fmt.Errorf("%s: %w", f.Remote, err)
 		}
 	}
+	if err := c.pushLinks(ctx, p.Links, &res); err != nil {
+		return res, err
+	}
 	for i := len(p.DirAttrs) - 1; i >= 0; i-- {
 		if err := c.SetAttrs(ctx, p.DirAttrs[i]); err != nil {
 			return res, fmt.Errorf("%s: %w", p.DirAttrs[i].Remote, err)
 		}
 	}
 	return res, nil
+}
+
+// pushLinks creates the planned links, their folders first (a folder holding
+// only links is not among the empty ones PushFiles makes), each with its
+// mtime.
+func (c *Client) pushLinks(ctx context.Context, links []PushLink, res *PushResult) error {
+	made := map[string]bool{}
+	for _, l := range links {
+		if dir := path.Dir(l.Remote); !made[dir] {
+			if _, err := c.Mkdir(ctx, dir, true); err != nil {
+				return fmt.Errorf("%s: %w", dir, err)
+			}
+			made[dir] = true
+		}
+		if l.Replace {
+			if err := c.Remove(ctx, l.Remote, false); err != nil && StatusOf(err) != http.StatusNotFound {
+				return fmt.Errorf("%s: %w", l.Remote, err)
+			}
+		}
+		if _, err := c.Symlink(ctx, l.Remote, l.Target); err != nil {
+			return fmt.Errorf("%s: %w", l.Remote, err)
+		}
+		if _, err := c.SetAttr(ctx, l.Remote, &l.ModTime, nil); err != nil {
+			return fmt.Errorf("%s: %w", l.Remote, err)
+		}
+		res.Links++
+	}
+	return nil
 }
 
 // PushFiles sends a planned list of files and creates the empty directories.

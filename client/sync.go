@@ -54,15 +54,25 @@ func contentsOf(src string, sep string) bool {
 // PushPlan is what a push does: Files to send, Touch to fix only the
 // attributes of (content equal), Skip unchanged, Dirs to create (empty
 // directories), DirAttrs directories whose mtime or mode to set (parents
-// first), Delete remote paths to remove (the topmost of each tree).
+// first), Delete remote paths to remove (the topmost of each tree), Links
+// symbolic links to create (as rsync -l: the link, never what it names).
 type PushPlan struct {
 	Root     string // the remote target of the local source
 	Files    []PushFile
+	Links    []PushLink
 	Touch    []PushFile
 	Skip     []PushFile
 	Dirs     []string
 	DirAttrs []PushFile
 	Delete   []string
+}
+
+// PushLink is one symbolic link a push creates; Replace says the remote
+// has a file or another link at its path, removed first.
+type PushLink struct {
+	Local, Remote, Target string
+	ModTime               time.Time
+	Replace               bool
 }
 
 // SkippedBytes sums the sizes of the unchanged files.
@@ -169,7 +179,7 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 		switch n, ok := have[rel]; {
 		case ok && n.IsDir:
 			replace(rel)
-		case !ok || n.Size != f.Size:
+		case !ok || n.Size != f.Size || n.IsSymlink():
 		case o.Checksum:
 			h, err := localFileHash(f.Local, chunkSize)
 			if err != nil {
@@ -221,8 +231,11 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 			}
 			return err
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return p.link(lp, r, rel, have, seen, replace)
+		}
 		if !d.Type().IsRegular() {
-			return nil // symlinks, devices: not ours to send
+			return nil // devices, fifos, sockets: the drive holds none
 		}
 		info, err := d.Info()
 		if err != nil {
@@ -235,6 +248,33 @@ func (c *Client) PlanPush(ctx context.Context, local, remote string, o SyncOptio
 	}
 	p.Delete = topmost(append(p.Delete, extra(have, seen, p.Root)...))
 	return p, nil
+}
+
+// link plans the local symbolic link lp (remote path r, rel below the
+// root): nothing when the remote has the same link, else a link to create,
+// over a remote file or link (a folder there goes only with --delete, by
+// replace, as for a file).
+func (p *PushPlan) link(lp, r, rel string, have map[string]apitype.Node, seen map[string]bool, replace func(string)) error {
+	seen[rel] = true
+	target, err := os.Readlink(lp)
+	if err != nil {
+		return err
+	}
+	info, err := os.Lstat(lp)
+	if err != nil {
+		return err
+	}
+	l := PushLink{Local: lp, Remote: r, Target: target, ModTime: info.ModTime()}
+	switch n, ok := have[rel]; {
+	case ok && n.IsSymlink() && n.Target == target:
+		return nil
+	case ok && n.IsDir:
+		replace(rel)
+	case ok:
+		l.Replace = true
+	}
+	p.Links = append(p.Links, l)
+	return nil
 }
 
 // attrs files f, whose content the remote node n has, as skipped or, when
@@ -335,6 +375,7 @@ type PullPlan struct {
 	Touch  []PullFile
 	Skip   []PullFile
 	Dirs   []PullFile // every directory, created (and given its mode) if missing
+	Links  []PullFile // symbolic links to create (Node.Target), as rsync -l does
 	Delete []string
 }
 
@@ -396,6 +437,15 @@ func (c *Client) PlanPull(ctx context.Context, remote, local string, o SyncOptio
 		}
 		if n.IsDir {
 			p.Dirs = append(p.Dirs, f)
+			continue
+		}
+		if n.IsSymlink() {
+			if err == nil && st.Mode()&fs.ModeSymlink != 0 {
+				if t, err := os.Readlink(f.Local); err == nil && t == n.Target {
+					continue // the same link
+				}
+			}
+			p.Links = append(p.Links, f)
 			continue
 		}
 		switch {

@@ -87,6 +87,11 @@ func (s *SQLStore) ChunksHeld(ctx context.Context, uid int64, md5 string, size i
 // the file hash. found is false when no file has it.
 func (s *SQLStore) FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h Holders, found bool, err error) {
 	const op = "meta.FileHeld"
+	if fileHash == "" {
+		// No content has it: folders and symbolic links carry "", and a
+		// link's target is no content to bind.
+		return 0, Holders{}, false, nil
+	}
 	var id sql.NullInt64
 	err = s.r.QueryRowContext(ctx, `WITH m AS (SELECT id, user_id FROM nodes WHERE file_hash = ?1 AND size = ?2 AND is_dir = 0)
 		SELECT coalesce((SELECT id FROM m WHERE user_id = ?3 LIMIT 1), (SELECT id FROM m LIMIT 1)),

@@ -1,6 +1,7 @@
 // Package meta is netdisk's metadata store and the only owner of its SQL:
-// users, each user's tree of directories and files, files as ordered lists
-// of chunks, chunk records, WebDAV dead properties, upload sessions with
+// users, each user's tree of directories, files and symbolic links (whose
+// targets it keeps and never resolves), files as ordered lists of chunks,
+// chunk records, WebDAV dead properties, upload sessions with
 // their chunks and challenges, the quota ledger's flush records, the web
 // page's sign-in sessions, the users' app passwords and the files' earlier
 // versions. Store is the contract, split by role (Users, Tree, Props,

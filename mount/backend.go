@@ -16,8 +16,8 @@ import (
 
 // Entry is a file, directory or symbolic link as the backend reports it.
 type Entry struct {
-	Name     string // last path element
-	IsDir    bool
+	Name  string // last path element
+	IsDir bool
 	// Target is a symbolic link's target ("" for files and directories):
 	// the server stores it and never follows it; the kernel does.
 	Target   string

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"netdisk/apitype"
+	"netdisk/mount"
 	"netdisk/testutil"
 )
 
@@ -413,4 +414,42 @@ func TestGitCloneKeepsSymlinks(t *testing.T) {
 	e.cache = nil
 	e.mount()
 	check(filepath.Join(e.mnt, "clone"))
+}
+
+// TestSymlinkOffline: with the server out of reach, links the mount has seen
+// still answer lstat and readlink; making or removing one fails at once
+// with EHOSTDOWN (write-back keeps files, but a link has no content to
+// keep); once the server is back, ln -s works again.
+func TestSymlinkOffline(t *testing.T) {
+	clk := testutil.NewClock(time.Now())
+	e := setup(t, func(o *optsT) {
+		o.Now, o.WriteBack = clk.Now, true
+		o.Backend.(*mount.HTTPBackend).RedialFor = 2 * time.Second
+	})
+	p := func(name string) string { return filepath.Join(e.mnt, name) }
+	mustNil(t, os.Mkdir(p("d"), 0o755))
+	mustNil(t, os.Symlink("../elsewhere", p("d/l")))
+	e.sh(`ls -l "$M/d" >/dev/null; readlink "$M/d/l" >/dev/null`)
+
+	e.d.Stop()
+	clk.Advance(time.Hour) // every cached answer is past its TTL
+	if got, err := os.Readlink(p("d/l")); err != nil || got != "../elsewhere" {
+		t.Fatalf("readlink of a seen link, server down: %q %v", got, err)
+	}
+	if lstatType(t, p("d/l")) != unix.S_IFLNK {
+		t.Fatal("lstat of a seen link, server down: not a link")
+	}
+	wantErrno(t, "ln -s with the server down", os.Symlink("x", p("d/new")), syscall.EHOSTDOWN)
+	wantErrno(t, "rm of a link with the server down", os.Remove(p("d/l")), syscall.EHOSTDOWN)
+
+	e.d.Restart()
+	clk.Advance(time.Minute) // the next look at the server is due
+	var st unix.Stat_t
+	if err := unix.Lstat(p("d/none"), &st); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("lstat once the server is back: %v", err)
+	}
+	mustNil(t, os.Symlink("x", p("d/new")))
+	if got, err := os.Readlink(p("d/new")); err != nil || got != "x" {
+		t.Fatalf("readlink of a link made once back: %q %v", got, err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -407,4 +408,48 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestWebZipSymlinks: a link in a zipped folder stays a link (mode and
+// body the target), which unzip recreates, and is never followed.
+func TestWebZipSymlinks(t *testing.T) {
+	s, hs := newTestServer(t, testutil.NewClock(time.Unix(1_800_000_000, 0)))
+	ctx := context.Background()
+	u, err := s.d.User(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.d.Mkdir(ctx, u.ID, "/d"); err != nil {
+		t.Fatal(err)
+	}
+	for p, target := range map[string]string{"/d/rel": "../x", "/d/abs": "/etc/passwd"} {
+		if _, err := s.d.Symlink(ctx, u.ID, p, target); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := signedIn(t, hs)
+	resp, b := c.do("GET", "/web/zip?path=/d", nil, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("zip: %d", resp.StatusCode)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range zr.File {
+		if f.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(rc)
+		rc.Close()
+		got[f.Name] = string(data)
+	}
+	if len(got) != 2 || got["d/rel"] != "../x" || got["d/abs"] != "/etc/passwd" {
+		t.Fatalf("links in the zip: %v", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"context"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"path"
@@ -78,7 +79,7 @@ func (h *Handler) ServeZip(w http.ResponseWriter, r *http.Request, u meta.User) 
 // chunk store that is away fails the download before its status is sent.
 func (h *Handler) firstReadable(ctx context.Context, u meta.User, nodes []meta.Node) error {
 	for _, n := range nodes {
-		if n.IsDir || n.Size == 0 {
+		if !n.IsFile() || n.Size == 0 {
 			continue
 		}
 		f, err := h.d.Open(ctx, u.ID, n.Path)
@@ -108,6 +109,19 @@ func (h *Handler) writeZip(ctx context.Context, w io.Writer, u meta.User, root m
 		if n.IsDir {
 			hdr.Name += "/"
 			if _, err := zw.CreateHeader(hdr); err != nil {
+				return err
+			}
+			continue
+		}
+		if n.IsSymlink() {
+			// A link stays a link: unzip and Info-ZIP recreate it from
+			// the mode, its body being the target (as zip -y stores it).
+			hdr.SetMode(fs.ModeSymlink | 0o777)
+			fw, err := zw.CreateHeader(hdr)
+			if err != nil {
+				return err
+			}
+			if _, err := io.WriteString(fw, n.Target); err != nil {
 				return err
 			}
 			continue

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"netdisk/client"
 	"netdisk/testutil"
 )
 
@@ -37,6 +38,9 @@ func TestAdminMigrateToPostgresAndS3(t *testing.T) {
 	}
 	if st := davStatus(t, d, "PUT", "/bob.bin", "bob", "bob-pass-1", big); st != http.StatusCreated {
 		t.Fatalf("bob's PUT: %d", st)
+	}
+	if _, err := client.New(d.URL, "admin", d.AdminPass).Symlink(context.Background(), "/a/link", "small.txt"); err != nil {
+		t.Fatal(err)
 	}
 	d.Stop()
 
@@ -75,6 +79,10 @@ func TestAdminMigrateToPostgresAndS3(t *testing.T) {
 	}
 	if got := get("/bob.bin", "bob", "bob-pass-1"); !bytes.Equal(got, big) {
 		t.Fatal("bob's file differs on the migrated node")
+	}
+	// A link stays a link.
+	if ln, err := client.New(n.URL, "admin", d.AdminPass).Stat(context.Background(), "/a/link"); err != nil || !ln.IsSymlink() || ln.Target != "small.txt" {
+		t.Fatalf("the link on the migrated node: %+v %v", ln, err)
 	}
 	// New writes on the copy get fresh ids (the sequences continue).
 	if st := davStatus(t, n, "PUT", "/new.txt", "admin", d.AdminPass, []byte("new")); st != http.StatusCreated {

@@ -48,8 +48,11 @@ func newLsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, e := range nodes {
 				name, size := e.Name, ibytes(e.Size)
-				if e.IsDir {
+				switch {
+				case e.IsDir:
 					name, size = name+"/", "-"
+				case e.IsSymlink():
+					name = name + " -> " + e.Target // as ls -l shows a link
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", size, e.MTime.Local().Format(time.DateTime), name)
 			}

@@ -68,6 +68,11 @@ answer from what it last saw, other calls fail at once with "Host is down"
 again after 1 s, then at growing intervals up to 15 s, logs its return once
 and uploads what write-back kept.
 
+Symbolic links are stored on the server as given and resolved by your
+kernel, never by the server (a link to /etc/passwd reads your machine's
+file); making one needs the server, reading one the mount has seen does not.
+Hard links, extended attributes and device files are not stored.
+
 The password comes from --password-file, NETDISK_PASSWORD or a prompt on a
 terminal; --password works but shows in ps, and is warned about.
 

@@ -41,6 +41,9 @@ skipped (with --checksum: the same content, by file hash); --delete removes
 what the local target holds that REMOTE lacks (a mirror); --dry-run prints
 what would be fetched and deleted.
 
+A symbolic link on the drive is recreated as a link with the same target
+(rsync -l), never followed; a local link with the same target is left alone.
+
 Bytes go to FILE.part first; an interrupted pull resumes from there with a
 Range request if the file has not changed, and the result is checked against
 the server's file hash before it is renamed.

@@ -44,6 +44,10 @@ LOCAL lacks (a mirror; the target is the one the rule names, so
 "push --delete DIR/ /" mirrors DIR onto your whole drive: try --dry-run
 first); --dry-run prints what would be sent and deleted.
 
+A symbolic link is sent as a link (rsync -l): its target is stored as
+text, never followed, and a remote link with the same target is left alone.
+Devices, fifos and sockets are not sent.
+
 Files under the server's small-file limit go in one request; larger ones are
 cut into the server's chunks, hashed while being read, and only the chunks
 the server lacks are sent, --concurrency at a time. Content the server

@@ -142,6 +142,10 @@ func testSymlinks(t *testing.T, e *env) {
 		t.Fatalf("a copied link: %+v", n)
 	}
 
+	// Instant upload never binds a link: it has no content hash.
+	if _, _, found, err := e.s.FileHeld(e.ctx, a, "", 1, 10); err != nil || found {
+		t.Fatalf("FileHeld of the empty hash, a link's size: found %v, %v", found, err)
+	}
 	// No checksums for a link: it has no content.
 	pend, err := e.s.PendingChecksums(e.ctx, 0, 100)
 	e.must(err)
