@@ -77,12 +77,13 @@ type Versions interface {
 }
 
 // keepsVersion is the one rule of what a replacement keeps: the replaced
-// content of a file becomes a version when the new content differs from it
-// (the same bytes saved again lose nothing) and it held bytes (an empty file
-// has nothing to lose, and writers that create a file empty before filling
-// it would otherwise leave a version per file).
+// content of a regular file (a link has no content, a folder is structure)
+// becomes a version when the new content differs from it (the same bytes
+// saved again lose nothing) and it held bytes (an empty file has nothing to
+// lose, and writers that create a file empty before filling it would
+// otherwise leave a version per file).
 func keepsVersion(old Node, newHash string, newSize int64) bool {
-	return !old.IsDir && old.Size > 0 && (old.FileHash != newHash || old.Size != newSize)
+	return old.IsFile() && old.Size > 0 && (old.FileHash != newHash || old.Size != newSize)
 }
 
 // keepVersionTx records the current content of file old as a version,
@@ -345,20 +346,22 @@ func replaceFileTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, d
 }
 
 // fileOverFile is the start of Move and Copy: when both src and dst are
-// files and overwrite allows it, the change is a replacement of dst's
-// content (replaceFileTx), done here, and replaced is true. Anything else
-// (a folder involved, a free destination, no overwrite, src and dst the
-// same) is left to the caller.
+// regular files and overwrite allows it, the change is a replacement of
+// dst's content (replaceFileTx), done here, and replaced is true. Anything
+// else (a folder or a symbolic link involved, a free destination, no
+// overwrite, src and dst the same) is left to the caller: a link has no
+// content to keep as a version, and the surviving node would keep its
+// target.
 func fileOverFile(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst string, overwrite, move bool, now time.Time) (replaced bool, err error) {
 	if !overwrite || src == dst {
 		return false, nil
 	}
 	sn, err := stat(ctx, tx, op, uid, src)
-	if err != nil || sn.IsDir {
+	if err != nil || !sn.IsFile() {
 		return false, nil // prepareDest reports it
 	}
 	dn, err := stat(ctx, tx, op, uid, dst)
-	if err != nil || dn.IsDir {
+	if err != nil || !dn.IsFile() {
 		return false, nil
 	}
 	return true, replaceFileTx(ctx, tx, op, uid, sn, dn, move, now)

@@ -127,6 +127,10 @@ func testSymlinks(t *testing.T, e *env) {
 	if got := e.finished(a); got != 2+links+5 {
 		t.Fatalf("after a file replaced a link finished %d, want %d", got, 2+links+5)
 	}
+	// A link holds no content, so replacing it keeps no version.
+	if _, vs, err := e.s.FileVersions(e.ctx, a, "/m/f"); err != nil || len(vs) != 0 {
+		t.Fatalf("versions of a file that replaced a link: %v, %v", vs, err)
+	}
 
 	// A recursive copy copies the links as links, and charges them again.
 	before := e.finished(a)
