@@ -17,6 +17,7 @@ import (
 
 	"netdisk/client"
 	"netdisk/errs"
+	"netdisk/internal/tlsconf"
 )
 
 func init() { extraCommands = append(extraCommands, newAdminCmd) }
@@ -59,7 +60,7 @@ Sizes are written as people write them: 500MB, 10GiB, 1.5TB (0 or
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	env.conn.addFlags(cmd)
-	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd())
+	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd(), newAdminTLSCmd())
 	friendlyErrors(cmd)
 	return cmd
 }
@@ -78,6 +79,9 @@ func friendlyErrors(cmd *cobra.Command) {
 func friendly(err error) error {
 	if err == nil {
 		return nil
+	}
+	if te := certError(err); te != nil {
+		return te
 	}
 	var ae *client.Error
 	if errors.As(err, &ae) {
@@ -205,3 +209,16 @@ func formatQuota(q int64) string {
 }
 
 func ibytes(n int64) string { return humanize.IBytes(uint64(max(n, 0))) }
+
+// certError is the one line that says how to make a server's certificate
+// trusted, when err is its verification failing; else nil.
+func certError(err error) error {
+	server := "the server"
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			server = u.Scheme + "://" + u.Host
+		}
+	}
+	return tlsconf.Explain(server, err)
+}

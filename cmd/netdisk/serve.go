@@ -133,6 +133,23 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 				}
 				o.AsyncTick = o.LockLease / 3
 			}
+			if (o.TLSCert == "") != (o.TLSKey == "") {
+				return fmt.Errorf("--tls-cert and --tls-key go together")
+			}
+			if o.TLSSelfSigned && o.TLSCert != "" {
+				return fmt.Errorf("--tls-self-signed or --tls-cert/--tls-key, not both")
+			}
+			if o.HTTPRedirectListen != "" && o.TLSCert == "" && !o.TLSSelfSigned {
+				return fmt.Errorf("--http-redirect-listen needs TLS (--tls-cert/--tls-key or --tls-self-signed)")
+			}
+			if o.TLSCert != "" || o.TLSSelfSigned {
+				// SIGHUP re-reads the certificate (certbot's deploy hook,
+				// systemd's reload); without TLS it keeps its default.
+				hup := make(chan os.Signal, 1)
+				signal.Notify(hup, syscall.SIGHUP)
+				defer signal.Stop(hup)
+				o.TLSReload = hup
+			}
 			if o.TrustedProxies, err = server.ParseTrustedProxies(trusted); err != nil {
 				return fmt.Errorf("--trusted-proxies: %w", err)
 			}
@@ -188,6 +205,12 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 	f.DurationVar(&o.AsyncRecheck, "async-recheck", 2*time.Second, "how often agents' work streams re-read their work")
 	_ = f.MarkHidden("async-recheck")
 	f.StringVar(&trusted, "trusted-proxies", "", "reverse proxies (CIDR or address, comma-separated) whose X-Forwarded-For and X-Forwarded-Proto are believed: the client's address for login throttling and logs, TLS for Secure cookies; from other peers those headers are ignored")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS only on --listen (TLS 1.2+, HTTP/2) with this PEM certificate (chain) file; re-read on SIGHUP and when the file changes")
+	f.StringVar(&o.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
+	f.BoolVar(&o.TLSSelfSigned, "tls-self-signed", false, "serve HTTPS with a self-signed certificate generated once into --data/tls and kept; its SHA-256 is logged at start and printed by 'netdisk admin tls', for clients' --tls-fingerprint")
+	f.DurationVar(&o.TLSPoll, "tls-poll", daemon.DefaultTLSPoll, "how often the certificate files are checked for a change")
+	_ = f.MarkHidden("tls-poll")
+	f.StringVar(&o.HTTPRedirectListen, "http-redirect-listen", "", "with TLS: also listen for plain HTTP on this address, e.g. :80, and redirect every request to HTTPS (308)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")

@@ -90,7 +90,7 @@ var layers = []deptest.Layer{
 	{Name: "leaf",
 		Pkgs: []string{"errs", "vpath", "apitype", "chunker",
 			"internal/atomicfile", "internal/cachefile", "internal/crashpoint", "internal/pprofserve",
-			"internal/rediserr", "internal/redishealth", "internal/tick", "internal/zero",
+			"internal/rediserr", "internal/redishealth", "internal/tick", "internal/tlsconf", "internal/zero",
 			"testutil", "testutil/deptest", "web/browsertest"},
 		Rigs: []string{"testutil", "testutil/deptest", "web/browsertest"}},
 	{Name: "store", May: []string{"leaf"},
