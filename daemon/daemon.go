@@ -26,10 +26,10 @@ import (
 	"netdisk/internal/pprofserve"
 	"netdisk/internal/redishealth"
 	"netdisk/internal/tick"
+	"netdisk/internal/tlsconf"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/quota"
-	"netdisk/internal/tlsconf"
 	"netdisk/server"
 	"netdisk/upload"
 )

@@ -28,7 +28,6 @@ NETDISK_TLS_FINGERPRINT. No daemon is contacted and no password is needed.`,
 		Example: `  netdisk admin tls --data ./netdisk-data
   netdisk admin tls --cert /etc/letsencrypt/live/drive.example.org/fullchain.pem`,
 		Args: cobra.NoArgs,
-		PersistentPreRunE: func(*cobra.Command, []string) error { return nil }, // no credentials
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cert == "" {
 				cert, _ = tlsconf.SelfSignedFiles(data)
