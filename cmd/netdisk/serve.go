@@ -56,7 +56,13 @@ change a password with 'netdisk admin user passwd NAME'.
 With --redis, a Redis that does not answer at start does not stop the daemon:
 it logs so in one line and serves, answering 503 to what needs Redis (uploads,
 PUTs and copies, locks, async downloads) until Redis is back; an outage later
-is logged the same way, one line when Redis goes and one when it is back.`,
+is logged the same way, one line when Redis goes and one when it is back.
+
+Plain HTTP by default, for loopback. --tls-cert/--tls-key or --tls-self-signed
+make --listen HTTPS only (TLS 1.2+, HTTP/2; plain HTTP there is refused), with
+HSTS and Secure cookies; the certificate is re-read on SIGHUP and when its
+files change. Clients verify with the system's CAs, --ca-file or
+--tls-fingerprint ('netdisk admin tls' prints the self-signed one's).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
@@ -139,6 +145,9 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 			if o.TLSSelfSigned && o.TLSCert != "" {
 				return fmt.Errorf("--tls-self-signed or --tls-cert/--tls-key, not both")
 			}
+			if o.TLSPoll <= 0 {
+				return fmt.Errorf("--tls-poll %v: want a positive duration", o.TLSPoll)
+			}
 			if o.HTTPRedirectListen != "" && o.TLSCert == "" && !o.TLSSelfSigned {
 				return fmt.Errorf("--http-redirect-listen needs TLS (--tls-cert/--tls-key or --tls-self-signed)")
 			}
@@ -209,7 +218,6 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 	f.StringVar(&o.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
 	f.BoolVar(&o.TLSSelfSigned, "tls-self-signed", false, "serve HTTPS with a self-signed certificate generated once into --data/tls and kept; its SHA-256 is logged at start and printed by 'netdisk admin tls', for clients' --tls-fingerprint")
 	f.DurationVar(&o.TLSPoll, "tls-poll", daemon.DefaultTLSPoll, "how often the certificate files are checked for a change")
-	_ = f.MarkHidden("tls-poll")
 	f.StringVar(&o.HTTPRedirectListen, "http-redirect-listen", "", "with TLS: also listen for plain HTTP on this address, e.g. :80, and redirect every request to HTTPS (308)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
