@@ -260,6 +260,7 @@ func TestClientsVerifyTLS(t *testing.T) {
 		{"async", "status", "x"},
 		{"admin", "user", "list"},
 		{"admin", "stats"},
+		{"agent", "--id", "tls-test", "--dir", dst},
 		{"mount", mnt},
 	} {
 		failCLI(t, d, map[string]string{"NETDISK_TLS_FINGERPRINT": wrong}, 1, "--tls-fingerprint", args...)
@@ -293,5 +294,81 @@ func TestHTTPRedirectListen(t *testing.T) {
 	want := "https://drive.example:" + port + "/dav/a%20b/c.txt?x=1&y=2"
 	if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
 		t.Errorf("redirect: %d to %q, want 308 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+}
+
+// TestMountOverHTTPS: a real FUSE mount of an HTTPS daemon, trusting its CA
+// through --ca-file, reads and writes the drive.
+func TestMountOverHTTPS(t *testing.T) {
+	fusermount := testutil.RequireTool(t, "fusermount3")
+	d, ca, _, _, _ := tlsDaemon(t)
+	hc := ca.Client()
+	davDo := func(method, path string, body []byte) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, d.URL+"/dav"+path, bytes.NewReader(body))
+		req.SetBasicAuth("admin", d.AdminPass)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if st, _ := davDo("PUT", "/hello.txt", []byte("hello")); st/100 != 2 {
+		t.Fatalf("PUT: %d", st)
+	}
+	mnt := t.TempDir()
+	cmd := exec.Command(testutil.Binary(t), "mount", "--ca-file", ca.CAFile, "--cache-dir", t.TempDir(), mnt)
+	cmd.Env = cliEnv(map[string]string{"NETDISK_SERVER": d.URL, "NETDISK_USER": "admin", "NETDISK_PASSWORD": d.AdminPass})
+	out := &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		exec.Command(fusermount, "-u", "-z", mnt).Run()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(mnt, "hello.txt")); err == nil && string(b) == "hello" {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("netdisk mount over HTTPS exited: %s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hello.txt not readable through the mount after 30s: %s", out.String())
+		}
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "from-mount.txt"), []byte("written"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st, b := davDo("GET", "/from-mount.txt", nil); st != 200 || string(b) != "written" {
+		t.Fatalf("a file written through the HTTPS mount: %d %q", st, b)
+	}
+}
+
+// TestServeTLSReloadOnFileChange: without a signal, a certificate renewed
+// in place is served to new connections once the daemon's poll sees the
+// files changed.
+func TestServeTLSReloadOnFileChange(t *testing.T) {
+	d, ca, cert, key, _ := tlsDaemon(t, "--tls-poll", "20ms")
+	loads := strings.Count(d.Logs(), "tls: certificate loaded")
+	newFP := ca.Issue(t, cert, key)
+	waitLog(t, d, func(l string) bool { return strings.Count(l, "tls: certificate loaded") > loads })
+	if got := peerFingerprint(t, d, ca); got != newFP {
+		t.Fatalf("after the renewal a new connection got %s, want %s", got, newFP)
 	}
 }

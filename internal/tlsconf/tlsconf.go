@@ -196,6 +196,11 @@ func (e *PinError) Error() string {
 	return fmt.Sprintf("server certificate SHA-256 %s is not the pinned %s", e.Got, e.Want)
 }
 
+// IsCertError reports whether err's chain holds a refused server
+// certificate (not trusted, or not the pinned one): a client's own settings,
+// which no retry changes.
+func IsCertError(err error) bool { return err != nil && Explain("", err) != nil }
+
 // Explain turns a certificate verification failure anywhere in err's chain
 // into one line that names the fix; other errors give nil. server is the
 // URL the client used.
