@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -85,6 +86,11 @@ func friendly(err error) error {
 	}
 	var ae *client.Error
 	if errors.As(err, &ae) {
+		if ae.Code == "" && ae.Status == http.StatusBadRequest && strings.Contains(ae.Message, "HTTP request to an HTTPS server") {
+			// Go's HTTPS server answering a plain request: the address is
+			// right but its scheme is not, and nothing was served.
+			return errors.New("the server speaks HTTPS only: use an https:// address in --server or NETDISK_SERVER")
+		}
 		// The server's code decides; its message is the detail.
 		switch ae.Kind() {
 		case errs.Unauthenticated, errs.Quota, errs.NoSpace:

@@ -266,6 +266,8 @@ func TestClientsVerifyTLS(t *testing.T) {
 		failCLI(t, d, map[string]string{"NETDISK_TLS_FINGERPRINT": wrong}, 1, "--tls-fingerprint", args...)
 		failCLI(t, d, nil, 1, "--ca-file", args...)
 	}
+	// The TLS port named with http://: refused, with the fix.
+	failCLI(t, d, map[string]string{"NETDISK_SERVER": "http://" + d.Addr, "NETDISK_CA_FILE": ca.CAFile}, 1, "use an https:// address", "ls", "/")
 	r = runCLI(t, d, map[string]string{"NETDISK_CA_FILE": ca.CAFile}, "ls", "/")
 	if !strings.Contains(r.stdout, "f.bin") {
 		t.Errorf("a refused command changed the drive: ls %q %q", r.stdout, r.stderr)
