@@ -1,12 +1,14 @@
 package tlsconf_test
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"netdisk/internal/tlsconf"
 	"netdisk/testutil"
@@ -85,5 +87,30 @@ func TestClientOptions(t *testing.T) {
 	}
 	if cfg, err := tlsconf.Client(tlsconf.ClientOptions{}); cfg != nil || err != nil {
 		t.Errorf("no options: %v, %v; want Go's defaults", cfg, err)
+	}
+}
+
+// TestSelfSignedKeptNeverReplaced: the pair is made once and returned as it
+// is afterwards; one that no longer loads is an error, not silently
+// replaced by a new certificate clients have not pinned.
+func TestSelfSignedKeptNeverReplaced(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, err := tlsconf.SelfSigned(dir, []string{"192.0.2.7", "drive.lan"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(cert)
+	if _, _, err := tlsconf.SelfSigned(dir, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(cert); !bytes.Equal(first, again) {
+		t.Fatal("the self-signed certificate was made again")
+	}
+	os.WriteFile(key, []byte("damaged"), 0o600)
+	if _, _, err := tlsconf.SelfSigned(dir, nil, time.Now()); err == nil {
+		t.Fatal("a damaged pair was accepted")
+	}
+	if again, _ := os.ReadFile(cert); !bytes.Equal(first, again) {
+		t.Fatal("a damaged pair was replaced")
 	}
 }
