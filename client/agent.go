@@ -13,6 +13,7 @@ import (
 
 	"netdisk/apitype"
 	"netdisk/internal/tick"
+	"netdisk/internal/tlsconf"
 )
 
 // The agent of async downloads (`netdisk agent`): RunAgent and how it keeps
@@ -128,6 +129,11 @@ func (c *Client) RunAgent(ctx context.Context, o AgentOptions) error {
 				break
 			}
 			if s := StatusOf(err); s == http.StatusUnauthorized || s == http.StatusBadRequest || s == http.StatusForbidden {
+				return err
+			}
+			if tlsconf.IsCertError(err) {
+				// Not the daemon away: the agent's own settings refuse it,
+				// and no retry changes them.
 				return err
 			}
 			o.Log.Warn("agent: work stream", "err", err)

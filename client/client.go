@@ -6,6 +6,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,20 @@ type Client struct {
 	User     string
 	Password string
 	HTTP     *http.Client
+	// TLS verifies an https:// server (nil: Go's defaults, the system
+	// roots); SetTLS puts it in HTTP's transport too.
+	TLS *tls.Config
+}
+
+// SetTLS makes the client verify an https:// server with cfg (nil: Go's
+// defaults). Transports built from the client later (the mount's) take
+// c.TLS.
+func (c *Client) SetTLS(cfg *tls.Config) {
+	c.TLS = cfg
+	if t, ok := c.HTTP.Transport.(*http.Transport); ok && cfg != nil {
+		// A copy per transport: enabling HTTP/2 adds to its NextProtos.
+		t.TLSClientConfig = cfg.Clone()
+	}
 }
 
 // New returns a client; empty arguments fall back to the environment.

@@ -27,6 +27,7 @@ import (
 	"netdisk/internal/pprofserve"
 	"netdisk/internal/redishealth"
 	"netdisk/internal/tick"
+	"netdisk/internal/tlsconf"
 	"netdisk/lock"
 	"netdisk/meta"
 	"netdisk/preview"
@@ -119,6 +120,18 @@ type Options struct {
 	// VersionsInterval is how often versions are thinned and expired; 0
 	// means DefaultVersionsInterval.
 	VersionsInterval time.Duration
+	// TLSCert and TLSKey, both set, make Listen serve HTTPS only with this
+	// pair, re-read when the files change (polled every TLSPoll, 0 means
+	// DefaultTLSPoll) and at each receive on TLSReload (serve feeds it
+	// SIGHUP). TLSSelfSigned instead serves the data directory's
+	// self-signed pair, generated on first use.
+	TLSCert, TLSKey string
+	TLSSelfSigned   bool
+	TLSPoll         time.Duration
+	TLSReload       <-chan os.Signal
+	// HTTPRedirectListen, with TLS on, serves plain HTTP on this address
+	// that redirects every request to HTTPS (308).
+	HTTPRedirectListen string
 }
 
 // DefaultVersionsInterval is how often the versions loop runs by default:
@@ -126,6 +139,11 @@ type Options struct {
 // minute) is applied to most bursts of saves, cheap since it reads only the
 // files that have versions.
 const DefaultVersionsInterval = time.Minute
+
+// DefaultTLSPoll is how often the certificate files are checked for a
+// renewal: certificates are renewed weeks before they expire, so a minute
+// costs nothing and two stats a minute are free.
+const DefaultTLSPoll = time.Minute
 
 // Daemon is an opened data directory with everything wired.
 type Daemon struct {
@@ -498,7 +516,27 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	log := d.opts.Logger
 	addr := ln.Addr().String()
 	pub := d.Server.Listen(ln, d.opts.Conns)
-	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", "http://"+addr+"/dav/",
+	scheme := "http"
+	if d.opts.TLSCert != "" || d.opts.TLSSelfSigned {
+		certs, err := d.tlsCertificates(ln)
+		if err != nil {
+			pub.Close()
+			return err
+		}
+		pub.TLS = tlsconf.Server(certs.GetCertificate)
+		scheme = "https"
+		go d.watchCertificates(ctx, certs)
+		if d.opts.HTTPRedirectListen != "" {
+			_, port, _ := net.SplitHostPort(addr)
+			stop, err := serveRedirect(d.opts.HTTPRedirectListen, port, log)
+			if err != nil {
+				pub.Close()
+				return err
+			}
+			defer stop()
+		}
+	}
+	log.Info("listening", "addr", addr, "data", d.opts.DataDir, "dav", scheme+"://"+addr+"/dav/",
 		"fd_limit", pub.FDLimit, "max_conns", pub.Limits.Max, "max_conns_per_addr", pub.Limits.PerAddr)
 	if d.opts.MetricsListen != "" {
 		// Before the ready file: once it exists, everything listens.

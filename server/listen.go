@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -23,6 +25,10 @@ type Listening struct {
 	// configured ones), FDLimit the file-descriptor limit they follow.
 	Limits  ConnLimits
 	FDLimit uint64
+	// TLS, when set before Serve, makes the listener speak HTTPS only (a
+	// plain HTTP request is answered 400 by net/http) with HTTP/2 offered
+	// by ALPN, and every answer carries HSTS.
+	TLS *tls.Config
 }
 
 // Listen prepares ln to be served under the connection limits c (zero fields
@@ -46,7 +52,16 @@ func (l *Listening) Close() error { return l.ln.Close() }
 // shutdownGrace. The listener is closed when it returns.
 func (l *Listening) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
-	go func() { errc <- l.hs.Serve(l.ln) }()
+	if l.TLS != nil {
+		l.hs.TLSConfig = l.TLS
+		l.hs.Handler = hsts(l.hs.Handler)
+		// The connection limits stay under TLS: the TLS connections wrap
+		// the limited ones, which the ConnState and ConnContext hooks reach
+		// through NetConn (asLimited).
+		go func() { errc <- l.hs.ServeTLS(l.ln, "", "") }()
+	} else {
+		go func() { errc <- l.hs.Serve(l.ln) }()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -65,4 +80,41 @@ func (l *Listening) Serve(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// hstsMaxAge is one year, the value browsers' preload lists ask for.
+const hstsMaxAge = "max-age=31536000"
+
+// hsts tells browsers that reached us over TLS to come back only over TLS,
+// so a later plain http:// link cannot expose the session cookie.
+func hsts(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			w.Header().Set("Strict-Transport-Security", hstsMaxAge)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// RedirectHTTPS answers every plain HTTP request with a 308 to the same
+// host, path and query over HTTPS on httpsPort (left out when 443). 308
+// keeps the method and body, so a client's PUT is not turned into a GET.
+func RedirectHTTPS(httpsPort string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if host == "" || strings.ContainsAny(host, "/\\@?#") {
+			http.Error(w, "this address serves HTTPS only", http.StatusBadRequest)
+			return
+		}
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		if httpsPort != "443" {
+			host += ":" + httpsPort
+		}
+		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -188,6 +189,11 @@ func (d *Daemon) start(ctx context.Context, listen string) error {
 		}
 		d.Addr = strings.TrimSpace(string(b))
 		d.URL = "http://" + d.Addr
+		if slices.ContainsFunc(d.cfg.Args, func(a string) bool {
+			return a == "--tls-cert" || a == "--tls-self-signed" || strings.HasPrefix(a, "--tls-cert=")
+		}) {
+			d.URL = "https://" + d.Addr
+		}
 		return nil
 	})
 }

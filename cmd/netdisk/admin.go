@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"netdisk/client"
 	"netdisk/errs"
 	"netdisk/internal/bytesize"
+	"netdisk/internal/tlsconf"
 )
 
 func init() { extraCommands = append(extraCommands, newAdminCmd) }
@@ -60,7 +62,7 @@ Sizes are written as people write them: 500MB, 10GiB, 1.5TB (0 or
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	env.conn.addFlags(cmd)
-	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd())
+	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd(), newAdminTLSCmd())
 	friendlyErrors(cmd)
 	return cmd
 }
@@ -80,8 +82,16 @@ func friendly(err error) error {
 	if err == nil {
 		return nil
 	}
+	if te := certError(err); te != nil {
+		return te
+	}
 	var ae *client.Error
 	if errors.As(err, &ae) {
+		if ae.Code == "" && ae.Status == http.StatusBadRequest && strings.Contains(ae.Message, "HTTP request to an HTTPS server") {
+			// Go's HTTPS server answering a plain request: the address is
+			// right but its scheme is not, and nothing was served.
+			return errors.New("the server speaks HTTPS only: use an https:// address in --server or NETDISK_SERVER")
+		}
 		// The server's code decides; its message is the detail.
 		switch ae.Kind() {
 		case errs.Unauthenticated, errs.Quota, errs.NoSpace:
@@ -208,3 +218,16 @@ func formatQuota(q int64) string {
 // ibytes is every size the CLI prints: the product's one format
 // (internal/bytesize), the units --quota and the other size flags take.
 func ibytes(n int64) string { return bytesize.Format(max(n, 0)) }
+
+// certError is the one line that says how to make a server's certificate
+// trusted, when err is its verification failing; else nil.
+func certError(err error) error {
+	server := "the server"
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			server = u.Scheme + "://" + u.Host
+		}
+	}
+	return tlsconf.Explain(server, err)
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -8,12 +9,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"netdisk/client"
+	"netdisk/internal/tlsconf"
 )
 
 // clientFlags are the connection flags shared by every client-side command;
 // empty values fall back to NETDISK_SERVER, NETDISK_USER and NETDISK_PASSWORD.
 type clientFlags struct {
 	server, user, password string
+	// caFile and fingerprint are the TLS verification settings
+	// (tlsconf.ClientOptions), tls what they built (nil: Go's defaults).
+	caFile, fingerprint string
+	tls                 *tls.Config
 	// passwordFlags names the flags that give this command a password, for
 	// the message that none was given ("--password" unless the command has
 	// more).
@@ -36,6 +42,26 @@ func (f *clientFlags) addFlags(cmd *cobra.Command) {
 	p.StringVar(&f.server, "server", "", "daemon URL (default $NETDISK_SERVER or "+client.DefaultServer+")")
 	p.StringVar(&f.user, "user", "", "user name (default $NETDISK_USER)")
 	p.StringVar(&f.password, "password", "", "password (default $NETDISK_PASSWORD)")
+	p.StringVar(&f.caFile, "ca-file", "", "PEM certificates trusted beside the system's for an https:// server (default $NETDISK_CA_FILE)")
+	p.StringVar(&f.fingerprint, "tls-fingerprint", "", "accept only the https:// server certificate with this SHA-256 ('netdisk admin tls' on the server prints it; default $NETDISK_TLS_FINGERPRINT)")
+}
+
+// loadTLS builds the verification settings once, before any request: a
+// CA file that does not read is an error now, not a fallback to Go's
+// defaults.
+func (f *clientFlags) loadTLS() error {
+	if f.caFile == "" {
+		f.caFile = os.Getenv("NETDISK_CA_FILE")
+	}
+	if f.fingerprint == "" {
+		f.fingerprint = os.Getenv("NETDISK_TLS_FINGERPRINT")
+	}
+	cfg, err := tlsconf.Client(tlsconf.ClientOptions{CAFile: f.caFile, Fingerprint: f.fingerprint})
+	if err != nil {
+		return err
+	}
+	f.tls = cfg
+	return nil
 }
 
 // credentials fills in the user name (--user, NETDISK_USER, else
@@ -46,6 +72,9 @@ func (f *clientFlags) addFlags(cmd *cobra.Command) {
 // as a failed login against the account, which the daemon's throttle locks
 // after a few.
 func (f *clientFlags) credentials(cmd *cobra.Command, defaultUser string) error {
+	if err := f.loadTLS(); err != nil {
+		return err
+	}
 	if f.user == "" {
 		f.user = os.Getenv("NETDISK_USER")
 	}
@@ -80,4 +109,8 @@ func (f *clientFlags) credentials(cmd *cobra.Command, defaultUser string) error 
 	return nil
 }
 
-func (f *clientFlags) client() *client.Client { return client.New(f.server, f.user, f.password) }
+func (f *clientFlags) client() *client.Client {
+	c := client.New(f.server, f.user, f.password)
+	c.SetTLS(f.tls)
+	return c
+}

@@ -50,7 +50,13 @@ func Run(args []string) error {
 		root.AddCommand(add())
 	}
 	root.SetArgs(args)
-	return root.Execute()
+	err := root.Execute()
+	if te := certError(err); te != nil {
+		// Whatever a command made of it: a certificate refused is told as
+		// such, with its fix.
+		return te
+	}
+	return err
 }
 
 // extraCommands are registered by the files of other subcommands (admin,

@@ -61,7 +61,13 @@ change a password with 'netdisk admin user passwd NAME'.
 With --redis, a Redis that does not answer at start does not stop the daemon:
 it logs so in one line and serves, answering 503 to what needs Redis (uploads,
 PUTs and copies, locks, async downloads) until Redis is back; an outage later
-is logged the same way, one line when Redis goes and one when it is back.`,
+is logged the same way, one line when Redis goes and one when it is back.
+
+Plain HTTP by default, for loopback. --tls-cert/--tls-key or --tls-self-signed
+make --listen HTTPS only (TLS 1.2+, HTTP/2; plain HTTP there is refused), with
+HSTS and Secure cookies; the certificate is re-read on SIGHUP and when its
+files change. Clients verify with the system's CAs, --ca-file or
+--tls-fingerprint ('netdisk admin tls' prints the self-signed one's).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
@@ -141,6 +147,26 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 			if err := thumbFlags(&o, thumbMP, thumbInput, thumbMemory, thumbCache); err != nil {
 				return err
 			}
+			if (o.TLSCert == "") != (o.TLSKey == "") {
+				return fmt.Errorf("--tls-cert and --tls-key go together")
+			}
+			if o.TLSSelfSigned && o.TLSCert != "" {
+				return fmt.Errorf("--tls-self-signed or --tls-cert/--tls-key, not both")
+			}
+			if o.TLSPoll <= 0 {
+				return fmt.Errorf("--tls-poll %v: want a positive duration", o.TLSPoll)
+			}
+			if o.HTTPRedirectListen != "" && o.TLSCert == "" && !o.TLSSelfSigned {
+				return fmt.Errorf("--http-redirect-listen needs TLS (--tls-cert/--tls-key or --tls-self-signed)")
+			}
+			if o.TLSCert != "" || o.TLSSelfSigned {
+				// SIGHUP re-reads the certificate (certbot's deploy hook,
+				// systemd's reload); without TLS it keeps its default.
+				hup := make(chan os.Signal, 1)
+				signal.Notify(hup, syscall.SIGHUP)
+				defer signal.Stop(hup)
+				o.TLSReload = hup
+			}
 			if o.TrustedProxies, err = server.ParseTrustedProxies(trusted); err != nil {
 				return fmt.Errorf("--trusted-proxies: %w", err)
 			}
@@ -204,6 +230,11 @@ is logged the same way, one line when Redis goes and one when it is back.`,
 	f.StringVar(&thumbInput, "thumb-max-input", "64MiB", "thumbnails: largest image file read")
 	f.StringVar(&thumbMemory, "thumb-memory", "256MiB", "thumbnails: most decoded pixels held by all decodes at once (requests beyond wait): bounds the RAM thumbnails take")
 	f.StringVar(&thumbCache, "thumb-cache-size", "512MiB", "thumbnails: most bytes the node's thumbnail folder (--data/thumbs) keeps; least recently used out first")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS only on --listen (TLS 1.2+, HTTP/2) with this PEM certificate (chain) file; re-read on SIGHUP and when the file changes")
+	f.StringVar(&o.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
+	f.BoolVar(&o.TLSSelfSigned, "tls-self-signed", false, "serve HTTPS with a self-signed certificate generated once into --data/tls and kept; its SHA-256 is logged at start and printed by 'netdisk admin tls', for clients' --tls-fingerprint")
+	f.DurationVar(&o.TLSPoll, "tls-poll", daemon.DefaultTLSPoll, "how often the certificate files are checked for a change")
+	f.StringVar(&o.HTTPRedirectListen, "http-redirect-listen", "", "with TLS: also listen for plain HTTP on this address, e.g. :80, and redirect every request to HTTPS (308)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")

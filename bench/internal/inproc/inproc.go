@@ -24,7 +24,7 @@ const AdminPass = "bench-admin"
 // Daemon is a daemon serving in this process.
 type Daemon struct {
 	*daemon.Daemon
-	URL    string // http://127.0.0.1:PORT
+	URL    string // http://127.0.0.1:PORT (https:// with TLS options)
 	dir    string
 	cancel context.CancelFunc
 	served chan error
@@ -54,7 +54,11 @@ func Start(ctx context.Context, o daemon.Options) (*Daemon, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	d := &Daemon{Daemon: sd, URL: "http://" + ln.Addr().String(), dir: dir, cancel: cancel, served: make(chan error, 1)}
+	scheme := "http"
+	if o.TLSCert != "" || o.TLSSelfSigned {
+		scheme = "https"
+	}
+	d := &Daemon{Daemon: sd, URL: scheme + "://" + ln.Addr().String(), dir: dir, cancel: cancel, served: make(chan error, 1)}
 	go func() { d.served <- sd.ServeListener(ctx, ln) }()
 	return d, nil
 }
