@@ -2,10 +2,10 @@
 // users, each user's tree of directories and files, files as ordered lists
 // of chunks, chunk records, WebDAV dead properties, upload sessions with
 // their chunks and challenges, the quota ledger's flush records, the web
-// page's sign-in sessions and the users' app passwords. Store is the
-// contract, split by role (Users, Tree, Props, Checksums, Chunks, Sessions,
-// QuotaRecords, WebSessions, AppTokens) so each caller depends on what it
-// uses; SQLStore implements it on a SQLite file or
+// page's sign-in sessions, the users' app passwords and their trash. Store
+// is the contract, split by role (Users, Tree, Props, Checksums, Chunks,
+// Sessions, QuotaRecords, WebSessions, AppTokens, Trash) so each caller
+// depends on what it uses; SQLStore implements it on a SQLite file or
 // on a PostgreSQL database shared by several nodes, the same methods on
 // either, and metatest is the conformance suite every implementation passes.
 // Callers compose changes in one transaction through Tx, which keeps the
@@ -165,10 +165,12 @@ type Tree interface {
 	// older version; readers see the old or the new version, never a mix. A
 	// new file touches its folder; a new version of a file does not.
 	CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error)
-	// Remove deletes path and everything below it (the root is Permission).
+	// Remove moves path and everything below it into the user's trash as
+	// one item (Trash; the root is Permission).
 	Remove(ctx context.Context, uid int64, path string) error
 	// Move renames src to dst. With overwrite, an existing dst is removed first
-	// (in the same transaction); without, an existing dst is Exists. A
+	// (in the same transaction: to the trash when either is a folder);
+	// without, an existing dst is Exists. A
 	// destination inside the source is Permission.
 	Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error
 	// Copy copies src to dst sharing chunks (no bytes are copied). recursive
@@ -366,6 +368,7 @@ type Store interface {
 	QuotaRecords
 	WebSessions
 	AppTokens
+	Trash
 }
 
 func baseName(p string) string {

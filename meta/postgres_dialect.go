@@ -172,7 +172,7 @@ var pgCache sync.Map // string → pgStatement
 var (
 	nocaseRe   = regexp.MustCompile(`(\w+) = \? COLLATE NOCASE`)
 	ifnullRe   = regexp.MustCompile(`\bifnull\(`)
-	insertIDRe = regexp.MustCompile(`^\s*INSERT INTO (users|nodes|chunks)\b`)
+	insertIDRe = regexp.MustCompile(`^\s*INSERT INTO (users|nodes|chunks|trash_items)\b`)
 )
 
 // pgSQL adapts one statement of the shared subset to PostgreSQL.

@@ -150,6 +150,9 @@ func Run(t *testing.T, open Open) {
 		{"InstantUploadLookups", testLookups},
 		{"QuotaFlushes", testQuotaFlushes},
 		{"Stats", testStats},
+		{"Trash", testTrash},
+		{"TrashReplace", testTrashReplace},
+		{"TrashLists", testTrashLists},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })
