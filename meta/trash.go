@@ -58,6 +58,11 @@ type Trash interface {
 	OldestTrash(ctx context.Context, uid int64, cutoff time.Time, limit int) ([]TrashItem, error)
 	// TrashItem returns uid's item id.
 	TrashItem(ctx context.Context, uid, id int64) (TrashItem, error)
+	// TrashByPath returns uid's newest item that was at path.
+	TrashByPath(ctx context.Context, uid int64, path string) (TrashItem, error)
+	// TrashCost returns what restoring uid's item id would charge, as
+	// SubtreeSize does for a path, before any folder it recreates.
+	TrashCost(ctx context.Context, uid, id int64) (int64, error)
 	// TrashUsage returns the bytes of the files in each user's trash, for
 	// the users that have any.
 	TrashUsage(ctx context.Context) (map[int64]int64, error)
@@ -302,6 +307,23 @@ func (s *SQLStore) TrashItem(ctx context.Context, uid, id int64) (TrashItem, err
 		return TrashItem{}, errs.E("meta.TrashItem", errs.NotFound, "", errors.New("no such item in the trash"))
 	}
 	return it, wrap("meta.TrashItem", "", err)
+}
+
+// TrashByPath returns the newest item deleted at path.
+func (s *SQLStore) TrashByPath(ctx context.Context, uid int64, path string) (TrashItem, error) {
+	it, err := scanTrash(s.r.QueryRowContext(ctx, `SELECT `+trashCols+` FROM trash_items WHERE user_id = ? AND path = ? ORDER BY id DESC LIMIT 1`, uid, path))
+	if errors.Is(err, sql.ErrNoRows) {
+		return TrashItem{}, errs.E("meta.TrashByPath", errs.NotFound, path, errors.New("nothing deleted at this path is in the trash"))
+	}
+	return it, wrap("meta.TrashByPath", path, err)
+}
+
+// TrashCost is the SubtreeSize of the item's hidden root.
+func (s *SQLStore) TrashCost(ctx context.Context, uid, id int64) (int64, error) {
+	if _, err := s.TrashItem(ctx, uid, id); err != nil {
+		return 0, err
+	}
+	return s.SubtreeSize(ctx, uid, trashRoot(id))
 }
 
 // TrashUsage sums each user's trash.

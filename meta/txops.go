@@ -93,7 +93,7 @@ func (s *SQLStore) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst strin
 func (s *SQLStore) RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error) {
 	const op = "meta.Remove"
 	return measured(ctx, tx.tx, op, uid, path, NoGrowthLimit, func() error {
-		return removeTx(ctx, tx.tx, op, uid, path, s.now())
+		return trashTx(ctx, tx.tx, op, uid, path, s.now())
 	})
 }
 

@@ -192,6 +192,17 @@ func testTrashReplace(t *testing.T, e *env) {
 	if dst, err := e.restore(a, its[1].ID); err != nil || dst != "/d (restored)" || e.stat(a, "/d (restored)/f").Size != 5 {
 		t.Fatalf("restore = %q, %v", dst, err)
 	}
+	// The drive's delete (RemoveTx, inside its quota step) trashes too.
+	e.must(e.s.Tx(e.ctx, func(tx *meta.Tx) error {
+		delta, err := e.s.RemoveTx(e.ctx, tx, a, "/d (restored)")
+		if err == nil && delta != -(5 + meta.EntryCharge("d (restored)") + meta.EntryCharge("f")) {
+			t.Errorf("RemoveTx moved the charge by %d", delta)
+		}
+		return err
+	}))
+	if its := e.trash(a); len(its) != 2 || its[0].Path != "/d (restored)" || its[0].Size != 5 {
+		t.Fatalf("trash after RemoveTx: %+v", its)
+	}
 }
 
 // Paging, age order, quota on restore, concurrent restores, a deleted user.
