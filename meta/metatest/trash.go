@@ -195,7 +195,7 @@ func testTrashReplace(t *testing.T, e *env) {
 	// The drive's delete (RemoveTx, inside its quota step) trashes too.
 	e.must(e.s.Tx(e.ctx, func(tx *meta.Tx) error {
 		delta, err := e.s.RemoveTx(e.ctx, tx, a, "/d (restored)")
-		if err == nil && delta != -(5 + meta.EntryCharge("d (restored)") + meta.EntryCharge("f")) {
+		if err == nil && delta != -(5+meta.EntryCharge("d (restored)")+meta.EntryCharge("f")) {
 			t.Errorf("RemoveTx moved the charge by %d", delta)
 		}
 		return err
