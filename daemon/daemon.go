@@ -45,6 +45,12 @@ type Options struct {
 	Out        io.Writer // where the one-time admin password is printed
 	Now        func() time.Time
 	SessionTTL time.Duration // idle upload sessions expire after it; 0 means upload.DefaultTTL
+	// TrashRetention, HistoryShare: the history's bounds (drive.Config);
+	// 0 means the drive's defaults. HistoryInterval is how often they are
+	// applied; 0 means DefaultHistoryInterval.
+	TrashRetention  time.Duration
+	HistoryShare    float64
+	HistoryInterval time.Duration
 	// Redis is the URL of the Redis server holding the quota ledger; empty
 	// means the embedded ledger (one daemon per data directory).
 	Redis string
@@ -162,6 +168,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"lock-leases", func(ctx context.Context) { d.Locks.Run(ctx, 0) }},
 		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
 		{"web-sessions", d.pruneWebSessions},
+		{"history", d.historyLoop},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -170,8 +177,9 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		jobs = append(jobs, job{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }})
 	} else {
 		// Nodes share the store: the jobs that must run once run under a
-		// lease (lease.go): GC, upload session expiry, and the quota
-		// ledger's flushes into the database (quota.Guard.Run says why
+		// lease (lease.go): GC, upload session expiry, the history's
+		// retention and share, and the quota ledger's flushes into the
+		// database (quota.Guard.Run says why
 		// its repair half stays on every node).
 		//
 		// On every node, by design:
@@ -197,7 +205,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger, taken: &d.leasesTaken}
 		for i, j := range jobs {
 			switch j.name {
-			case "gc", "upload-janitor", "quota-flush", "web-sessions":
+			case "gc", "upload-janitor", "quota-flush", "web-sessions", "history":
 				run := j.run
 				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
 			}
@@ -292,7 +300,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		watch.Check(ctx, rdb)
 	}
 	node := nodeName()
-	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}
+	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize,
+		TrashRetention: o.TrashRetention, HistoryShare: o.HistoryShare}
 	if o.Meta != "" {
 		// Nodes sharing the metadata share the WebDAV locks, in Redis
 		// (checkShared made sure there is one): a lock taken through one
@@ -507,6 +516,23 @@ func (d *Daemon) pruneWebSessions(ctx context.Context) {
 			d.opts.Logger.Warn("web sessions: pruning expired sessions", "err", err)
 		} else if n > 0 {
 			d.opts.Logger.Debug("web sessions: expired sessions ended", "count", n)
+		}
+	})
+}
+
+// DefaultHistoryInterval is how often the history's bounds are applied.
+const DefaultHistoryInterval = 10 * time.Minute
+
+// historyLoop expunges the trash past its retention and the history past
+// its share (drive.ExpireHistory), on one node at a time.
+func (d *Daemon) historyLoop(ctx context.Context) {
+	every := d.opts.HistoryInterval
+	if every <= 0 {
+		every = DefaultHistoryInterval
+	}
+	tick.Every(ctx, every, func(ctx context.Context) {
+		if _, err := d.Drive.ExpireHistory(ctx); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Error("history: expunging past retention and share", "err", err)
 		}
 	})
 }
