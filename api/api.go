@@ -108,6 +108,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.quotaRoutes()...)
 	rs = append(rs, a.lockRoutes()...)
 	rs = append(rs, a.asyncRoutes()...)
+	rs = append(rs, a.trashRoutes()...)
 	for i := range rs {
 		rs[i].Handler = a.requireJSON(a.withLockTokens(rs[i].Handler))
 	}

@@ -45,6 +45,11 @@ func (d *Drive) TrashList(ctx context.Context, uid, before int64, limit int) ([]
 	return d.meta.ListTrash(ctx, uid, before, limit)
 }
 
+// TrashItem returns uid's item id.
+func (d *Drive) TrashItem(ctx context.Context, uid, id int64) (meta.TrashItem, error) {
+	return d.meta.TrashItem(ctx, uid, id)
+}
+
 // TrashItemAt returns uid's newest trash item deleted at p.
 func (d *Drive) TrashItemAt(ctx context.Context, uid int64, p string) (meta.TrashItem, error) {
 	p, err := clean("drive.TrashItemAt", p)
