@@ -203,3 +203,22 @@ func (d *Drive) enforceHistoryShare(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// maxExpungeForRoom bounds the history items one chunk write that finds
+// the store full expunges to make room before it is refused.
+const maxExpungeForRoom = 64
+
+// expungeOldestHistory expunges the oldest history item of any user, for a
+// write that needs the room; false when there is none.
+func (d *Drive) expungeOldestHistory(ctx context.Context) (bool, error) {
+	its, err := d.meta.OldestTrash(ctx, 0, time.Time{}, 1)
+	if err != nil || len(its) == 0 {
+		return false, err
+	}
+	it := its[0]
+	if err := d.meta.ExpungeTrash(ctx, it.UserID, it.ID); err != nil && !errs.Is(err, errs.NotFound) {
+		return false, err
+	}
+	d.log.Warn("chunk store full: expunged the oldest trash item to make room", "user", it.UserID, "item", it.ID, "bytes", it.Size)
+	return true, nil
+}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,5 +90,47 @@ func TestRcloneDeleteThenTrashRestore(t *testing.T) {
 	}
 	if out := e.trashCLI(t, "alice", "alice-pw", "ls"); strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Fatalf("trash after the restores: %q", out)
+	}
+}
+
+// A write that finds the chunk store full makes room from the history,
+// oldest first, before it is refused: the trash never makes the drive
+// refuse a write the live files leave room for.
+func TestFullStoreExpungesOldestTrash(t *testing.T) {
+	data := t.TempDir()
+	smallDisk(t, filepath.Join(data, "chunks"), "16m")
+	e := start(t, "--data", data, "--chunk-size", "1MiB", "--gc-interval", "0")
+	e.addUser("ann", "ann-pw")
+	var stored []string
+	for i := 0; ; i++ {
+		if i == 40 {
+			t.Fatal("a 16 MiB store took 40 files of 1 MiB")
+		}
+		p := fmt.Sprintf("/dav/f%02d.bin", i)
+		st, body, _ := e.call("PUT", p, "ann", "ann-pw", testutil.RandBytes(1<<20), nil)
+		if st == http.StatusInsufficientStorage {
+			break
+		}
+		if st != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s", p, st, body)
+		}
+		stored = append(stored, p)
+	}
+	for _, p := range stored {
+		if st := e.status("DELETE", p, "ann", "ann-pw", nil); st != http.StatusNoContent {
+			t.Fatalf("DELETE %s: %d", p, st)
+		}
+	}
+	b := testutil.RandBytes(3 << 20)
+	e.put("ann", "ann-pw", "/dav/new.bin", b)
+	e.mustGet("ann", "ann-pw", "/dav/new.bin", b)
+	var list struct{ Items []struct{ Path string } }
+	st, body, _ := e.call("GET", "/api/v1/trash?limit=1000", "ann", "ann-pw", nil, nil)
+	if st != http.StatusOK || json.Unmarshal(body, &list) != nil {
+		t.Fatalf("trash: %d %s", st, body)
+	}
+	n := len(list.Items)
+	if n == 0 || n > len(stored)-3 || list.Items[n-1].Path == "/f00.bin" || list.Items[0].Path != strings.TrimPrefix(stored[len(stored)-1], "/dav") {
+		t.Fatalf("trash after a write on a full store: %+v (of %d deleted)", list.Items, len(stored))
 	}
 }
