@@ -161,10 +161,11 @@ func (d *Drive) collectLocked(ctx context.Context) (GCResult, error) {
 	return res, err
 }
 
-// FsckProblem is one chunk that is not as its record says.
+// FsckProblem is one chunk that is not as its record says, or a trash item
+// and its nodes that lost each other (Problem "trash", no SHA256).
 type FsckProblem struct {
 	SHA256  string
-	Problem string // "missing", "corrupt", "unreadable"
+	Problem string // "missing", "corrupt", "unreadable", "trash"
 	Detail  string
 }
 
@@ -175,8 +176,10 @@ type FsckResult struct {
 	Problems []FsckProblem
 }
 
-// Fsck re-hashes every stored chunk against its record. progress, when not
-// nil, is called after each chunk.
+// Fsck re-hashes every stored chunk against its record (the chunks of
+// files in the trash among them), then checks that every trash item and
+// its nodes find each other. progress, when not nil, is called after each
+// chunk.
 func (d *Drive) Fsck(ctx context.Context, progress func(done, total int64)) (FsckResult, error) {
 	d.gcMu.Lock()
 	defer d.gcMu.Unlock()
@@ -198,6 +201,14 @@ func (d *Drive) Fsck(ctx context.Context, progress func(done, total int64)) (Fsc
 		}
 		return ctx.Err()
 	})
+	if err != nil {
+		return res, err
+	}
+	// The trash's references: an item and its nodes find each other.
+	lost, err := d.meta.CheckTrash(ctx)
+	for _, l := range lost {
+		res.Problems = append(res.Problems, FsckProblem{Problem: "trash", Detail: l})
+	}
 	return res, err
 }
 

@@ -79,6 +79,9 @@ type Trash interface {
 	ExpungeTrash(ctx context.Context, uid, id int64) error
 	// EmptyTrash expunges every item of uid and returns how many there were.
 	EmptyTrash(ctx context.Context, uid int64) (int64, error)
+	// CheckTrash reports, for fsck, every item without its node and every
+	// hidden node without its item, one line each.
+	CheckTrash(ctx context.Context) ([]string, error)
 }
 
 // trashRoot is the hidden path an item's node lives at.
@@ -395,4 +398,29 @@ func displaceTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dn N
 		return removeTx(ctx, tx, op, uid, dn.Path, now)
 	}
 	return trashTx(ctx, tx, op, uid, dn.Path, now)
+}
+
+// CheckTrash finds items and hidden nodes that lost each other.
+func (s *SQLStore) CheckTrash(ctx context.Context) ([]string, error) {
+	const op = "meta.CheckTrash"
+	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.user_id, t.path FROM trash_items t
+		WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.user_id = t.user_id AND n.path = '#' || t.id) ORDER BY t.id`)
+	out, err := scanAll(rows, err, func(r rowScanner) (string, error) {
+		var id, uid int64
+		var p string
+		err := r.Scan(&id, &uid, &p)
+		return fmt.Sprintf("trash item %d of user %d (%s) has no node", id, uid, p), err
+	})
+	if err != nil {
+		return nil, wrap(op, "", err)
+	}
+	rows, err = s.r.QueryContext(ctx, `SELECT n.id, n.user_id, n.path FROM nodes n WHERE n.parent = '#'
+		AND NOT EXISTS (SELECT 1 FROM trash_items t WHERE t.user_id = n.user_id AND '#' || t.id = n.path) ORDER BY n.id`)
+	orphans, err := scanAll(rows, err, func(r rowScanner) (string, error) {
+		var id, uid int64
+		var p string
+		err := r.Scan(&id, &uid, &p)
+		return fmt.Sprintf("node %d of user %d is in the trash as %s, which has no item", id, uid, p), err
+	})
+	return append(out, orphans...), wrap(op, "", err)
 }

@@ -170,6 +170,10 @@ func testTrash(t *testing.T, e *env) {
 	if e.stat(a, "/d (restored)/g").Size != 4 || e.stat(a, "/d").Size != 1 {
 		t.Fatal("emptying the trash touched the tree")
 	}
+	e.must(e.s.Remove(e.ctx, a, "/d (restored)"))
+	if lost, err := e.s.CheckTrash(e.ctx); err != nil || len(lost) != 0 {
+		t.Fatalf("CheckTrash of a sound trash: %q, %v", lost, err)
+	}
 }
 
 // A replace with a folder on either side takes what was there to the trash.
