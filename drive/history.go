@@ -158,10 +158,41 @@ func (d *Drive) HistoryLimit(u meta.User) int64 {
 	return int64(float64(base) * d.historyShare)
 }
 
+// historyItem is one expungeable piece of a user's history, for the
+// share's oldest-first order.
+type historyItem struct {
+	when    time.Time
+	bytes   int64
+	expunge func(context.Context) error
+}
+
+// historyUsage returns the bytes each user's history holds: the one sum
+// every kind of history (trash items; file versions) adds its term to.
+func (d *Drive) historyUsage(ctx context.Context) (map[int64]int64, error) {
+	return d.meta.TrashUsage(ctx)
+}
+
+// oldestHistory returns up to limit of uid's (0: any user's) oldest
+// history items, oldest first, merged over every kind of history.
+func (d *Drive) oldestHistory(ctx context.Context, uid int64, limit int) ([]historyItem, error) {
+	its, err := d.meta.OldestTrash(ctx, uid, time.Time{}, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]historyItem, 0, len(its))
+	for _, it := range its {
+		out = append(out, historyItem{when: it.Deleted, bytes: it.Size, expunge: func(ctx context.Context) error {
+			return d.meta.ExpungeTrash(ctx, it.UserID, it.ID)
+		}})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].when.Before(out[j].when) })
+	return out[:min(len(out), limit)], nil
+}
+
 // enforceHistoryShare expunges, per user over their HistoryLimit, the
 // oldest history first until the rest fits.
 func (d *Drive) enforceHistoryShare(ctx context.Context) (int64, error) {
-	usage, err := d.meta.TrashUsage(ctx)
+	usage, err := d.historyUsage(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -182,7 +213,7 @@ func (d *Drive) enforceHistoryShare(ctx context.Context) (int64, error) {
 		limit := d.HistoryLimit(u)
 		used := usage[uid]
 		for limit >= 0 && used > limit {
-			its, err := d.meta.OldestTrash(ctx, uid, time.Time{}, historyBatch)
+			its, err := d.oldestHistory(ctx, uid, historyBatch)
 			if err != nil {
 				return n, err
 			}
@@ -193,10 +224,10 @@ func (d *Drive) enforceHistoryShare(ctx context.Context) (int64, error) {
 				if used <= limit {
 					break
 				}
-				if err := d.meta.ExpungeTrash(ctx, uid, it.ID); err != nil && !errs.Is(err, errs.NotFound) {
+				if err := it.expunge(ctx); err != nil && !errs.Is(err, errs.NotFound) {
 					return n, err
 				}
-				used -= it.Size
+				used -= it.bytes
 				n++
 			}
 		}
@@ -211,14 +242,13 @@ const maxExpungeForRoom = 64
 // expungeOldestHistory expunges the oldest history item of any user, for a
 // write that needs the room; false when there is none.
 func (d *Drive) expungeOldestHistory(ctx context.Context) (bool, error) {
-	its, err := d.meta.OldestTrash(ctx, 0, time.Time{}, 1)
+	its, err := d.oldestHistory(ctx, 0, 1)
 	if err != nil || len(its) == 0 {
 		return false, err
 	}
-	it := its[0]
-	if err := d.meta.ExpungeTrash(ctx, it.UserID, it.ID); err != nil && !errs.Is(err, errs.NotFound) {
+	if err := its[0].expunge(ctx); err != nil && !errs.Is(err, errs.NotFound) {
 		return false, err
 	}
-	d.log.Warn("chunk store full: expunged the oldest trash item to make room", "user", it.UserID, "item", it.ID, "bytes", it.Size)
+	d.log.Warn("chunk store full: expunged the oldest history item to make room", "bytes", its[0].bytes, "since", its[0].when)
 	return true, nil
 }
