@@ -58,9 +58,16 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request, _ meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
+	trash, err := a.D.TrashUsage(r.Context())
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
 	out := make([]apitype.AdminUser, 0, len(us))
 	for _, u := range us {
-		out = append(out, a.withUsage(r, adminUser(u), u.ID))
+		au := a.withUsage(r, adminUser(u), u.ID)
+		au.Trash = trash[u.ID]
+		out = append(out, au)
 	}
 	WriteJSON(w, http.StatusOK, apitype.UserList{Users: out})
 }

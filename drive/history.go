@@ -99,6 +99,12 @@ func (d *Drive) ExpungeTrash(ctx context.Context, uid, id int64) error {
 	return d.meta.ExpungeTrash(ctx, uid, id)
 }
 
+// TrashUsage returns the bytes of the files in each user's trash (users
+// with an empty trash are absent).
+func (d *Drive) TrashUsage(ctx context.Context) (map[int64]int64, error) {
+	return d.meta.TrashUsage(ctx)
+}
+
 // EmptyTrash deletes every item of uid's trash for good and returns how many
 // there were.
 func (d *Drive) EmptyTrash(ctx context.Context, uid int64) (int64, error) {

@@ -68,6 +68,16 @@ func TestTrashCLI(t *testing.T) {
 	failCLI(t, d, nil, 1, "not in the trash", "trash", "rm", itoa(id))
 
 	mustCLI(t, d, "rm", "/d")
+	// The admin's usage shows the trash beside the files.
+	var us []apitype.AdminUser
+	if err := json.Unmarshal([]byte(mustCLI(t, d, "admin", "user", "list", "--json")), &us); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range us {
+		if want := map[string]int64{"admin": int64(len("second") + len("first") + len("a file where the folder was")), "bob": 0}[u.Name]; u.Trash != want || u.Finished != 0 {
+			t.Fatalf("admin user list: %s has %d bytes in the trash (want %d), %d in files", u.Name, u.Trash, want, u.Finished)
+		}
+	}
 	failCLI(t, d, nil, 2, "add --yes", "trash", "empty")
 	mustCLI(t, d, "trash", "rm", itoa(file))
 	if out := mustCLI(t, d, "trash", "empty", "--yes"); !strings.Contains(out, "2 item(s) deleted for good") {
