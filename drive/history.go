@@ -111,6 +111,39 @@ func (d *Drive) EmptyTrash(ctx context.Context, uid int64) (int64, error) {
 	return d.meta.EmptyTrash(ctx, uid)
 }
 
+// PurgeTrash deletes for good, on an admin's behalf, the items of user
+// name's trash deleted longer than olderThan ago (all of them for 0), and
+// returns how many.
+func (d *Drive) PurgeTrash(ctx context.Context, name string, olderThan time.Duration) (int64, error) {
+	if olderThan < 0 {
+		return 0, errs.Errorf("drive.PurgeTrash", errs.Invalid, "negative age")
+	}
+	u, err := d.meta.UserByName(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	if olderThan == 0 {
+		return d.meta.EmptyTrash(ctx, u.ID)
+	}
+	cutoff := d.now().Add(-olderThan)
+	var n int64
+	for {
+		its, err := d.meta.OldestTrash(ctx, u.ID, cutoff, historyBatch)
+		if err != nil {
+			return n, err
+		}
+		for _, it := range its {
+			if err := d.meta.ExpungeTrash(ctx, u.ID, it.ID); err != nil && !errs.Is(err, errs.NotFound) {
+				return n, err
+			}
+			n++
+		}
+		if len(its) < historyBatch {
+			return n, nil
+		}
+	}
+}
+
 // HistoryResult reports what a history pass expunged.
 type HistoryResult struct {
 	Expired   int64 // trash items past the retention

@@ -86,6 +86,26 @@ func TestTrashCLI(t *testing.T) {
 	if out := mustCLI(t, d, "trash", "ls"); strings.TrimSpace(out) != "ID  DELETED  SIZE  PATH" {
 		t.Fatalf("trash ls of an empty trash: %q", out)
 	}
+
+	// An admin purges a user's trash: by age, then all of it.
+	bc := client.New(d.URL, "bob", "bob-pass")
+	if _, err := bc.Upload(ctx, "/x", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.Remove(ctx, "/x", false); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, d, "admin", "trash", "purge", "--user", "bob", "--older-than", "1d"); !strings.Contains(out, "0 item(s) of bob's trash") {
+		t.Fatalf("purge of what is younger than a day said %q", out)
+	}
+	if out := mustCLI(t, d, "admin", "trash", "purge", "--user", "bob"); !strings.Contains(out, "1 item(s) of bob's trash") {
+		t.Fatalf("purge said %q", out)
+	}
+	if l, err := bc.Trash(ctx, 0, 0); err != nil || len(l.Items) != 0 {
+		t.Fatalf("bob's trash after the purge: %+v, %v", l, err)
+	}
+	failCLI(t, d, nil, 1, "no such user", "admin", "trash", "purge", "--user", "nobody")
+	failCLI(t, d, nil, 2, "--user is required", "admin", "trash", "purge")
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
