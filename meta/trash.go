@@ -107,19 +107,9 @@ func trashTx(ctx context.Context, tx *sql.Tx, op string, uid int64, p string, no
 	if p == "/" {
 		return errs.E(op, errs.Permission, p, errors.New("the root cannot be removed"))
 	}
-	charge, err := chargeOf(ctx, tx, uid, n)
+	charge, size, err := itemFigures(ctx, tx, uid, n)
 	if err != nil {
 		return err
-	}
-	size := n.Size
-	cond, args := subtree(p)
-	a := append([]any{uid}, args...)
-	if n.IsDir {
-		var sz sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT sum(size) FROM nodes WHERE is_dir = 0 AND user_id = ? AND `+cond, a...).Scan(&sz); err != nil {
-			return err
-		}
-		size = sz.Int64
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO trash_items(user_id, path, is_dir, size, deleted_ns, deleted_by) VALUES (?,?,?,?,?,?)`,
 		uid, p, n.IsDir, size, now.UnixNano(), uid)
@@ -147,6 +137,29 @@ func trashTx(ctx context.Context, tx *sql.Tx, op string, uid int64, p string, no
 		return err
 	}
 	return addFinished(ctx, tx, op, uid, -size, p)
+}
+
+// itemFigures returns what node n and its subtree are charged (chargeOf)
+// and the bytes of their files, reading the subtree's rows once for both.
+func itemFigures(ctx context.Context, tx *sql.Tx, uid int64, n Node) (charge, size int64, err error) {
+	if !n.IsDir {
+		charge, err = chargeOf(ctx, tx, uid, n)
+		return charge, n.Size, err
+	}
+	var props int64
+	if err := tx.QueryRowContext(ctx, `SELECT `+propBytesSQL+` FROM props WHERE node_id = ?`, n.ID).Scan(&props); err != nil {
+		return 0, 0, err
+	}
+	cond, args := subtree(n.Path)
+	a := append([]any{uid}, args...)
+	var count, names, bytes, below int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), ifnull(sum(octet_length(name)), 0), ifnull(sum(CASE WHEN is_dir = 0 THEN size ELSE 0 END), 0) FROM nodes WHERE user_id = ? AND `+cond, a...).Scan(&count, &names, &bytes); err != nil {
+		return 0, 0, err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT `+propBytesSQL+` FROM props WHERE node_id IN (SELECT id FROM nodes WHERE user_id = ? AND `+cond+`)`, a...).Scan(&below); err != nil {
+		return 0, 0, err
+	}
+	return EntryCharge(n.Name()) + props + count*EntryBytes + names + below, bytes, nil
 }
 
 // reroot rewrites the paths of everything strictly below from so that it
