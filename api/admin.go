@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"netdisk/apitype"
 	"netdisk/drive"
@@ -24,6 +25,7 @@ func (a *API) adminRoutes() []Route {
 		{Pattern: "DELETE /api/v1/admin/users/{name}", Handler: a.deleteUser, Admin: true},
 		{Pattern: "PUT /api/v1/admin/users/{name}/password", Handler: a.setPassword, Admin: true},
 		{Pattern: "PUT /api/v1/admin/users/{name}/quota", Handler: a.setQuota, Admin: true},
+		{Pattern: "DELETE /api/v1/admin/users/{name}/trash", Handler: a.purgeTrash, Admin: true},
 		{Pattern: "GET /api/v1/admin/stats", Handler: a.stats, Admin: true},
 		{Pattern: "POST /api/v1/admin/gc", Handler: a.gc, Admin: true},
 		{Pattern: "POST /api/v1/admin/fsck", Handler: a.fsck, Admin: true},
@@ -58,9 +60,16 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request, _ meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
+	trash, err := a.D.TrashUsage(r.Context())
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
 	out := make([]apitype.AdminUser, 0, len(us))
 	for _, u := range us {
-		out = append(out, a.withUsage(r, adminUser(u), u.ID))
+		au := a.withUsage(r, adminUser(u), u.ID)
+		au.Trash = trash[u.ID]
+		out = append(out, au)
 	}
 	WriteJSON(w, http.StatusOK, apitype.UserList{Users: out})
 }
@@ -255,4 +264,25 @@ func (a *API) logFsck(actor meta.User, res drive.FsckResult) {
 		return
 	}
 	a.Log.Info("admin: fsck clean", "by", actor.Name, "checked", res.Checked)
+}
+
+// purgeTrash deletes a user's trash items for good, those deleted longer
+// than olderThan (a Go duration) ago, or all of them.
+func (a *API) purgeTrash(w http.ResponseWriter, r *http.Request, actor meta.User) {
+	var age time.Duration
+	if s := r.URL.Query().Get("olderThan"); s != "" {
+		var err error
+		if age, err = time.ParseDuration(s); err != nil || age <= 0 {
+			a.WriteError(w, r, errs.Errorf("api.PurgeTrash", errs.Invalid, "olderThan=%q: want a positive duration such as 720h", s))
+			return
+		}
+	}
+	name := r.PathValue("name")
+	n, err := a.D.PurgeTrash(r.Context(), name, age)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	a.Log.Info("admin: trash purged", "by", actor.Name, "user", name, "older_than", age, "items", n)
+	WriteJSON(w, http.StatusOK, apitype.TrashEmptied{Deleted: n})
 }

@@ -14,6 +14,7 @@ type AdminUser struct {
 	Uploading  int64     `json:"uploading"`  // sizes declared by open uploads (quota ledger)
 	Created    time.Time `json:"created"`
 	Metadata   int64     `json:"metadata"` // what the user's entries and properties cost (docs/API.md)
+	Trash      int64     `json:"trash"`    // bytes of the files in the user's trash (not in the quota)
 }
 
 // UserList answers GET /api/v1/admin/users.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"netdisk/apitype"
 )
@@ -110,4 +111,16 @@ func (c *Client) AdminFsck(ctx context.Context, progress func(done, total int64)
 		return r, fmt.Errorf("fsck: connection lost: %w", err)
 	}
 	return r, errors.New("fsck: the server ended the answer without a result")
+}
+
+// AdminPurgeTrash deletes for good the items of user name's trash deleted
+// longer than olderThan ago (0: all of them) and returns how many.
+func (c *Client) AdminPurgeTrash(ctx context.Context, name string, olderThan time.Duration) (int64, error) {
+	q := url.Values{}
+	if olderThan > 0 {
+		q.Set("olderThan", olderThan.String())
+	}
+	var out apitype.TrashEmptied
+	err := c.JSON(ctx, http.MethodDelete, userPath(name, "/trash"), q, nil, &out)
+	return out.Deleted, err
 }

@@ -49,6 +49,12 @@ type Options struct {
 	Out        io.Writer // where the one-time admin password is printed
 	Now        func() time.Time
 	SessionTTL time.Duration // idle upload sessions expire after it; 0 means upload.DefaultTTL
+	// TrashRetention, HistoryShare: the history's bounds (drive.Config);
+	// 0 means the drive's defaults. HistoryInterval is how often they are
+	// applied; 0 means DefaultHistoryInterval.
+	TrashRetention  time.Duration
+	HistoryShare    float64
+	HistoryInterval time.Duration
 	// Redis is the URL of the Redis server holding the quota ledger; empty
 	// means the embedded ledger (one daemon per data directory).
 	Redis string
@@ -206,6 +212,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"async-scheduler", func(ctx context.Context) { d.Async.Run(ctx) }},
 		{"web-sessions", d.pruneWebSessions},
 		{"versions", d.versionsLoop},
+		{"history", d.historyLoop},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -214,8 +221,9 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		jobs = append(jobs, job{"quota", func(ctx context.Context) { d.Quota.Run(ctx, clock, time.Second) }})
 	} else {
 		// Nodes share the store: the jobs that must run once run under a
-		// lease (lease.go): GC, upload session expiry, and the quota
-		// ledger's flushes into the database (quota.Guard.Run says why
+		// lease (lease.go): GC, upload session expiry, the history's
+		// retention and share, and the quota ledger's flushes into the
+		// database (quota.Guard.Run says why
 		// its repair half stays on every node).
 		//
 		// On every node, by design:
@@ -241,7 +249,7 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		l := lease{rdb: d.rdb, node: d.node, ttl: ttl, log: d.opts.Logger, taken: &d.leasesTaken}
 		for i, j := range jobs {
 			switch j.name {
-			case "gc", "upload-janitor", "quota-flush", "web-sessions", "versions":
+			case "gc", "upload-janitor", "quota-flush", "web-sessions", "versions", "history":
 				run := j.run
 				jobs[i].run = func(ctx context.Context) { l.run(ctx, j.name, run) }
 			}
@@ -336,7 +344,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		watch.Check(ctx, rdb)
 	}
 	node := nodeName()
-	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize}
+	dc := drive.Config{ChunkSize: o.ChunkSize, Now: o.Now, Logger: o.Logger, MaxFileSize: o.MaxFileSize,
+		TrashRetention: o.TrashRetention, HistoryShare: o.HistoryShare}
 	if o.Meta != "" {
 		// Nodes sharing the metadata share the WebDAV locks, in Redis
 		// (checkShared made sure there is one): a lock taken through one
@@ -597,6 +606,23 @@ func (d *Daemon) versionsLoop(ctx context.Context) {
 			d.opts.Logger.Warn("versions: expiring", "err", err)
 		} else if n > 0 {
 			d.opts.Logger.Debug("versions: expunged", "count", n)
+		}
+	})
+}
+
+// DefaultHistoryInterval is how often the history's bounds are applied.
+const DefaultHistoryInterval = 10 * time.Minute
+
+// historyLoop expunges the trash past its retention and the history past
+// its share (drive.ExpireHistory), on one node at a time.
+func (d *Daemon) historyLoop(ctx context.Context) {
+	every := d.opts.HistoryInterval
+	if every <= 0 {
+		every = DefaultHistoryInterval
+	}
+	tick.Every(ctx, every, func(ctx context.Context) {
+		if _, err := d.Drive.ExpireHistory(ctx); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Error("history: expunging past retention and share", "err", err)
 		}
 	})
 }

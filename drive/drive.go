@@ -68,6 +68,17 @@ type Config struct {
 	// the next request. Alone, this node sees every change it must honour
 	// and skips that read for authFresh.
 	SharedMeta bool
+	// TrashRetention is how long a deleted item stays in the trash
+	// (history.go); 0 means DefaultTrashRetention.
+	TrashRetention time.Duration
+	// HistoryShare is the part (0..1] of a user's quota, or of Volume for a
+	// user without one, their trash and versions may use together; 0 means
+	// DefaultHistoryShare.
+	HistoryShare float64
+	// Volume returns the size of the volume the chunks are stored on; nil
+	// (or 0) leaves the history of users without a quota bounded by age
+	// alone.
+	Volume func() int64
 }
 
 // DefaultMaxFileSize is the largest file accepted unless configured: 1 TiB.
@@ -112,6 +123,10 @@ type Drive struct {
 	userDeleted []func(context.Context, int64) error // OnUserDeleted
 
 	reserve *diskReserve // nil: no reserve (OpenLocal sets one beside meta.db)
+
+	trashRetention time.Duration // see Config.TrashRetention
+	historyShare   float64       // see Config.HistoryShare
+	volume         func() int64  // see Config.Volume
 }
 
 type authEntry struct {
@@ -185,6 +200,13 @@ func New(c Config) *Drive {
 		d.maxFile = DefaultMaxFileSize
 	}
 	d.maxFile = min(d.maxFile, quota.MaxBytes)
+	d.trashRetention, d.historyShare, d.volume = c.TrashRetention, c.HistoryShare, c.Volume
+	if d.trashRetention <= 0 {
+		d.trashRetention = DefaultTrashRetention
+	}
+	if d.historyShare <= 0 || d.historyShare > 1 {
+		d.historyShare = DefaultHistoryShare
+	}
 	if d.workers <= 0 {
 		d.workers = max(runtime.GOMAXPROCS(0), 2)
 	}
@@ -353,7 +375,8 @@ func (d *Drive) SetQuota(ctx context.Context, name string, total int64) error {
 	return d.setQuotaGuarded(ctx, u.ID, total)
 }
 
-// DeleteUser removes a user and their tree; their chunks are left to GC.
+// DeleteUser removes a user with their tree and their trash; their chunks
+// are left to GC.
 func (d *Drive) DeleteUser(ctx context.Context, name string) error {
 	u, err := d.meta.UserByName(ctx, name)
 	if err != nil {
@@ -449,7 +472,8 @@ func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
 	return err
 }
 
-// Remove deletes p and everything below it. Chunks are freed by GC.
+// Remove moves p and everything below it into the user's trash as one item
+// (history.go); its chunks stay until the item is expunged.
 func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	p, err := clean("drive.Remove", p)
 	if err != nil {

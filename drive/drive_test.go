@@ -189,6 +189,12 @@ func TestDedupAcrossUsersAndGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.d.Remove(ctx, f.b.ID, "/y")
+	// Expunged from both trashes, nothing but the reader holds them.
+	for _, u := range []int64{f.a.ID, f.b.ID} {
+		if _, err := f.d.EmptyTrash(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if res, _ := f.d.GC(ctx); res.Chunks != 0 || res.SkippedInUse != 4 {
 		t.Fatalf("GC under an open reader: %+v", res)
 	}

@@ -32,8 +32,10 @@ func (d *Drive) GC(ctx context.Context) (GCResult, error) {
 }
 
 // StoreBlob stores a chunk durably. When the store is full it runs one GC
-// pass and retries once: the chunks of deleted files become free space at
-// once, not at the next scheduled GC. Chunks of writes in progress are
+// pass and retries once: unreferenced chunks become free space at once, not
+// at the next scheduled GC. Still full, it expunges the oldest history item
+// (of any user: the volume is shared), collects and retries, up to
+// maxExpungeForRoom items. Chunks of writes in progress are
 // pinned, so the pass never takes them. A store still full is errs.NoSpace
 // (507 / ENOSPC at the edges).
 func (d *Drive) StoreBlob(ctx context.Context, key dedup.Key, b []byte) error {
@@ -49,6 +51,18 @@ func (d *Drive) StoreBlob(ctx context.Context, key dedup.Key, b []byte) error {
 		// Not into the reserve's space, if it was just given to deletions.
 		if err = d.room("drive.Store"); err == nil {
 			err = d.blobs.Put(ctx, key, b)
+		}
+		// Still full: history makes room before a write is refused, the
+		// oldest first (history.go).
+		for i := 0; i < maxExpungeForRoom && errs.KindOf(err) == errs.NoSpace; i++ {
+			runs = d.gcRuns.Load()
+			if gone, herr := d.expungeOldestHistory(ctx); herr != nil || !gone {
+				break
+			}
+			d.reclaim(ctx, runs)
+			if err = d.room("drive.Store"); err == nil {
+				err = d.blobs.Put(ctx, key, b)
+			}
 		}
 	}
 	if err != nil {
@@ -147,10 +161,11 @@ func (d *Drive) collectLocked(ctx context.Context) (GCResult, error) {
 	return res, err
 }
 
-// FsckProblem is one chunk that is not as its record says.
+// FsckProblem is one chunk that is not as its record says, or a trash item
+// and its nodes that lost each other (Problem "trash", no SHA256).
 type FsckProblem struct {
 	SHA256  string
-	Problem string // "missing", "corrupt", "unreadable"
+	Problem string // "missing", "corrupt", "unreadable", "trash"
 	Detail  string
 }
 
@@ -161,8 +176,10 @@ type FsckResult struct {
 	Problems []FsckProblem
 }
 
-// Fsck re-hashes every stored chunk against its record. progress, when not
-// nil, is called after each chunk.
+// Fsck re-hashes every stored chunk against its record (the chunks of
+// files in the trash among them), then checks that every trash item and
+// its nodes find each other. progress, when not nil, is called after each
+// chunk.
 func (d *Drive) Fsck(ctx context.Context, progress func(done, total int64)) (FsckResult, error) {
 	d.gcMu.Lock()
 	defer d.gcMu.Unlock()
@@ -184,6 +201,14 @@ func (d *Drive) Fsck(ctx context.Context, progress func(done, total int64)) (Fsc
 		}
 		return ctx.Err()
 	})
+	if err != nil {
+		return res, err
+	}
+	// The trash's references: an item and its nodes find each other.
+	lost, err := d.meta.CheckTrash(ctx)
+	for _, l := range lost {
+		res.Problems = append(res.Problems, FsckProblem{Problem: "trash", Detail: l})
+	}
 	return res, err
 }
 

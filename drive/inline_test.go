@@ -61,6 +61,14 @@ func TestSmallFileInline(t *testing.T) {
 	if err := f.d.Remove(ctx, f.b.ID, "/same"); err != nil {
 		t.Fatal(err)
 	}
+	if res, err := f.d.GC(ctx); err != nil || res.Chunks != 0 {
+		t.Fatalf("GC freed a chunk the trash holds: %+v, %v", res, err)
+	}
+	for _, u := range []int64{f.a.ID, f.b.ID} {
+		if _, err := f.d.EmptyTrash(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if res, err := f.d.GC(ctx); err != nil || res.Chunks != 1 {
 		t.Fatalf("GC after the last holder left: %+v, %v", res, err)
 	}

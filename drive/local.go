@@ -81,6 +81,12 @@ func OpenLocal(ctx context.Context, c LocalConfig) (*Local, error) {
 			return nil, err
 		}
 		store = blobs
+		if c.Volume == nil {
+			// The history of a user without a quota shares the volume
+			// the chunks are on (history.go).
+			chunks := filepath.Join(c.Dir, "chunks")
+			c.Volume = func() int64 { return volumeBytes(chunks) }
+		}
 	}
 	sink := quota.NewSQLiteSink(m, c.Now)
 	cfg := quota.Config{Sink: sink, Log: c.Logger}

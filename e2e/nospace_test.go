@@ -188,7 +188,9 @@ func TestDiskFullRecovers(t *testing.T) {
 	e.d.Restart()
 	wantFull("after a restart")
 
-	// Deleting and collecting work on the full disk, and give writes back.
+	// Deleting, emptying the trash and collecting work on the full disk,
+	// and give writes back. Deleted files hold their chunks until their
+	// trash items are expunged.
 	for _, p := range stored[:8] {
 		if st, body, _ := e.call("DELETE", p, "ann", "ann-pw", nil, nil); st != http.StatusNoContent {
 			t.Fatalf("DELETE %s on a full disk: %d %s", p, st, body)
@@ -196,6 +198,13 @@ func TestDiskFullRecovers(t *testing.T) {
 	}
 	stored = stored[8:]
 	var gc struct{ Chunks int64 }
+	e.admin("POST", "/api/v1/admin/gc", &gc)
+	if gc.Chunks != 0 {
+		t.Fatalf("gc removed %d chunks of files in the trash", gc.Chunks)
+	}
+	if st, body, _ := e.call("DELETE", "/api/v1/trash", "ann", "ann-pw", nil, nil); st != http.StatusOK || !strings.Contains(string(body), `"deleted":8`) {
+		t.Fatalf("emptying the trash on a full disk: %d %s", st, body)
+	}
 	e.admin("POST", "/api/v1/admin/gc", &gc)
 	if gc.Chunks != 8 {
 		t.Fatalf("gc removed %d chunks, want 8", gc.Chunks)

@@ -51,7 +51,10 @@ func (s *SQLStore) ChunkData(ctx context.Context, sha string) ([]byte, bool, err
 
 // unreferenced is the condition under which a chunk is garbage: no file holds
 // it, no upload session (migration 003) has received it and no file version
-// (migration 018) keeps it.
+// (migration 018) keeps it. It is the one definition of a live chunk:
+// whatever else holds chunks adds its clause here. A file in the trash needs
+// none: its node keeps its file_chunks rows until the item is expunged
+// (trash.go).
 const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)
 	AND NOT EXISTS (SELECT 1 FROM session_chunks sc WHERE sc.chunk_id = chunks.id)
 	AND NOT EXISTS (SELECT 1 FROM version_chunks vc WHERE vc.chunk_id = chunks.id)`
@@ -96,9 +99,9 @@ func (s *SQLStore) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.r.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM users),
-		(SELECT count(*) FROM nodes WHERE is_dir = 0),
-		(SELECT count(*) FROM nodes WHERE is_dir = 1),
-		(SELECT coalesce(sum(size), 0) FROM nodes WHERE is_dir = 0),
+		(SELECT count(*) FROM nodes WHERE is_dir = 0 AND `+LiveNodes+`),
+		(SELECT count(*) FROM nodes WHERE is_dir = 1 AND `+LiveNodes+`),
+		(SELECT coalesce(sum(size), 0) FROM nodes WHERE is_dir = 0 AND `+LiveNodes+`),
 		(SELECT coalesce(sum(size), 0) FROM chunks),
 		(SELECT count(*) FROM chunks)`).Scan(&st.Users, &st.Files, &st.Dirs, &st.LogicalBytes, &st.PhysicalBytes, &st.Chunks)
 	return st, wrap("meta.Stats", "", err)

@@ -93,7 +93,8 @@ func (s *SQLStore) FileHeld(ctx context.Context, uid int64, fileHash string, siz
 		return 0, Holders{}, false, nil
 	}
 	var id sql.NullInt64
-	err = s.r.QueryRowContext(ctx, `WITH m AS (SELECT id, user_id FROM nodes WHERE file_hash = ?1 AND size = ?2 AND is_dir = 0)
+	// A file in the trash holds no content for this: deleted is not held.
+	err = s.r.QueryRowContext(ctx, `WITH m AS (SELECT id, user_id FROM nodes WHERE file_hash = ?1 AND size = ?2 AND is_dir = 0 AND `+LiveNodes+`)
 		SELECT coalesce((SELECT id FROM m WHERE user_id = ?3 LIMIT 1), (SELECT id FROM m LIMIT 1)),
 		EXISTS (SELECT 1 FROM m WHERE user_id = ?3),
 		(SELECT count(*) FROM (SELECT DISTINCT user_id FROM m LIMIT ?4) o),

@@ -3,13 +3,13 @@
 // targets it keeps and never resolves), files as ordered lists of chunks,
 // chunk records, WebDAV dead properties, upload sessions with
 // their chunks and challenges, the quota ledger's flush records, the web
-// page's sign-in sessions, the users' app passwords and the files' earlier
-// versions. Store is the contract, split by role (Users, Tree, Props,
-// Checksums, Chunks, Sessions, QuotaRecords, WebSessions, AppTokens,
-// NameSearch, Versions) so each caller depends on what it uses; SQLStore
-// implements it on a SQLite file or on a PostgreSQL database shared by
-// several nodes, the same methods on either, and metatest is the
-// conformance suite every implementation passes.
+// page's sign-in sessions, the users' app passwords, the files' earlier
+// versions and the users' trash. Store is the contract, split by role
+// (Users, Tree, Props, Checksums, Chunks, Sessions, QuotaRecords,
+// WebSessions, AppTokens, NameSearch, Versions, Trash) so each caller
+// depends on what it uses; SQLStore implements it on a SQLite file or on a
+// PostgreSQL database shared by several nodes, the same methods on either,
+// and metatest is the conformance suite every implementation passes.
 // Callers compose changes in one transaction through Tx, which keeps the
 // database's own handle inside the package.
 //
@@ -218,13 +218,14 @@ type Tree interface {
 	// new file touches its folder; a new version of a file does not. The
 	// replaced content is kept as a version of the file (Versions).
 	CommitFile(ctx context.Context, uid int64, path string, f NewFile) (Node, error)
-	// Remove deletes path and everything below it (the root is Permission).
+	// Remove moves path and everything below it into the user's trash as
+	// one item (Trash; the root is Permission).
 	Remove(ctx context.Context, uid int64, path string) error
 	// Move renames src to dst. With overwrite, an existing dst is removed first
-	// (in the same transaction); without, an existing dst is Exists. A
-	// destination inside the source is Permission. A file moved over a file
-	// replaces its content instead: dst's node survives with its history
-	// (Versions).
+	// (in the same transaction: to the trash when either is a folder);
+	// without, an existing dst is Exists. A destination inside the source
+	// is Permission. A file moved over a file replaces its content instead:
+	// dst's node survives with its history (Versions).
 	Move(ctx context.Context, uid int64, src, dst string, overwrite bool) error
 	// Copy copies src to dst sharing chunks (no bytes are copied). recursive
 	// false copies only the directory itself. A file copied over a file
@@ -432,6 +433,7 @@ type Store interface {
 	AppTokens
 	NameSearch
 	Versions
+	Trash
 }
 
 func baseName(p string) string {

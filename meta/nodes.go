@@ -382,7 +382,8 @@ func insertFile(ctx context.Context, tx *sql.Tx, op string, uid int64, path stri
 	return n, true, err
 }
 
-// removeTx deletes path and its subtree and gives back the bytes of the files.
+// removeTx deletes path and its subtree for good and gives back the bytes
+// of the files.
 func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, now time.Time) error {
 	n, err := stat(ctx, tx, op, uid, path)
 	if err != nil {
@@ -420,10 +421,10 @@ func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 	return addFinished(ctx, tx, op, uid, -freed, path)
 }
 
-// Remove deletes path and its subtree.
+// Remove moves path and its subtree into the user's trash (trash.go).
 func (s *SQLStore) Remove(ctx context.Context, uid int64, path string) error {
 	const op = "meta.Remove"
-	return wrap(op, path, s.tx(ctx, func(tx *sql.Tx) error { return removeTx(ctx, tx, op, uid, path, s.now()) }))
+	return wrap(op, path, s.tx(ctx, func(tx *sql.Tx) error { return trashTx(ctx, tx, op, uid, path, s.now()) }))
 }
 
 // prepareDest checks src and dst for Move and Copy and clears dst when allowed.
@@ -438,12 +439,12 @@ func prepareDest(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst
 	if err := checkParent(ctx, tx, op, uid, dst); err != nil {
 		return Node{}, err
 	}
-	_, err = stat(ctx, tx, op, uid, dst)
+	dn, err := stat(ctx, tx, op, uid, dst)
 	switch {
 	case err == nil && !overwrite:
 		return Node{}, errs.E(op, errs.Exists, dst, nil)
 	case err == nil:
-		if err := removeTx(ctx, tx, op, uid, dst, now); err != nil {
+		if err := displaceTx(ctx, tx, op, uid, sn, dn, now); err != nil {
 			return Node{}, err
 		}
 	case !errs.Is(err, errs.NotFound):

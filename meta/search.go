@@ -225,7 +225,8 @@ func searchIndexSQL(where string) string {
 // filters is the WHERE clause of q's node conditions after pos, on the
 // columns of nodes unqualified.
 func (q NameQuery) filters(uid int64, pos SearchPos) (string, []any) {
-	conds := []string{`user_id = ?`, `(mtime_ns, id) < (?, ?)`}
+	// LiveNodes: what is in the trash is not in the drive, so not found.
+	conds := []string{`user_id = ?`, LiveNodes, `(mtime_ns, id) < (?, ?)`}
 	args := []any{uid, pos.MTime, pos.ID}
 	if q.Under != "" && q.Under != "/" {
 		c, a := subtree(q.Under)

@@ -89,11 +89,11 @@ func (s *SQLStore) MoveTx(ctx context.Context, tx *Tx, uid int64, src, dst strin
 }
 
 // RemoveTx is Remove inside tx; it returns the change of the user's finished
-// bytes (minus the sizes of the files removed).
+// bytes (minus the sizes of the files moved to the trash).
 func (s *SQLStore) RemoveTx(ctx context.Context, tx *Tx, uid int64, path string) (int64, error) {
 	const op = "meta.Remove"
 	return measured(ctx, tx.tx, op, uid, path, NoGrowthLimit, func() error {
-		return removeTx(ctx, tx.tx, op, uid, path, s.now())
+		return trashTx(ctx, tx.tx, op, uid, path, s.now())
 	})
 }
 

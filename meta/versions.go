@@ -60,8 +60,9 @@ type Versions interface {
 	// become garbage unless something else holds them). Errors are
 	// Version's.
 	DeleteVersion(ctx context.Context, uid int64, path string, vid int64) error
-	// OldestVersions returns up to limit of uid's versions (any file),
-	// oldest first, with ids above afterID: the order history is expunged in.
+	// OldestVersions returns up to limit of uid's (0: any user's) versions
+	// (any file), oldest first, with ids above afterID: the order history
+	// is expunged in.
 	OldestVersions(ctx context.Context, uid int64, afterID int64, limit int) ([]Version, error)
 	// VersionedFiles returns up to limit ids of files (any user) that have
 	// versions, ascending, above afterID: retention walks them.
@@ -74,6 +75,9 @@ type Versions interface {
 	// VersionBytes sums the sizes of uid's versions (what they would cost
 	// as full copies; they share chunks, so they take at most that).
 	VersionBytes(ctx context.Context, uid int64) (int64, error)
+	// VersionUsage returns VersionBytes of every user who has versions, for
+	// the history share (trash and versions together).
+	VersionUsage(ctx context.Context) (map[int64]int64, error)
 }
 
 // keepsVersion is the one rule of what a replacement keeps: the replaced
@@ -236,9 +240,14 @@ func (s *SQLStore) DeleteVersion(ctx context.Context, uid int64, path string, vi
 	}))
 }
 
-// OldestVersions returns uid's versions oldest first.
+// OldestVersions returns uid's (0: anyone's) versions oldest first: ids
+// grow with the store's clock, so id order is saving order.
 func (s *SQLStore) OldestVersions(ctx context.Context, uid int64, afterID int64, limit int) ([]Version, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+versionCols+` FROM file_versions WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?`, uid, afterID, limit)
+	q, args := `SELECT `+versionCols+` FROM file_versions WHERE id > ? ORDER BY id LIMIT ?`, []any{afterID, limit}
+	if uid != 0 {
+		q, args = `SELECT `+versionCols+` FROM file_versions WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?`, []any{uid, afterID, limit}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	vs, err := scanAll(rows, err, scanVersion)
 	return vs, wrap("meta.OldestVersions", "", err)
 }
@@ -268,6 +277,11 @@ func (s *SQLStore) ExpungeVersion(ctx context.Context, uid int64, vid int64) (bo
 	}
 	n, _ := res.RowsAffected()
 	return n > 0, nil
+}
+
+// VersionUsage sums each user's versions.
+func (s *SQLStore) VersionUsage(ctx context.Context) (map[int64]int64, error) {
+	return s.usageByUser(ctx, "meta.VersionUsage", `SELECT user_id, sum(size) FROM file_versions GROUP BY user_id`)
 }
 
 // VersionBytes sums the sizes of uid's versions.

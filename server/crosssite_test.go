@@ -52,6 +52,8 @@ func TestCrossOriginRefused(t *testing.T) {
 		{"PUT", "/dav/csrf.txt", "x"},
 		{"MKCOL", "/dav/csrf", ""},
 		{"DELETE", "/dav/keep", ""},
+		{"DELETE", "/api/v1/trash", ""},
+		{"POST", "/api/v1/trash/restore", `{"path":"/keep"}`},
 		{"POST", "/web/logout", ""},
 	}
 	if st, b := do("MKCOL", "/dav/keep", "", nil); st != 201 {

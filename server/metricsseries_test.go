@@ -136,6 +136,7 @@ func TestMetricsSeriesMove(t *testing.T) {
 
 	// GC on demand.
 	expect(do("DELETE", "/dav/secret-name.txt", "admin", admin, nil, nil), 204, "DELETE")
+	expect(do("DELETE", "/api/v1/trash", "admin", admin, nil, nil), 200, "empty the trash")
 	expect(do("POST", "/api/v1/admin/gc", "admin", admin, []byte(`{}`), nil), 200, "gc")
 
 	// Failed logins: directly, and through the trusted proxy (127.0.0.1)

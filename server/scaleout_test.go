@@ -159,6 +159,7 @@ func TestRunOnceJobsMoveWhenNodeDies(t *testing.T) {
 	// Kill the flusher; the survivor then runs both jobs (gc moving too if
 	// it ran there).
 	holder("gc")
+	holder("history")
 	h, other := holder("quota-flush")
 	h.Kill()
 	for _, job := range []string{"quota-flush", "gc"} {

@@ -360,6 +360,24 @@ func TestAdminGCFreesOnlyUnreferencedChunks(t *testing.T) {
 	}
 
 	del(t, d, "/shared.bin", "ben", "ben-pass")
+	// Deleted files wait in their owners' trash, which holds their chunks:
+	// each owner's expunge is what frees them.
+	json.Unmarshal([]byte(mustCLI(t, d, "admin", "gc", "--json")), &r)
+	if r.Chunks != 0 {
+		t.Fatalf("gc freed %d chunks the trash holds", r.Chunks)
+	}
+	emptyAs := func(user, pass string) {
+		t.Helper()
+		if res := runCLI(t, d, map[string]string{"NETDISK_USER": user, "NETDISK_PASSWORD": pass}, "trash", "empty", "--yes"); res.code != 0 {
+			t.Fatalf("trash empty as %s: exit %d, %s", user, res.code, res.stderr)
+		}
+	}
+	emptyAs("ann", "ann-pass")
+	json.Unmarshal([]byte(mustCLI(t, d, "admin", "gc", "--json")), &r)
+	if r.Chunks != 0 {
+		t.Fatalf("gc freed %d chunks while ben's trash still holds them", r.Chunks)
+	}
+	emptyAs("ben", "ben-pass")
 	out := mustCLI(t, d, "admin", "gc")
 	if !strings.Contains(out, "freed 2 chunk(s), 128 KiB") {
 		t.Fatalf("gc said %q, want 2 chunks / 128 KiB freed", out)

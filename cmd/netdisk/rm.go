@@ -19,7 +19,7 @@ func newRmCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "rm REMOTE...",
-		Short: "Remove remote files or directories",
+		Short: "Remove remote files or directories (into your trash: see netdisk trash)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := cf.client()

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,8 @@ func newServeCmd() *cobra.Command {
 		thumbInput  string
 		thumbMemory string
 		thumbCache  string
+		retention   string
+		share       string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -167,6 +170,15 @@ files change. Clients verify with the system's CAs, --ca-file or
 				defer signal.Stop(hup)
 				o.TLSReload = hup
 			}
+			if o.TrashRetention, err = parseDays(retention); err != nil || o.TrashRetention <= 0 {
+				return fmt.Errorf("--trash-retention %q: want a positive duration such as 30d or 12h", retention)
+			}
+			if o.HistoryShare, err = parsePercent(share); err != nil {
+				return fmt.Errorf("--history-share %q: %w", share, err)
+			}
+			if o.HistoryInterval <= 0 {
+				return fmt.Errorf("--history-interval must be positive")
+			}
 			if o.TrustedProxies, err = server.ParseTrustedProxies(trusted); err != nil {
 				return fmt.Errorf("--trusted-proxies: %w", err)
 			}
@@ -200,6 +212,10 @@ files change. Clients verify with the system's CAs, --ca-file or
 	f.StringVar(&diskReserve, "disk-reserve", "64MiB", "space kept allocated in --data (the file reserve) so deletions and GC run on a full disk; "+
 		"below half of it free, writes are refused (507) and the reserve is released, until twice it is free again")
 	f.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "how often to collect unreferenced chunks (0 disables)")
+	f.StringVar(&retention, "trash-retention", "30d", "deleted files and folders stay in their owner's trash this long (days as 30d, or 12h, 90m), then are deleted for good")
+	f.StringVar(&share, "history-share", "50%", "most of a user's quota (of the volume for a user without one) their trash and file versions may use together; past it the oldest go first")
+	f.DurationVar(&o.HistoryInterval, "history-interval", 10*time.Minute, "how often the trash retention and the history share are applied")
+	_ = f.MarkHidden("history-interval")
 	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
 	f.DurationVar(&o.Versions.MaxAge, "versions-retention", 0, "file versions older than this are expunged (0: no age bound); younger ones are thinned: one per 10s within the last minute, per minute for an hour, per hour for a day, per day for 30 days, per week after")
 	f.IntVar(&o.Versions.Max, "versions-max", 0, "most versions kept per file, the newest (0: no count bound)")
@@ -266,4 +282,26 @@ func thumbFlags(o *daemon.Options, mp float64, input, memory, cache string) erro
 		*f.dst = int64(n)
 	}
 	return nil
+}
+
+// parseDays is time.ParseDuration that also takes whole days ("30d"), the
+// unit retention is thought in.
+func parseDays(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, fmt.Errorf("bad number of days %q", d)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// parsePercent reads "50%" (or "50") as 0.5: more than 0, at most 100%.
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil || v <= 0 || v > 100 {
+		return 0, fmt.Errorf("want a percentage above 0 and at most 100%%")
+	}
+	return v / 100, nil
 }

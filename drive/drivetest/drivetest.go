@@ -35,6 +35,9 @@ type Options struct {
 	// SharedMeta opens the drive as one node of several on its store
 	// (drive.Config.SharedMeta), though the store is a SQLite file.
 	SharedMeta bool
+	// History sets the history's bounds (drive.Config TrashRetention,
+	// HistoryShare, Volume); nil: the defaults.
+	History func(*drive.Config)
 }
 
 // Env is an opened drive. Its stores close at test cleanup.
@@ -56,6 +59,9 @@ func New(t testing.TB, o Options) *Env {
 	}
 	if o.Clock != nil {
 		c.Now = o.Clock.Now
+	}
+	if o.History != nil {
+		o.History(&c)
 	}
 	var ledger func(quota.Config) quota.Ledger
 	if o.Redis != nil {

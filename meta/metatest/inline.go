@@ -58,6 +58,11 @@ func testInlineChunks(t *testing.T, e *env) {
 		t.Fatalf("deleted an inline chunk bob still holds: %v %v", ok, err)
 	}
 	e.must(e.s.Remove(e.ctx, b, "/copy"))
+	if ok, err := e.s.DeleteChunkIfUnreferenced(e.ctx, "sha-i"); err != nil || ok {
+		t.Fatalf("deleted an inline chunk the trash still holds: %v %v", ok, err)
+	}
+	e.must2(e.s.EmptyTrash(e.ctx, a))
+	e.must2(e.s.EmptyTrash(e.ctx, b))
 	if ok, err := e.s.DeleteChunkIfUnreferenced(e.ctx, "sha-i"); err != nil || !ok {
 		t.Fatalf("DeleteChunkIfUnreferenced = %v %v", ok, err)
 	}

@@ -158,6 +158,9 @@ func Run(t *testing.T, open Open) {
 		{"VersionErrors", testVersionErrors},
 		{"RestoreVersion", testRestoreVersion},
 		{"VersionsAndGC", testVersionsAndGC},
+		{"Trash", testTrash},
+		{"TrashReplace", testTrashReplace},
+		{"TrashLists", testTrashLists},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })

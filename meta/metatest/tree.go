@@ -478,10 +478,15 @@ func testChunks(t *testing.T, e *env) {
 		t.Fatalf("deleted a referenced chunk: %v %v", ok, err)
 	}
 	e.must(e.s.Remove(e.ctx, a, "/f"))
+	if un, err := e.s.UnreferencedChunks(e.ctx, 10); err != nil || len(un) != 0 {
+		t.Fatalf("unreferenced while the trash holds them: %+v %v", un, err)
+	}
+	// Expunging the trash item is what makes them garbage.
+	e.must2(e.s.EmptyTrash(e.ctx, a))
 	un, err := e.s.UnreferencedChunks(e.ctx, 10)
 	e.must(err)
 	if len(un) != 2 {
-		t.Fatalf("unreferenced after the remove: %+v", un)
+		t.Fatalf("unreferenced after the expunge: %+v", un)
 	}
 	if un, _ := e.s.UnreferencedChunks(e.ctx, 1); len(un) != 1 {
 		t.Fatalf("limit 1 gave %d", len(un))
