@@ -44,7 +44,7 @@ func (s *SQLStore) Stat(ctx context.Context, uid int64, path string) (Node, erro
 // NodeByID returns user uid's node id.
 func (s *SQLStore) NodeByID(ctx context.Context, uid, id int64) (Node, error) {
 	const op = "meta.NodeByID"
-	n, err := scanNode(s.r.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND id = ?`, uid, id))
+	n, err := scanNode(s.r.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE user_id = ? AND id = ? AND `+LiveNodes, uid, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Node{}, errs.Errorf(op, errs.NotFound, "no such file id")
 	}

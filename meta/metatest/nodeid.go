@@ -8,7 +8,7 @@ import (
 
 // testNodeByID: a node is found by its id for its owner only; another
 // user's id answers exactly as an id that names nothing, and a new version
-// of a file keeps the file's id.
+// of a file keeps the file's id; a node in the trash has no id to find.
 func testNodeByID(t *testing.T, e *env) {
 	a, b := e.user("alice", 0), e.user("bob", 0)
 	e.mkdir(a, "/d")
@@ -35,4 +35,7 @@ func testNodeByID(t *testing.T, e *env) {
 	if n.FileHash != g.FileHash || n.Size != 20 {
 		t.Fatalf("after a new version: %+v", n)
 	}
+	e.must(e.s.Remove(e.ctx, a, "/d"))
+	_, errTrash := e.s.NodeByID(e.ctx, a, g.ID)
+	wantKind(t, "a node in the trash", errTrash, errs.NotFound)
 }
