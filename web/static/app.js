@@ -464,7 +464,8 @@ function remove() {
   if (!nodes.length) return;
   const body = document.createElement('div');
   const p = document.createElement('p');
-  p.textContent = nodes.some(n => n.isDir) ? 'Folders are deleted with everything in them. This cannot be undone.' : 'This cannot be undone.';
+  // A delete goes to the owner's trash (restored with `netdisk trash restore` or the API).
+  p.textContent = (nodes.some(n => n.isDir) ? 'Folders go with everything in them. ' : '') + 'Deleted items wait in your trash, where they can be restored, until it is emptied.';
   const ul = document.createElement('ul');
   for (const n of nodes.slice(0, 8)) { const li = document.createElement('li'); li.textContent = n.name; ul.appendChild(li); }
   if (nodes.length > 8) { const li = document.createElement('li'); li.textContent = `and ${nodes.length - 8} more`; ul.appendChild(li); }
