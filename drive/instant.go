@@ -31,9 +31,10 @@ func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 		// an MD5 name alone binds nothing.
 		return n, false, nil
 	}
-	// FileHeld answers with uid's own file first when there is one.
-	srcID, h, found, err := d.meta.FileHeld(ctx, uid, fileHash, size, 1)
-	if err != nil || !found || !h.Own {
+	// Only uid's own files, and among those sharing the file hash (made of
+	// MD5s, which two contents can share) the one with these very bytes.
+	srcID, found, err := d.meta.OwnFileWithContent(ctx, uid, fileHash, size, fileSHA)
+	if err != nil || !found {
 		return n, false, err
 	}
 	fcs, err := d.meta.FileChunks(ctx, srcID)
@@ -45,7 +46,7 @@ func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 		shas[i] = c.SHA256
 	}
 	if chunker.FileSHA256(shas) != fileSHA {
-		return n, false, nil // the same MD5s, other bytes: the caller reads the body
+		return n, false, nil // replaced since it was found: the caller reads the body
 	}
 	// Pinned, GC cannot delete the chunks before the commit; their records
 	// are re-checked under the pins (as CommitSession does): one collected

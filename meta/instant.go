@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"slices"
+
+	"netdisk/chunker"
 )
 
 // Instant upload's lookups (migration 007). Whether patchHash reveals that
@@ -146,4 +148,43 @@ func drawExisting(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	return nil
+}
+
+// maxSameHashContents bounds the distinct contents under one file hash that
+// OwnFileWithContent compares: more than one needs an MD5 collision, so
+// this many is already an attack, and the lookup stays bounded.
+const maxSameHashContents = 16
+
+// OwnFileWithContent compares, of uid's files with the file hash and size,
+// one per distinct first chunk (copies of one content are one candidate),
+// each one's SHA-256 name with fileSHA.
+func (s *SQLStore) OwnFileWithContent(ctx context.Context, uid int64, fileHash string, size int64, fileSHA string) (int64, bool, error) {
+	const op = "meta.OwnFileWithContent"
+	if fileHash == "" || fileSHA == "" {
+		return 0, false, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT min(n.id) FROM nodes n JOIN file_chunks fc ON fc.node_id = n.id AND fc.idx = 0
+		WHERE n.user_id = ? AND n.file_hash = ? AND n.size = ? AND n.is_dir = 0 AND n.`+LiveNodes+`
+		GROUP BY fc.chunk_id ORDER BY 1 LIMIT ?`, uid, fileHash, size, maxSameHashContents)
+	ids, err := scanAll(rows, err, func(r rowScanner) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return 0, false, wrap(op, "", err)
+	}
+	for _, id := range ids {
+		fcs, err := s.FileChunks(ctx, id)
+		if err != nil {
+			return 0, false, err
+		}
+		shas := make([]string, len(fcs))
+		for i, c := range fcs {
+			shas[i] = c.SHA256
+		}
+		if chunker.FileSHA256(shas) == fileSHA {
+			return id, true, nil
+		}
+	}
+	return 0, false, nil
 }

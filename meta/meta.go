@@ -379,6 +379,11 @@ type Sessions interface {
 	// up to limit, the draw of the file hash. found is false when no file
 	// has it.
 	FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h Holders, found bool, err error)
+	// OwnFileWithContent finds one of uid's files whose content has file
+	// hash fileHash, size and SHA-256 name fileSHA (chunker.FileSHA256 of
+	// its chunks): among a user's files sharing the MD5-made file hash, the
+	// one holding these very bytes. found is false when none does.
+	OwnFileWithContent(ctx context.Context, uid int64, fileHash string, size int64, fileSHA string) (nodeID int64, found bool, err error)
 }
 
 // QuotaRecords are the quota ledger's flush records (quota.go).

@@ -281,6 +281,19 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash, fileSH
 	if err != nil {
 		return HashResult{}, err
 	}
+	if found && h.Own {
+		// Of the user's files sharing this MD5-made hash, the one with
+		// these very bytes: another of them would fail the SHA-256 check
+		// below and lose an instant upload the user is owed.
+		own, ok, err := s.db.OwnFileWithContent(ctx, uid, fileHash, ss.Size, fileSHA)
+		if err != nil {
+			return HashResult{}, err
+		}
+		if ok {
+			nodeID = own
+		}
+		h.Own = ok
+	}
 	if !found || !h.Own && !s.inst.reveals(h) {
 		return HashResult{}, nil
 	}

@@ -57,6 +57,7 @@ type Store interface {
 	IdleSessions(ctx context.Context, openBefore, mergedBefore time.Time, limit int) ([]string, error)
 	ChunksHeld(ctx context.Context, uid int64, md5 string, size int64, limit int) ([]meta.HeldChunk, error)
 	FileHeld(ctx context.Context, uid int64, fileHash string, size int64, limit int) (nodeID int64, h meta.Holders, found bool, err error)
+	OwnFileWithContent(ctx context.Context, uid int64, fileHash string, size int64, fileSHA string) (nodeID int64, found bool, err error)
 	FileChunks(ctx context.Context, nodeID int64) ([]meta.FileChunk, error)
 	PutChallenge(ctx context.Context, id string, ch meta.Challenge) error
 	TakeChallenge(ctx context.Context, id string, idx int64) (meta.Challenge, bool, error)

@@ -150,6 +150,7 @@ func Run(t *testing.T, open Open) {
 		{"DropAndExpire", testDropAndExpire},
 		{"Challenges", testChallenges},
 		{"InstantUploadLookups", testLookups},
+		{"OwnFileWithContent", testOwnFileWithContent},
 		{"QuotaFlushes", testQuotaFlushes},
 		{"Stats", testStats},
 		{"NameSearch", testNameSearch},
