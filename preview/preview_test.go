@@ -3,8 +3,6 @@ package preview
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -30,28 +28,6 @@ func picture(w, h int, c color.RGBA) []byte {
 	}
 	var b bytes.Buffer
 	jpeg.Encode(&b, img, nil)
-	return b.Bytes()
-}
-
-// bomb is a ~1 KB PNG claiming 60,000 × 60,000 pixels.
-func bomb() []byte {
-	chunk := func(typ string, data []byte) []byte {
-		var b bytes.Buffer
-		binary.Write(&b, binary.BigEndian, uint32(len(data)))
-		b.WriteString(typ)
-		b.Write(data)
-		binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(append([]byte(typ), data...)))
-		return b.Bytes()
-	}
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr, 60000)
-	binary.BigEndian.PutUint32(ihdr[4:], 60000)
-	ihdr[8], ihdr[9] = 8, 6
-	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n")
-	b.Write(chunk("IHDR", ihdr))
-	b.Write(chunk("IDAT", []byte{0x78, 0x9c, 0x63, 0, 0, 0, 1, 0, 1}))
-	b.Write(chunk("IEND", nil))
 	return b.Bytes()
 }
 
@@ -220,7 +196,7 @@ func TestRefusals(t *testing.T) {
 	ctx := context.Background()
 	alice := r.env.AddUser(t, "alice", 0)
 	bob := r.env.AddUser(t, "bob", 0)
-	r.put(t, alice.ID, "/bomb.png", bomb())
+	r.put(t, alice.ID, "/bomb.png", testutil.PNGBomb(60000, 60000))
 	r.put(t, alice.ID, "/notes.txt", []byte("hello"))
 	r.put(t, alice.ID, "/cut.jpg", picture(300, 300, color.RGBA{})[:500])
 	if _, err := r.d.Mkdir(ctx, alice.ID, "/dir"); err != nil {

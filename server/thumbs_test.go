@@ -3,9 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -28,28 +26,6 @@ func testJPEG(w, h int) []byte {
 	}
 	var b bytes.Buffer
 	jpeg.Encode(&b, img, nil)
-	return b.Bytes()
-}
-
-// pngBomb is a ~1 KB PNG whose header claims 60,000 × 60,000 pixels.
-func pngBomb() []byte {
-	chunk := func(typ string, data []byte) []byte {
-		var b bytes.Buffer
-		binary.Write(&b, binary.BigEndian, uint32(len(data)))
-		b.WriteString(typ)
-		b.Write(data)
-		binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(append([]byte(typ), data...)))
-		return b.Bytes()
-	}
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr, 60000)
-	binary.BigEndian.PutUint32(ihdr[4:], 60000)
-	ihdr[8], ihdr[9] = 8, 6
-	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n")
-	b.Write(chunk("IHDR", ihdr))
-	b.Write(chunk("IDAT", []byte{0x78, 0x9c, 0x63, 0, 0, 0, 1, 0, 1}))
-	b.Write(chunk("IEND", nil))
 	return b.Bytes()
 }
 
@@ -87,7 +63,7 @@ func TestThumbnails(t *testing.T) {
 	}
 	photo := testJPEG(1200, 800)
 	put("admin", d.AdminPass, "/photo.jpg", photo)
-	put("admin", d.AdminPass, "/bomb.png", pngBomb())
+	put("admin", d.AdminPass, "/bomb.png", testutil.PNGBomb(60000, 60000))
 	put("admin", d.AdminPass, "/notes.txt", []byte("not a picture"))
 	put("carol", "carol-pass-1", "/same.jpg", photo)
 	if code, _ := fetch(t, d, "MKCOL", "/dav/album", "admin", d.AdminPass, nil); code != http.StatusCreated {

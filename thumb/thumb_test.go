@@ -2,12 +2,10 @@ package thumb
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
@@ -18,6 +16,7 @@ import (
 	"testing"
 
 	"netdisk/errs"
+	"netdisk/testutil"
 )
 
 // gradient is a w × h picture with a red left edge and a blue right one, so
@@ -69,35 +68,6 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
-}
-
-func pngChunk(typ string, data []byte) []byte {
-	var b bytes.Buffer
-	binary.Write(&b, binary.BigEndian, uint32(len(data)))
-	b.WriteString(typ)
-	b.Write(data)
-	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(append([]byte(typ), data...)))
-	return b.Bytes()
-}
-
-// pngBomb is a valid PNG header claiming w × h RGBA pixels, with a tiny
-// compressed IDAT: the decompression bomb a decoder would allocate
-// w × h × 4 bytes for.
-func pngBomb(w, h uint32) []byte {
-	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n")
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr[0:], w)
-	binary.BigEndian.PutUint32(ihdr[4:], h)
-	ihdr[8], ihdr[9] = 8, 6 // 8 bits, RGBA
-	b.Write(pngChunk("IHDR", ihdr))
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	zw.Write(make([]byte, 64<<10)) // a few rows of zeros: compresses to a few hundred bytes
-	zw.Close()
-	b.Write(pngChunk("IDAT", z.Bytes()))
-	b.Write(pngChunk("IEND", nil))
-	return b.Bytes()
 }
 
 // jpegBomb is a real small JPEG whose frame header claims w × h pixels.
@@ -210,8 +180,8 @@ func TestBombsRefusedFromHeader(t *testing.T) {
 		name string
 		data []byte
 	}{
-		{"png 60000x60000", pngBomb(60000, 60000)},
-		{"png 7000x7000", pngBomb(7000, 7000)}, // 49 MP: just over the budget
+		{"png 60000x60000", testutil.PNGBomb(60000, 60000)},
+		{"png 7000x7000", testutil.PNGBomb(7000, 7000)}, // 49 MP: just over the budget
 		{"jpeg 65000x65000", jpegBomb(t, 65000, 65000)},
 		{"gif 65535x65535", gifBomb(t, 65535, 65535)},
 		{"webp 16384x16384", webpBomb()},

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
@@ -62,28 +60,6 @@ func encodeJPEG(t *testing.T, img image.Image) []byte {
 	return b.Bytes()
 }
 
-// bombPNG is a ~1 KB PNG claiming 60,000 × 60,000 pixels.
-func bombPNG() []byte {
-	chunk := func(typ string, data []byte) []byte {
-		var b bytes.Buffer
-		binary.Write(&b, binary.BigEndian, uint32(len(data)))
-		b.WriteString(typ)
-		b.Write(data)
-		binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(append([]byte(typ), data...)))
-		return b.Bytes()
-	}
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr, 60000)
-	binary.BigEndian.PutUint32(ihdr[4:], 60000)
-	ihdr[8], ihdr[9] = 8, 6
-	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n")
-	b.Write(chunk("IHDR", ihdr))
-	b.Write(chunk("IDAT", []byte{0x78, 0x9c, 0x63, 0, 0, 0, 1, 0, 1}))
-	b.Write(chunk("IEND", nil))
-	return b.Bytes()
-}
-
 // TestBrowserGallery: images uploaded through the page show decoded
 // thumbnails (from /api/v1/thumb, under the page's CSP) in the list and in
 // the gallery; what has none (a decompression bomb, a text file, a folder)
@@ -111,7 +87,7 @@ func TestBrowserGallery(t *testing.T) {
 		writeFile(t, tmp, "sunset.jpg", encodeJPEG(t, landscape(1600, 1066, sunset))),
 		writeFile(t, tmp, "meadow.png", pngOf(t, landscape(900, 1200, meadow))),
 		writeFile(t, tmp, "night.gif", gifBuf.Bytes()),
-		writeFile(t, tmp, "bomb.png", bombPNG()),
+		writeFile(t, tmp, "bomb.png", testutil.PNGBomb(60000, 60000)),
 		writeFile(t, tmp, "notes.txt", []byte("not a picture\n")),
 	}
 	b.SignIn(t, d.URL, "admin", d.AdminPass)
