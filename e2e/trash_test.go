@@ -134,3 +134,46 @@ func TestFullStoreExpungesOldestTrash(t *testing.T) {
 		t.Fatalf("trash after a write on a full store: %+v (of %d deleted)", list.Items, len(stored))
 	}
 }
+
+// TestMountRmRfThenTrashRestore: rm -rf in the mount deletes a tree leaf
+// first, one entry at a time; the trash still holds it as one item, and
+// `netdisk trash restore` of the folder brings every file back.
+func TestMountRmRfThenTrashRestore(t *testing.T) {
+	testutil.RequireTool(t, "fusermount3")
+	e := start(t)
+	e.put("admin", e.d.AdminPass, "/dav/probe", []byte("p"))
+	mnt := e.mountDrive("probe")
+	tree := map[string][]byte{
+		"tree/a.txt":        []byte("a"),
+		"tree/sub/b.bin":    testutil.RandBytes(300000),
+		"tree/sub/deep/c":   testutil.RandBytes(70000),
+		"tree/sub/deep/d":   {},
+		"tree/other/e.data": testutil.RandBytes(1000),
+	}
+	for name, b := range tree {
+		p := filepath.Join(mnt, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("rm", "-rf", filepath.Join(mnt, "tree")).CombinedOutput(); err != nil {
+		t.Fatalf("rm -rf: %v %s", err, out)
+	}
+	var items []struct {
+		Path  string
+		IsDir bool
+	}
+	if err := json.Unmarshal([]byte(e.trashCLI(t, "admin", e.d.AdminPass, "ls", "--json")), &items); err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || items[0].Path != "/tree" || !items[0].IsDir {
+		t.Fatalf("trash after rm -rf in the mount: %+v", items)
+	}
+	e.trashCLI(t, "admin", e.d.AdminPass, "restore", "/tree")
+	for name, want := range tree {
+		e.mustGet("admin", e.d.AdminPass, "/dav/"+name, want)
+	}
+}

@@ -130,6 +130,11 @@ func trashTx(ctx context.Context, tx *sql.Tx, op string, uid int64, p string, no
 	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET path = ?, parent = '#' WHERE id = ?`, root, n.ID); err != nil {
 		return err
 	}
+	if n.IsDir {
+		if err := foldTx(ctx, tx, uid, id, p, now); err != nil {
+			return err
+		}
+	}
 	if err := touchDirs(ctx, tx, uid, now, vpath.Parent(p)); err != nil {
 		return err
 	}
@@ -137,6 +142,60 @@ func trashTx(ctx context.Context, tx *sql.Tx, op string, uid int64, p string, no
 		return err
 	}
 	return addFinished(ctx, tx, op, uid, -size, p)
+}
+
+// foldWindow is how recently an item deleted from under a folder must have
+// gone for the folder's own deletion to take it back in.
+const foldWindow = 10 * time.Minute
+
+// foldTx takes into item id (folder p, just trashed) the items deleted from
+// under p within foldWindow, newest first, each back at its place in the
+// folder's hidden tree. rm -rf, and file managers over the mount, delete a
+// tree leaf first, one call per entry: without this the folder's item would
+// be an empty folder and its restore would not bring the tree back. An item
+// whose place is taken (deleted there twice) or whose folder is not in the
+// item stays an item of its own.
+func foldTx(ctx context.Context, tx *sql.Tx, uid, id int64, p string, now time.Time) error {
+	root := trashRoot(id)
+	cond, args := subtree(p)
+	rows, err := tx.QueryContext(ctx, `SELECT `+trashCols+` FROM trash_items WHERE user_id = ? AND id <> ? AND deleted_ns >= ? AND `+cond+` ORDER BY id DESC`,
+		append([]any{uid, id, now.Add(-foldWindow).UnixNano()}, args...)...)
+	its, err := scanAll(rows, err, scanTrash)
+	if err != nil {
+		return err
+	}
+	var folded int64
+	for _, it := range its {
+		dst := root + it.Path[len(p):]
+		var taken, parentIsDir bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM nodes WHERE user_id = ? AND path = ?),
+			EXISTS (SELECT 1 FROM nodes WHERE user_id = ? AND path = ? AND is_dir = 1)`,
+			uid, dst, uid, vpath.Parent(dst)).Scan(&taken, &parentIsDir); err != nil {
+			return err
+		}
+		if taken || !parentIsDir {
+			continue
+		}
+		from := trashRoot(it.ID)
+		if it.IsDir {
+			if err := reroot(ctx, tx, uid, from, dst); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET path = ?, parent = ? WHERE user_id = ? AND path = ?`,
+			dst, vpath.Parent(dst), uid, from); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM trash_items WHERE id = ?`, it.ID); err != nil {
+			return err
+		}
+		folded += it.Size
+	}
+	if folded == 0 {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE trash_items SET size = size + ? WHERE id = ?`, folded, id)
+	return err
 }
 
 // itemFigures returns what node n and its subtree are charged (chargeOf)

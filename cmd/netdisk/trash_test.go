@@ -48,14 +48,16 @@ func TestTrashCLI(t *testing.T) {
 	failCLI(t, d, nil, 1, "not in the trash", "trash", "restore", "999999")
 	failCLI(t, d, nil, 1, "want an item id", "trash", "restore", "report.txt")
 
-	// Restoring under a file: 409, and the item stays.
+	// Restoring under a file: 409, and the item stays. (The folder is moved
+	// away, not deleted: deleted moments later, it would take the file's
+	// item back into its own.)
 	mustCLI(t, d, "rm", "/d/report.txt")
-	mustCLI(t, d, "rm", "-r", "/d")
+	mustCLI(t, d, "mv", "/d", "/d-moved")
 	upload("/d", "a file where the folder was")
-	if err := json.Unmarshal([]byte(mustCLI(t, d, "trash", "ls", "--json")), &items); err != nil || len(items) != 2 || items[1].Path != "/d/report.txt" {
+	if err := json.Unmarshal([]byte(mustCLI(t, d, "trash", "ls", "--json")), &items); err != nil || len(items) != 1 || items[0].Path != "/d/report.txt" {
 		t.Fatalf("trash ls --json: %+v, %v", items, err)
 	}
-	file := items[1].ID
+	file := items[0].ID
 	failCLI(t, d, nil, 1, "cannot restore into /d: it is a file", "trash", "restore", "/d/report.txt")
 	_, err := c.RestoreTrash(ctx, file, "")
 	if client.StatusOf(err) != 409 {
@@ -67,6 +69,7 @@ func TestTrashCLI(t *testing.T) {
 	failCLI(t, d, bob, 1, "not in the trash", "trash", "rm", itoa(file))
 	failCLI(t, d, nil, 1, "not in the trash", "trash", "rm", itoa(id))
 
+	mustCLI(t, d, "rm", "-r", "/d-moved")
 	mustCLI(t, d, "rm", "/d")
 	// The admin's usage shows the trash beside the files.
 	var us []apitype.AdminUser

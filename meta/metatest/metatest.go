@@ -162,6 +162,7 @@ func Run(t *testing.T, open Open) {
 		{"Trash", testTrash},
 		{"TrashReplace", testTrashReplace},
 		{"TrashLists", testTrashLists},
+		{"TrashFoldsLeafFirst", testTrashFoldsLeafFirst},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })

@@ -3,6 +3,7 @@ package metatest
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"netdisk/errs"
 	"netdisk/meta"
@@ -126,8 +127,10 @@ func testTrash(t *testing.T, e *env) {
 	}
 
 	// Missing folders come back; a file where a folder was is NotDir and
-	// changes nothing.
+	// changes nothing. (An hour apart: the folder's delete does not take
+	// the file back, as it would moments later — testTrashFoldsLeafFirst.)
 	e.must(e.s.Remove(e.ctx, a, "/d/sub/f"))
+	e.clock.Advance(time.Hour)
 	e.must(e.s.Remove(e.ctx, a, "/d"))
 	its = e.trash(a)
 	fileItem, dirItem := its[1].ID, its[0].ID
@@ -143,6 +146,7 @@ func testTrash(t *testing.T, e *env) {
 	e.must(e.s.Remove(e.ctx, a, "/d/sub/f"))
 	fileItem = e.trash(a)[0].ID
 	e.commit(a, "/d/h", chunk("h", 1))
+	e.clock.Advance(time.Hour)
 	e.must(e.s.Remove(e.ctx, a, "/d"))
 	e.commit(a, "/d", chunk("x", 1))
 	_, err = e.restore(a, fileItem)
@@ -268,5 +272,47 @@ func testTrashLists(t *testing.T, e *env) {
 	e.must(e.s.DeleteUser(e.ctx, a))
 	if u, err := e.s.TrashUsage(e.ctx); err != nil || len(u) != 0 {
 		t.Fatalf("TrashUsage after the user's deletion: %v %v", u, err)
+	}
+}
+
+// testTrashFoldsLeafFirst: a tree deleted leaf first, one entry at a time
+// (rm -rf over the mount), ends as one item: each folder's delete takes back
+// the items deleted from under it moments before, so a restore brings the
+// whole tree back, charges and all. An older delete, or a second delete of
+// a path already taken back, stays an item of its own.
+func testTrashFoldsLeafFirst(t *testing.T, e *env) {
+	a := e.user("alice", 0)
+	e.mkdir(a, "/x")
+	e.mkdir(a, "/x/sub")
+	e.commit(a, "/x/old", chunk("o", 1))
+	e.must(e.s.Remove(e.ctx, a, "/x/old")) // long before the rm -rf
+	e.clock.Advance(time.Hour)
+	e.commit(a, "/x/a", chunk("a", 3))
+	e.must(e.s.Remove(e.ctx, a, "/x/a")) // deleted, written again, deleted again
+	e.commit(a, "/x/a", chunk("b", 4))
+	e.commit(a, "/x/sub/f", chunk("f", 5))
+	e.commit(a, "/x/keep", chunk("k", 2))
+	fin, charge := e.finished(a), e.metaCharge(a)
+	for _, p := range []string{"/x/sub/f", "/x/sub", "/x/a", "/x/keep", "/x"} {
+		e.clock.Advance(1000)
+		e.must(e.s.Remove(e.ctx, a, p))
+	}
+	its := e.trash(a)
+	if len(its) != 3 || its[0].Path != "/x" || its[0].Size != 4+5+2 || its[1].Path != "/x/a" || its[2].Path != "/x/old" {
+		t.Fatalf("trash after a leaf-first delete: %+v", its)
+	}
+	if dst, err := e.restore(a, its[0].ID); err != nil || dst != "/x" {
+		t.Fatalf("restore of the folder: %q, %v", dst, err)
+	}
+	for p, size := range map[string]int64{"/x/a": 4, "/x/sub/f": 5, "/x/keep": 2} {
+		if n := e.stat(a, p); n.Size != size {
+			t.Fatalf("%s restored with %d bytes, want %d", p, n.Size, size)
+		}
+	}
+	if e.finished(a) != fin || e.metaCharge(a) != charge {
+		t.Fatalf("after the restore finished %d charge %d, want %d %d", e.finished(a), e.metaCharge(a), fin, charge)
+	}
+	if its := e.trash(a); len(its) != 2 {
+		t.Fatalf("trash after the restore: %+v", its)
 	}
 }
