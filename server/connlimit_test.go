@@ -115,12 +115,13 @@ func TestConnLimitsPerAddress(t *testing.T) {
 	// Idle: the fifth closes the first.
 	var idle []net.Conn
 	for i := range 5 {
-		if i == 4 {
+		if i > 0 {
 			// A client reads its answer before the server's connection
-			// turns idle: wait until the server counts the four as idle
-			// (only the metrics request itself busy), or the fifth would
-			// find no idle connection to close.
-			waitFor(t, "four idle connections", func() bool { return metrics(t, d)["netdisk_connections_busy"] <= 1 })
+			// turns idle: wait until the server counts the previous ones
+			// as idle (only the metrics request itself busy) before the
+			// next, so they turn idle in order — the first is the longest
+			// idle — and the fifth finds an idle connection to close.
+			waitFor(t, "idle connections", func() bool { return metrics(t, d)["netdisk_connections_busy"] <= 1 })
 		}
 		c := dialFrom(t, "127.0.0.2", d.Addr)
 		if st, err := roundTrip(c, bufio.NewReader(c), healthz); err != nil || st != 200 {
