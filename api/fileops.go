@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"netdisk/apitype"
-	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/vpath"
@@ -209,8 +208,4 @@ func (a *API) fsDelete(w http.ResponseWriter, r *http.Request, u meta.User) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func driveOpts(contentLength int64) drive.WriteOptions {
-	return drive.WriteOptions{ExpectedSize: contentLength}
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package meta
-
-const raceEnabled = false
