@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"netdisk/chunker"
 	"netdisk/dedup"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -41,11 +40,7 @@ func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 	if err != nil {
 		return n, false, err
 	}
-	shas := make([]string, len(fcs))
-	for i, c := range fcs {
-		shas[i] = c.SHA256
-	}
-	if chunker.FileSHA256(shas) != fileSHA {
+	if meta.ContentSHA256(fcs) != fileSHA {
 		return n, false, nil // replaced since it was found: the caller reads the body
 	}
 	// Pinned, GC cannot delete the chunks before the commit; their records

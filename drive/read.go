@@ -3,8 +3,6 @@ package drive
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -61,12 +59,12 @@ func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) 
 // Node is the file version being read.
 func (r *Reader) Node() meta.Node { return r.node }
 
-// ContentKey names the content being read: hex SHA-256 over its chunks'
-// SHA-256s in order. Two files with the same bytes have the same key
+// ContentKey names the content being read: its SHA-256 name
+// (meta.ContentSHA256, the one instant upload binds with). Two files with the same bytes have the same key
 // whoever holds them; unlike the MD5 file hash, two different contents
 // never do, so what is derived from the bytes (a thumbnail) may be shared
 // by the key without handing one user another's bytes on an MD5 collision.
-func (r *Reader) ContentKey() string { return contentKey(r.chunks) }
+func (r *Reader) ContentKey() string { return meta.ContentSHA256(r.chunks) }
 
 // ContentKey is the key of file n's current content (Reader.ContentKey)
 // without opening it.
@@ -78,16 +76,7 @@ func (d *Drive) ContentKey(ctx context.Context, n meta.Node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return contentKey(cs), nil
-}
-
-func contentKey(cs []meta.FileChunk) string {
-	h := sha256.New()
-	for _, c := range cs {
-		io.WriteString(h, c.SHA256)
-		io.WriteString(h, "\n")
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return meta.ContentSHA256(cs), nil
 }
 
 // Segment is a byte range of one chunk blob.

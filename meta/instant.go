@@ -6,8 +6,6 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"slices"
-
-	"netdisk/chunker"
 )
 
 // Instant upload's lookups (migration 007). Whether patchHash reveals that
@@ -178,11 +176,7 @@ func (s *SQLStore) OwnFileWithContent(ctx context.Context, uid int64, fileHash s
 		if err != nil {
 			return 0, false, err
 		}
-		shas := make([]string, len(fcs))
-		for i, c := range fcs {
-			shas[i] = c.SHA256
-		}
-		if chunker.FileSHA256(shas) == fileSHA {
+		if ContentSHA256(fcs) == fileSHA {
 			return id, true, nil
 		}
 	}

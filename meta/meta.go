@@ -20,6 +20,7 @@ package meta
 import (
 	"context"
 	"database/sql"
+	"netdisk/chunker"
 	"time"
 )
 
@@ -120,6 +121,16 @@ type FileChunk struct {
 	Index  int64
 	Offset int64 // byte offset of the chunk in the file
 	Chunk
+}
+
+// ContentSHA256 is the SHA-256 name (chunker.FileSHA256) of the content
+// made of cs: what binds a file's bytes where its MD5-made hash cannot.
+func ContentSHA256(cs []FileChunk) string {
+	shas := make([]string, len(cs))
+	for i, c := range cs {
+		shas[i] = c.SHA256
+	}
+	return chunker.FileSHA256(shas)
 }
 
 // NewFile is the content of a file version being committed.
