@@ -22,6 +22,10 @@ type dirNode struct {
 	attrAt   time.Time
 	listing  map[string]Entry // children as last listed
 	listedAt time.Time
+	// changes counts our own changes of the entries (noteChild): a listing
+	// asked for before one of them and answered after may miss it or undo
+	// it, so it is not kept as fresh (list).
+	changes uint64
 	// Our own changes of the entries move the mtime at once; the server's
 	// mtime replaces ours as soon as it differs from the one we saw
 	// (seenMTime), i.e. when the server moved it too.
@@ -61,6 +65,7 @@ func (d *dirNode) cached(name string) (Entry, bool, bool, time.Time) {
 func (d *dirNode) noteChild(name string, e *Entry) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.changes++
 	if d.listing == nil {
 		return
 	}
@@ -358,6 +363,9 @@ func (d *dirNode) staleListing(errno syscall.Errno) ([]Entry, syscall.Errno) {
 // list asks the server for the children of d, at path p, and keeps them as
 // the listing.
 func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
+	d.mu.Lock()
+	changes := d.changes
+	d.mu.Unlock()
 	// Taken before asking: a file whose upload lands while we ask is then
 	// in one of the two.
 	local := d.localChildren()
@@ -382,7 +390,14 @@ func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
 		es = append(es, e)
 	}
 	d.mu.Lock()
-	d.listing, d.listedAt = listing, d.fsys.o.Now()
+	if d.changes == changes {
+		d.listing, d.listedAt = listing, d.fsys.o.Now()
+	}
+	// Else a rename, create or removal made here landed while we asked:
+	// the answer (or the local files taken before it) may still show a
+	// name that rename moved away, and a lookup answered from it would
+	// make the next create at that name fail with EEXIST. The listing
+	// kept in step by noteChild stays; the next lookup asks the server.
 	d.mu.Unlock()
 	return es, 0
 }

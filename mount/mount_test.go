@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"netdisk/apitype"
@@ -32,6 +33,7 @@ type env struct {
 	mnt   string
 	srv   *fuse.Server
 	fsys  *mount.FS
+	root  gofs.InodeEmbedder // the mount's root folder node
 }
 
 const testChunk = 64 << 10
@@ -75,7 +77,7 @@ func (e *env) mount(opts ...func(*mount.Options)) {
 		t.Fatal(err)
 	}
 	e.mnt, e.fsys = t.TempDir(), fsys
-	if e.srv, err = mount.Mount(e.mnt, fsys, "netdisk-test"); err != nil {
+	if e.srv, e.root, err = mount.MountKeepRoot(e.mnt, fsys, "netdisk-test"); err != nil {
 		t.Fatal(err)
 	}
 	srv := e.srv

@@ -24,15 +24,6 @@ var unsupported = map[string]string{
 	"Tmpfile":             "O_TMPFILE (an unnamed file) cannot be staged to a path",
 }
 
-// writeBackUnsupported lists the cases skipped with --write-back only. An
-// open bug, not a limit of the design: under a loaded machine (1 run in
-// about 5 of the whole suite, never in 15 runs alone) the shuffler's
-// symlink at a name it has just renamed away gets EEXIST — a rename of a
-// write-back file racing its queued upload; the README repeats this.
-var writeBackUnsupported = map[string]string{
-	"OpenSymlinkRace": "open bug: a symlink at a name just renamed away can get EEXIST under load with write-back",
-}
-
 // TestPosix runs every go-fuse POSIX case against the mount except the
 // documented unsupported ones, which are not run at all (a missing tool or
 // device fails through testutil.RequireTool instead); once uploading at
@@ -43,21 +34,17 @@ func TestPosix(t *testing.T) {
 			t.Errorf("unsupported lists %q, which posixtest no longer has: update the list and the README", name)
 		}
 	}
-	t.Run("upload-at-close", func(t *testing.T) { runPosix(t, setup(t), nil) })
+	t.Run("upload-at-close", func(t *testing.T) { runPosix(t, setup(t)) })
 	t.Run("write-back", func(t *testing.T) {
-		runPosix(t, setup(t, func(o *optsT) { o.WriteBack = true }), writeBackUnsupported)
+		runPosix(t, setup(t, func(o *optsT) { o.WriteBack = true }))
 	})
 }
 
-func runPosix(t *testing.T, e *env, skip map[string]string) {
+func runPosix(t *testing.T, e *env) {
 	names := make([]string, 0, len(posixtest.All))
 	for n := range posixtest.All {
 		if why, ok := unsupported[n]; ok {
 			t.Logf("not run, unsupported: %s: %s", n, why)
-			continue
-		}
-		if why, ok := skip[n]; ok {
-			t.Logf("not run in this mode: %s: %s", n, why)
 			continue
 		}
 		names = append(names, n)
