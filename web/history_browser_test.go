@@ -91,6 +91,34 @@ func deleteInPage(t *testing.T, b *browsertest.Browser, path string) {
 	}
 }
 
+// fitsAt fails unless, at width px, the page scrolls no wider than the
+// window, every element sel matches is inside it and visible, and every
+// text matches keeps at least 120 px beside its buttons.
+func fitsAt(t *testing.T, b *browsertest.Browser, width int64, sel, text string) {
+	t.Helper()
+	var bad []string
+	b.Run(t, fmt.Sprintf("layout at %d px", width), 20*time.Second,
+		chromedp.EmulateViewport(width, 860),
+		chromedp.Evaluate(fmt.Sprintf(`(() => {
+			const bad = [];
+			if (document.documentElement.scrollWidth > innerWidth) bad.push('the page scrolls sideways: ' + document.documentElement.scrollWidth);
+			for (const e of document.querySelectorAll(%q)) {
+				const r = e.getBoundingClientRect();
+				if (r.width === 0 || r.left < 0 || r.right > innerWidth) bad.push((e.getAttribute('aria-label') || e.textContent) + ' at ' + r.left + '..' + r.right);
+			}
+			for (const e of document.querySelectorAll(%q)) {
+				const w = e.getBoundingClientRect().width;
+				if (w < 120) bad.push('text squeezed to ' + w + ' px: ' + e.textContent);
+			}
+			return bad;
+		})()`, sel, text), &bad),
+		chromedp.EmulateViewport(1400, 900),
+	)
+	if len(bad) > 0 {
+		t.Errorf("at %d px: %q", width, bad)
+	}
+}
+
 // TestBrowserTrash: a file and a folder deleted in the page are in the
 // Trash view (newest first, names as text, where they were); Restore brings
 // them back with identical bytes, under a "(restored)" name the view shows
@@ -154,6 +182,9 @@ func TestBrowserTrash(t *testing.T) {
 		b.Run(t, "let the toast go", 10*time.Second, chromedp.WaitNotVisible("#toast", chromedp.ByQuery))
 	}
 	shots.both("trash")
+	for _, w := range []int64{400, 1400} {
+		fitsAt(t, b, w, "#trash-back, #trash-empty, #trash-list button", "#trash-list .trash-text")
+	}
 
 	// A new notes.txt takes the path: the old one comes back beside it.
 	newNotes := []byte("written after the delete")
@@ -300,6 +331,9 @@ func TestBrowserVersions(t *testing.T) {
 		t.Fatalf("the panel shows %+v, want the one version (1.95 KiB, by admin)", vs)
 	}
 	shots.both("versions")
+	for _, w := range []int64{400, 1400} {
+		fitsAt(t, b, w, "#versions-close, #versions-list a, #versions-list button", "#versions-list .version-text")
+	}
 
 	b.Run(t, "download the version", 10*time.Second, chromedp.Click("#versions-list .version-dl", chromedp.ByQuery))
 	if got := b.NextDownload(t, 30*time.Second); !bytes.Equal(got, v1) {
