@@ -296,7 +296,8 @@ func TestBrowserVersions(t *testing.T) {
 
 	var hidden bool
 	b.Run(t, "a folder has no Versions", 20*time.Second,
-		chromedp.WaitVisible(`tr[data-path="/report.txt"]`, chromedp.ByQuery),
+		// The listing read again after the upload (it clears the selection) shows the new size.
+		chromedp.Poll(`document.querySelector('tr[data-path="/report.txt"] td.c-size')?.textContent === '3.42 KiB'`, nil),
 		selectRow("/Docs"),
 		chromedp.WaitVisible("#selbar", chromedp.ByQuery),
 		chromedp.Evaluate(`document.getElementById('act-versions').hidden`, &hidden),
