@@ -91,6 +91,8 @@ function showSignin(msg, isErr) {
   state.user = null;
   $('app').hidden = true;
   $('signin').hidden = false;
+  // Views over the listing (the trash, a file's versions) close with the session.
+  document.dispatchEvent(new Event('netdisk:signedout'));
   signinMessage(msg, isErr);
   $('signin-name').focus();
 }
@@ -318,6 +320,9 @@ function renderSelection() {
   $('selbar').hidden = n === 0;
   $('sel-count').textContent = n === 1 ? '1 selected' : n + ' selected';
   $('act-rename').hidden = n !== 1;
+  // A folder has no versions: its content is its entries.
+  const one = n === 1 ? selectedNodes()[0] : null;
+  $('act-versions').hidden = !one || one.isDir;
   $('check-all').checked = n > 0 && n === state.entries.length;
   $('check-all').indeterminate = n > 0 && n < state.entries.length;
 }
@@ -372,7 +377,7 @@ async function preview(n, t) {
 }
 
 // ---------- dialogs ----------
-function dialog({ title, body, ok = 'OK', danger = false, input, onOk }) {
+export function dialog({ title, body, ok = 'OK', danger = false, input, onOk }) {
   const dlg = $('dlg');
   $('dlg-title').textContent = title;
   const b = $('dlg-body');
@@ -464,8 +469,12 @@ function remove() {
   if (!nodes.length) return;
   const body = document.createElement('div');
   const p = document.createElement('p');
-  // A delete goes to the owner's trash (restored with `netdisk trash restore` or the API).
-  p.textContent = (nodes.some(n => n.isDir) ? 'Folders go with everything in them. ' : '') + 'Deleted items wait in your trash, where they can be restored, until it is emptied.';
+  // A delete goes to the owner's trash (the Trash view, `netdisk trash restore`, the API).
+  const link = document.createElement('a');
+  link.href = '#';
+  link.dataset.openTrash = '';
+  link.textContent = 'trash';
+  p.append((nodes.some(n => n.isDir) ? 'Folders go with everything in them. ' : '') + 'Deleted items wait in your ', link, ', where they can be restored, until it is emptied.');
   const ul = document.createElement('ul');
   for (const n of nodes.slice(0, 8)) { const li = document.createElement('li'); li.textContent = n.name; ul.appendChild(li); }
   if (nodes.length > 8) { const li = document.createElement('li'); li.textContent = `and ${nodes.length - 8} more`; ul.appendChild(li); }
@@ -557,7 +566,8 @@ const hasFiles = (e) => e.dataTransfer && [...(e.dataTransfer.types || [])].incl
 // ---------- keyboard ----------
 function setupKeys() {
   document.addEventListener('keydown', (e) => {
-    if (!state.user || document.querySelector('dialog[open]')) return;
+    // In the trash the listing's keys have nothing to act on.
+    if (!state.user || document.querySelector('dialog[open]') || !$('trash-view').hidden) return;
     const tag = (e.target.tagName || '').toLowerCase();
     if (tag === 'input' || tag === 'textarea') return;
     const rows = [...$('rows').children];
@@ -581,6 +591,9 @@ function setupKeys() {
       case 'F2':
         if (node) { state.selected.clear(); toggle(node.path, true); }
         rename(); break;
+      case 'v': case 'V':
+        // A file's versions (versions.js owns the panel; a folder has none).
+        if (node && !node.isDir && !e.ctrlKey && !e.metaKey) { e.preventDefault(); state.selected.clear(); toggle(node.path, true); $('act-versions').click(); } break;
       case 'a':
         if (e.ctrlKey || e.metaKey) { e.preventDefault(); state.entries.forEach(n => state.selected.add(n.path)); render(); } break;
       case 'Escape':
