@@ -15,6 +15,7 @@ type AdminUser struct {
 	Created    time.Time `json:"created"`
 	Metadata   int64     `json:"metadata"` // what the user's entries and properties cost (docs/API.md)
 	Trash      int64     `json:"trash"`    // bytes of the files in the user's trash (not in the quota)
+	Versions   int64     `json:"versions"` // bytes of the user's file versions, each counted whole (not in the quota)
 }
 
 // UserList answers GET /api/v1/admin/users.
