@@ -62,10 +62,11 @@ type GCResult struct {
 	SkippedInUse int64 `json:"skippedInUse"` // unreferenced but pinned by an upload or reader
 }
 
-// FsckProblem is one chunk that is not as its record says.
+// FsckProblem is one chunk that is not as its record says, or a broken
+// reference of the trash or of a version ("trash", "history": no sha256).
 type FsckProblem struct {
 	SHA256  string `json:"sha256"`
-	Problem string `json:"problem"` // "missing", "corrupt", "unreadable"
+	Problem string `json:"problem"` // "missing", "corrupt", "unreadable", "trash", "history"
 	Detail  string `json:"detail,omitempty"`
 }
 

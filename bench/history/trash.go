@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
+	"syscall"
 	"time"
 
 	"netdisk/bench/internal/inproc"
@@ -178,6 +182,17 @@ func median(ds []time.Duration) (med, lo, hi time.Duration) {
 	return med, s[0], s[n-1]
 }
 
+// cpuTime is the CPU time the process (daemon and benchmark) has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+var cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the folder's deletes and restores to this file")
+
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 // runFolder deletes a folder of files files to the trash over WebDAV and
@@ -203,13 +218,24 @@ func runFolder(ctx context.Context, d *inproc.Daemon, c *client.Client, uid int6
 		sums[i] = md5.Sum(seedBytes(i))
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	var dels, ress []time.Duration
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var dels, ress, delCPU, resCPU []time.Duration
 	for r := range rounds {
-		t := time.Now()
+		t, c0 := time.Now(), cpuTime()
 		if _, err := davDo(ctx, d, http.MethodDelete, "/big", nil, http.StatusNoContent); err != nil {
 			return err
 		}
-		dels = append(dels, time.Since(t))
+		dels, delCPU = append(dels, time.Since(t)), append(delCPU, cpuTime()-c0)
 		if _, err := d.Drive.Stat(ctx, uid, "/big"); err == nil {
 			return fmt.Errorf("round %d: /big is still there after DELETE", r)
 		}
@@ -220,12 +246,12 @@ func runFolder(ctx context.Context, d *inproc.Daemon, c *client.Client, uid int6
 		if len(its.Items) != 1 || its.Items[0].Path != "/big" {
 			return fmt.Errorf("round %d: the trash's newest item is %+v, want /big", r, its.Items)
 		}
-		t = time.Now()
+		t, c0 = time.Now(), cpuTime()
 		got, err := c.RestoreTrash(ctx, its.Items[0].ID, "")
 		if err != nil {
 			return err
 		}
-		ress = append(ress, time.Since(t))
+		ress, resCPU = append(ress, time.Since(t)), append(resCPU, cpuTime()-c0)
 		if got.Path != "/big" {
 			return fmt.Errorf("round %d: restored to %s, want /big", r, got.Path)
 		}
@@ -249,8 +275,10 @@ func runFolder(ctx context.Context, d *inproc.Daemon, c *client.Client, uid int6
 	}
 	dm, dlo, dhi := median(dels)
 	rm, rlo, rhi := median(ress)
-	fmt.Printf("delete to the trash (WebDAV DELETE /big): median %s (%s–%s) of %d rounds\n", ms(dm), ms(dlo), ms(dhi), rounds)
-	fmt.Printf("restore (POST /api/v1/trash/restore):     median %s (%s–%s) of %d rounds\n", ms(rm), ms(rlo), ms(rhi), rounds)
+	dc, _, _ := median(delCPU)
+	rc, _, _ := median(resCPU)
+	fmt.Printf("delete to the trash (WebDAV DELETE /big): median %s (%s–%s), CPU %s, of %d rounds\n", ms(dm), ms(dlo), ms(dhi), ms(dc), rounds)
+	fmt.Printf("restore (POST /api/v1/trash/restore):     median %s (%s–%s), CPU %s, of %d rounds\n", ms(rm), ms(rlo), ms(rhi), ms(rc), rounds)
 	fmt.Printf("after each restore: all %d nodes listed as before (id, size, mtime, hash, mode), 50 random files read back bit for bit\n", len(before))
 	fmt.Printf("within 1 s each: delete %v, restore %v\n", dm < time.Second, rm < time.Second)
 	// The folder goes for good: the trash listing below is timed over its
