@@ -65,10 +65,15 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request, _ meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
+	versions, err := a.D.VersionUsage(r.Context())
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
 	out := make([]apitype.AdminUser, 0, len(us))
 	for _, u := range us {
 		au := a.withUsage(r, adminUser(u), u.ID)
-		au.Trash = trash[u.ID]
+		au.Trash, au.Versions = trash[u.ID], versions[u.ID]
 		out = append(out, au)
 	}
 	WriteJSON(w, http.StatusOK, apitype.UserList{Users: out})

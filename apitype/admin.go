@@ -15,6 +15,7 @@ type AdminUser struct {
 	Created    time.Time `json:"created"`
 	Metadata   int64     `json:"metadata"` // what the user's entries and properties cost (docs/API.md)
 	Trash      int64     `json:"trash"`    // bytes of the files in the user's trash (not in the quota)
+	Versions   int64     `json:"versions"` // bytes of the user's file versions, each counted whole (not in the quota)
 }
 
 // UserList answers GET /api/v1/admin/users.
@@ -61,10 +62,11 @@ type GCResult struct {
 	SkippedInUse int64 `json:"skippedInUse"` // unreferenced but pinned by an upload or reader
 }
 
-// FsckProblem is one chunk that is not as its record says.
+// FsckProblem is one chunk that is not as its record says, or a broken
+// reference of the trash or of a version ("trash", "history": no sha256).
 type FsckProblem struct {
 	SHA256  string `json:"sha256"`
-	Problem string `json:"problem"` // "missing", "corrupt", "unreadable"
+	Problem string `json:"problem"` // "missing", "corrupt", "unreadable", "trash", "history"
 	Detail  string `json:"detail,omitempty"`
 }
 

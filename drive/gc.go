@@ -161,11 +161,13 @@ func (d *Drive) collectLocked(ctx context.Context) (GCResult, error) {
 	return res, err
 }
 
-// FsckProblem is one chunk that is not as its record says, or a trash item
-// and its nodes that lost each other (Problem "trash", no SHA256).
+// FsckProblem is one chunk that is not as its record says, a trash item
+// and its nodes that lost each other (Problem "trash", no SHA256), or a
+// broken reference of a version or of a file's chunk list (Problem
+// "history", no SHA256).
 type FsckProblem struct {
 	SHA256  string
-	Problem string // "missing", "corrupt", "unreadable", "trash"
+	Problem string // "missing", "corrupt", "unreadable", "trash", "history"
 	Detail  string
 }
 
@@ -206,8 +208,15 @@ func (d *Drive) Fsck(ctx context.Context, progress func(done, total int64)) (Fsc
 	}
 	// The trash's references: an item and its nodes find each other.
 	lost, err := d.meta.CheckTrash(ctx)
+	if err != nil {
+		return res, err
+	}
 	for _, l := range lost {
 		res.Problems = append(res.Problems, FsckProblem{Problem: "trash", Detail: l})
+	}
+	broken, err := d.meta.CheckHistory(ctx)
+	for _, l := range broken {
+		res.Problems = append(res.Problems, FsckProblem{Problem: "history", Detail: l})
 	}
 	return res, err
 }

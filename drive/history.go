@@ -105,6 +105,13 @@ func (d *Drive) TrashUsage(ctx context.Context) (map[int64]int64, error) {
 	return d.meta.TrashUsage(ctx)
 }
 
+// VersionUsage returns the bytes of each user's file versions (each
+// version's size, though versions share most chunks with their file), for
+// the users that have any.
+func (d *Drive) VersionUsage(ctx context.Context) (map[int64]int64, error) {
+	return d.meta.VersionUsage(ctx)
+}
+
 // EmptyTrash deletes every item of uid's trash for good and returns how many
 // there were.
 func (d *Drive) EmptyTrash(ctx context.Context, uid int64) (int64, error) {

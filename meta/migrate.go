@@ -13,7 +13,8 @@ import (
 // copyTables are the tables `netdisk admin migrate` copies, parents before
 // children (foreign keys), with their columns. Ids are copied as they are:
 // nothing outside the database refers to them, but keeping them makes the
-// copy checkable row by row.
+// copy checkable row by row; a trash item's id must stay, as the hidden
+// path of its nodes ('#id', trash.go) names it.
 // Small chunks kept inline (chunk_data) move with the metadata, not to the
 // chunk store. Instant upload's draws are copied, not drawn afresh: a content's threshold
 // stays what it was. The embedded async tables are not: their records live
@@ -36,6 +37,7 @@ var copyTables = []struct {
 	{"upload_challenges", "session_id, idx, nonce, proof, target, expires_ns", "", false},
 	{"file_versions", "id, node_id, user_id, author_id, size, mode, mtime_ns, file_hash, content_md5, content_sha1, saved_ns", "id", false},
 	{"version_chunks", "version_id, idx, chunk_id", "", false},
+	{"trash_items", "id, user_id, path, is_dir, size, deleted_ns, deleted_by, charge", "id", false},
 }
 
 // TableCount is one table's row count in the source and the destination.

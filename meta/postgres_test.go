@@ -251,6 +251,68 @@ func TestCopyToNeverReusesUserIDs(t *testing.T) {
 	}
 }
 
+// A copy into PostgreSQL keeps the trash: its items (ids, paths, what they
+// were charged) beside their hidden nodes, so that every item restores on
+// the new store and fsck finds no node without its item.
+func TestCopyToKeepsTheTrash(t *testing.T) {
+	ctx := context.Background()
+	src, err := meta.OpenSQLite(ctx, t.TempDir()+"/meta.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	u, err := src.CreateUser(ctx, "alice", "h", false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Mkdir(ctx, u.ID, "/d", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.Chunk{SHA256: "sha-f", MD5: "md5-f", Size: 3, Data: []byte("abc")}
+	if _, err := src.CommitFile(ctx, u.ID, "/d/f", meta.NewFile{Size: 3, FileHash: "h-f", ModTime: time.Now(), Chunks: []meta.Chunk{c}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Remove(ctx, u.ID, "/d"); err != nil {
+		t.Fatal(err)
+	}
+	its, err := src.ListTrash(ctx, u.ID, 0, 10)
+	if err != nil || len(its) != 1 {
+		t.Fatalf("source trash: %+v %v", its, err)
+	}
+	cost, err := src.TrashCost(ctx, u.ID, its[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := meta.OpenPostgres(ctx, testutil.SharedPostgres(t).NewDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := src.CopyTo(ctx, dst); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := dst.CheckTrash(ctx); err != nil || len(lost) != 0 {
+		t.Fatalf("the copy's trash: %q, %v", lost, err)
+	}
+	got, err := dst.ListTrash(ctx, u.ID, 0, 10)
+	if err != nil || len(got) != 1 || got[0].ID != its[0].ID || got[0].Path != "/d" || got[0].Size != 3 {
+		t.Fatalf("the copy's trash: %+v %v, want %+v", got, err, its)
+	}
+	if c, err := dst.TrashCost(ctx, u.ID, its[0].ID); err != nil || c != cost {
+		t.Fatalf("the copy's TrashCost = %d, %v; want %d", c, err, cost)
+	}
+	err = dst.Tx(ctx, func(tx *meta.Tx) error {
+		_, _, err := dst.RestoreTrashTx(ctx, tx, u.ID, its[0].ID, meta.NoGrowthLimit)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := dst.Stat(ctx, u.ID, "/d/f"); err != nil || n.Size != 3 {
+		t.Fatalf("/d/f restored on the copy: %+v %v", n, err)
+	}
+}
+
 // A PostgreSQL restart is the database being away, not a failure of the
 // request: a query cut by the shutdown (FATAL 57P01), the refused
 // connections while it is down and the dead pooled connections after it all

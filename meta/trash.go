@@ -44,6 +44,9 @@ type TrashItem struct {
 	Size      int64 // bytes of its files
 	Deleted   time.Time
 	DeletedBy int64 // the account that deleted it
+	// charge is what the item's nodes were charged when they left
+	// (chargeOf), invalid for items trashed before the store kept it.
+	charge sql.NullInt64
 }
 
 // Trash is each user's trash. Ids are never given twice; an item of another
@@ -87,12 +90,12 @@ type Trash interface {
 // trashRoot is the hidden path an item's node lives at.
 func trashRoot(id int64) string { return "#" + strconv.FormatInt(id, 10) }
 
-const trashCols = `id, user_id, path, is_dir, size, deleted_ns, deleted_by`
+const trashCols = `id, user_id, path, is_dir, size, deleted_ns, deleted_by, charge`
 
 func scanTrash(r rowScanner) (TrashItem, error) {
 	var it TrashItem
 	var ns int64
-	err := r.Scan(&it.ID, &it.UserID, &it.Path, &it.IsDir, &it.Size, &ns, &it.DeletedBy)
+	err := r.Scan(&it.ID, &it.UserID, &it.Path, &it.IsDir, &it.Size, &ns, &it.DeletedBy, &it.charge)
 	it.Deleted = time.Unix(0, ns)
 	return it, err
 }
@@ -111,8 +114,8 @@ func trashTx(ctx context.Context, tx *sql.Tx, op string, uid int64, p string, no
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO trash_items(user_id, path, is_dir, size, deleted_ns, deleted_by) VALUES (?,?,?,?,?,?)`,
-		uid, p, n.IsDir, size, now.UnixNano(), uid)
+	res, err := tx.ExecContext(ctx, `INSERT INTO trash_items(user_id, path, is_dir, size, deleted_ns, deleted_by, charge) VALUES (?,?,?,?,?,?,?)`,
+		uid, p, n.IsDir, size, now.UnixNano(), uid, charge)
 	if err != nil {
 		return err
 	}
@@ -165,6 +168,11 @@ func foldTx(ctx context.Context, tx *sql.Tx, uid, id int64, p string, now time.T
 		return err
 	}
 	var folded int64
+	// What the folded items were charged joins the folder's charge; one
+	// that was not kept makes the folder's unknown too (measured at its
+	// restore).
+	var foldedCharge int64
+	chargeKnown := true
 	for _, it := range its {
 		dst := root + it.Path[len(p):]
 		var taken, parentIsDir bool
@@ -190,11 +198,17 @@ func foldTx(ctx context.Context, tx *sql.Tx, uid, id int64, p string, now time.T
 			return err
 		}
 		folded += it.Size
+		foldedCharge += it.charge.Int64
+		chargeKnown = chargeKnown && it.charge.Valid
 	}
-	if folded == 0 {
+	if len(its) == 0 {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE trash_items SET size = size + ? WHERE id = ?`, folded, id)
+	if !chargeKnown {
+		_, err = tx.ExecContext(ctx, `UPDATE trash_items SET size = size + ?, charge = NULL WHERE id = ?`, folded, id)
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE trash_items SET size = size + ?, charge = charge + ? WHERE id = ?`, folded, foldedCharge, id)
 	return err
 }
 
@@ -293,11 +307,7 @@ func restoreTx(ctx context.Context, tx *sql.Tx, op string, uid, id int64, now ti
 	if k, _ := res.RowsAffected(); k != 1 {
 		return "", fmt.Errorf("meta: trash item %d has no node", id)
 	}
-	n, err := stat(ctx, tx, op, uid, dst)
-	if err != nil {
-		return "", err
-	}
-	charge, err := chargeOf(ctx, tx, uid, n)
+	charge, err := restoredCharge(ctx, tx, op, uid, it, dst)
 	if err != nil {
 		return "", err
 	}
@@ -308,6 +318,20 @@ func restoreTx(ctx context.Context, tx *sql.Tx, op string, uid, id int64, now ti
 		return "", err
 	}
 	return dst, addFinished(ctx, tx, op, uid, it.Size, dst)
+}
+
+// restoredCharge is what item it charges back, restored at dst: what it was
+// charged when it left, its own entry's name now dst's; measured over the
+// restored subtree when the item did not keep it.
+func restoredCharge(ctx context.Context, tx *sql.Tx, op string, uid int64, it TrashItem, dst string) (int64, error) {
+	if it.charge.Valid {
+		return it.charge.Int64 - EntryCharge(vpath.Base(it.Path)) + EntryCharge(vpath.Base(dst)), nil
+	}
+	n, err := stat(ctx, tx, op, uid, dst)
+	if err != nil {
+		return 0, err
+	}
+	return chargeOf(ctx, tx, uid, n)
 }
 
 // ensureDirs makes dir and its missing ancestors folders; a file on the way
@@ -393,10 +417,15 @@ func (s *SQLStore) TrashByPath(ctx context.Context, uid int64, path string) (Tra
 	return it, wrap("meta.TrashByPath", path, err)
 }
 
-// TrashCost is the SubtreeSize of the item's hidden root.
+// TrashCost is the item's bytes and the charge it kept, or the SubtreeSize
+// of its hidden root when it kept none.
 func (s *SQLStore) TrashCost(ctx context.Context, uid, id int64) (int64, error) {
-	if _, err := s.TrashItem(ctx, uid, id); err != nil {
+	it, err := s.TrashItem(ctx, uid, id)
+	if err != nil {
 		return 0, err
+	}
+	if it.charge.Valid {
+		return it.Size + it.charge.Int64, nil
 	}
 	return s.SubtreeSize(ctx, uid, trashRoot(id))
 }

@@ -78,6 +78,9 @@ type Versions interface {
 	// VersionUsage returns VersionBytes of every user who has versions, for
 	// the history share (trash and versions together).
 	VersionUsage(ctx context.Context) (map[int64]int64, error)
+	// CheckHistory reports, for fsck, every broken reference of versions
+	// and of the files' (the trash's too) chunk lists, one line each.
+	CheckHistory(ctx context.Context) ([]string, error)
 }
 
 // keepsVersion is the one rule of what a replacement keeps: the replaced

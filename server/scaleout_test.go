@@ -128,8 +128,8 @@ func TestTwoNodesShareOneDrive(t *testing.T) {
 	}
 }
 
-// Run-once jobs (GC, and the quota ledger's flushes into the shared
-// database) run on one node at a time and move to another when their node
+// Run-once jobs (GC, the history's two loops, and the quota ledger's
+// flushes into the shared database) run on one node at a time and move to another when their node
 // is killed.
 func TestRunOnceJobsMoveWhenNodeDies(t *testing.T) {
 	pg := testutil.SharedPostgres(t)
@@ -160,6 +160,7 @@ func TestRunOnceJobsMoveWhenNodeDies(t *testing.T) {
 	// it ran there).
 	holder("gc")
 	holder("history")
+	holder("versions")
 	h, other := holder("quota-flush")
 	h.Kill()
 	for _, job := range []string{"quota-flush", "gc"} {

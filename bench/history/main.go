@@ -13,6 +13,14 @@
 // versions take on disk), against a full copy per version, checks that
 // every version is kept, that each save cost at most its changed chunk and
 // that the oldest version reads back bit for bit.
+//
+// Then the trash (trash.go): a folder of -files files (100,000) is deleted
+// over WebDAV and restored through the JSON API -rounds times, each step
+// timed (medians reported) and the whole folder checked after each
+// restore; and the first page of a trash of -trash items (100,000) is
+// listed -runs times. -size 0, -files 0 or -trash 0 skips that part:
+//
+//	go run ./bench/history -size 0             # the trash figures alone
 package main
 
 import (
@@ -31,6 +39,7 @@ import (
 
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
+	"netdisk/client"
 	"netdisk/daemon"
 )
 
@@ -85,10 +94,14 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 func run() error {
 	sizeFlag := benchflag.Bytes("size", 1<<30, "file size")
 	saves := flag.Int("saves", 10, "saves of the file, each changing one more 4 MiB chunk")
+	files := flag.Int("files", 100_000, "files in the folder deleted and restored (0: skip)")
+	rounds := flag.Int("rounds", 5, "deletes and restores of the folder")
+	trash := flag.Int("trash", 100_000, "items in the trash listed (0: skip)")
+	runs := flag.Int("runs", 21, "listings of the trash's first page")
 	flag.Parse()
 	size := int64(*sizeFlag)
 	nchunks := (size + chunkSize - 1) / chunkSize
-	if int64(*saves) > nchunks {
+	if size > 0 && int64(*saves) > nchunks {
 		return fmt.Errorf("-size %s has %d chunks, fewer than -saves %d", humanize.IBytes(uint64(size)), nchunks, *saves)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,6 +113,38 @@ func run() error {
 		return err
 	}
 	defer d.Close()
+	if size > 0 {
+		if err := runVersions(ctx, d, size, *saves); err != nil {
+			return err
+		}
+	}
+	if *files == 0 && *trash == 0 {
+		return nil
+	}
+	u, err := d.Drive.User(ctx, "admin")
+	if err != nil {
+		return err
+	}
+	c := client.New(d.URL, "admin", inproc.AdminPass)
+	fs, err := seedFiles(ctx, d, u.ID)
+	if err != nil {
+		return err
+	}
+	if *files > 0 {
+		if err := runFolder(ctx, d, c, u.ID, fs, *files, *rounds); err != nil {
+			return err
+		}
+	}
+	if *trash > 0 {
+		return runTrashList(ctx, d, c, u.ID, fs, *trash, *runs)
+	}
+	return nil
+}
+
+// runVersions saves a file of size bytes saves times and measures what its
+// versions cost in chunk storage.
+func runVersions(ctx context.Context, d *inproc.Daemon, size int64, saves int) error {
+	nchunks := (size + chunkSize - 1) / chunkSize
 	put := func(c content) (time.Duration, error) {
 		start := time.Now()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, d.URL+"/dav/big.bin", c.reader())
@@ -127,13 +172,13 @@ func run() error {
 	}
 	fmt.Printf("file: %s in %d chunks of 4 MiB, first PUT %v\n", humanize.IBytes(uint64(size)), nchunks, took.Round(time.Millisecond))
 	var total time.Duration
-	for s := 1; s <= *saves; s++ {
+	for s := 1; s <= saves; s++ {
 		next := content{size: size, gen: map[int64]int{}}
 		for k, v := range cur.gen {
 			next.gen[k] = v
 		}
 		// A different chunk each save, spread over the file.
-		next.gen[(int64(s)*nchunks/int64(*saves+1))%nchunks] = s
+		next.gen[(int64(s)*nchunks/int64(saves+1))%nchunks] = s
 		took, err := put(next)
 		if err != nil {
 			return err
@@ -141,7 +186,7 @@ func run() error {
 		total += took
 		cur = next
 	}
-	fmt.Printf("%d saves, one more chunk changed each: %v per save (whole PUTs)\n", *saves, (total / time.Duration(*saves)).Round(time.Millisecond))
+	fmt.Printf("%d saves, one more chunk changed each: %v per save (whole PUTs)\n", saves, (total / time.Duration(saves)).Round(time.Millisecond))
 	if _, err := d.Drive.GC(ctx); err != nil {
 		return err
 	}
@@ -157,8 +202,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if len(vs) != *saves {
-		return fmt.Errorf("%d versions after %d saves", len(vs), *saves)
+	if len(vs) != saves {
+		return fmt.Errorf("%d versions after %d saves", len(vs), saves)
 	}
 	// The oldest version is the first content, bit for bit.
 	r, _, err := d.Drive.OpenFileVersion(ctx, u.ID, "/big.bin", vs[len(vs)-1].ID)
@@ -175,13 +220,13 @@ func run() error {
 	if string(hv.Sum(nil)) != string(hf.Sum(nil)) {
 		return fmt.Errorf("the oldest version does not read back as the first content")
 	}
-	full := size * int64(*saves+1)
+	full := size * int64(saves+1)
 	fmt.Printf("chunk storage after GC: %s in %d chunks (%d bytes) for the file and %d versions\n",
 		humanize.IBytes(uint64(st.PhysicalBytes)), st.Chunks, st.PhysicalBytes, len(vs))
 	fmt.Printf("a full copy per version: %s; ratio %.3f of one copy\n", humanize.IBytes(uint64(full)), float64(st.PhysicalBytes)/float64(size))
 	fmt.Println("the oldest version reads back as the first content")
 	// Each save may cost its one changed chunk, nothing more.
-	if limit := size + int64(*saves)*chunkSize; st.PhysicalBytes > limit {
+	if limit := size + int64(saves)*chunkSize; st.PhysicalBytes > limit {
 		return fmt.Errorf("chunk storage %d bytes exceeds the file plus one chunk per save (%d)", st.PhysicalBytes, limit)
 	}
 	fmt.Printf("within 1.1 × the file: %v\n", st.PhysicalBytes <= size+size/10)

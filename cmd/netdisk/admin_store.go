@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -97,6 +98,11 @@ func newAdminFsckCmd(env *adminEnv) *cobra.Command {
 		Short: "Re-hash every stored chunk; report missing or corrupt ones",
 		Long: fmt.Sprintf(`Check the chunk store: read every chunk, re-hash it (SHA-256 and MD5) and
 compare with its record. Missing, unreadable or corrupt chunks are listed.
+Then the references of the history are checked: every trash item has its
+files and every file in the trash its item ("trash"); every version belongs
+to an existing file of its user, every chunk a version or a file (in the
+trash too) lists has its record, and a version's chunks add up to its size
+("history").
 Progress is shown on a terminal (the check reads every stored byte).
 
 Exit status: 0 all chunks are sound, %d problems were found, 1 the check
@@ -136,8 +142,8 @@ could not run.`, exitFsckProblems),
 			} else {
 				printFsck(out, r)
 			}
-			if n := len(r.Problems); n > 0 {
-				return &exitError{code: exitFsckProblems, err: fmt.Errorf("fsck: %d of %d chunks missing or corrupt", n, r.Checked)}
+			if len(r.Problems) > 0 {
+				return &exitError{code: exitFsckProblems, err: fsckError(r)}
 			}
 			return nil
 		},
@@ -145,6 +151,27 @@ could not run.`, exitFsckProblems),
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "do not show progress on a terminal")
 	return cmd
+}
+
+// fsckError says what fsck found: chunks and references apart, since they
+// call for different repairs.
+func fsckError(r apitype.FsckResult) error {
+	var chunks, refs int
+	for _, p := range r.Problems {
+		if p.SHA256 != "" {
+			chunks++
+		} else {
+			refs++
+		}
+	}
+	var said []string
+	if chunks > 0 {
+		said = append(said, fmt.Sprintf("%d of %d chunks missing or corrupt", chunks, r.Checked))
+	}
+	if refs > 0 {
+		said = append(said, fmt.Sprintf("%d broken reference(s) in the trash or the versions", refs))
+	}
+	return fmt.Errorf("fsck: %s", strings.Join(said, ", "))
 }
 
 func printFsck(w io.Writer, r apitype.FsckResult) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -581,5 +582,46 @@ func TestAdminUserDelConfirms(t *testing.T) {
 	out, code = onTerminal(t, admin, "admin user del carl", [2]string{question, "y"})
 	if code != 0 || !strings.Contains(out, "deleted user carl") || exists("carl") {
 		t.Fatalf("answering y: exit %d, output %q, carl listed %v", code, out, exists("carl"))
+	}
+}
+
+// The user list shows, beside the bytes of a user's files, those of their
+// trash and of their files' versions, in the table and in --json.
+func TestAdminUserListHistoryUsage(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	mustCLI(t, d, "admin", "user", "add", "ann", "--password", "ann-pass")
+	mustCLI(t, d, "admin", "user", "add", "ben", "--password", "ben-pass")
+	// Two overwrites keep the 1000- and the 3000-byte contents as
+	// versions; a deleted file goes to the trash.
+	put(t, d, "/a.txt", "ann", "ann-pass", testutil.RandomBytes(1, 1000))
+	put(t, d, "/a.txt", "ann", "ann-pass", testutil.RandomBytes(2, 3000))
+	put(t, d, "/a.txt", "ann", "ann-pass", testutil.RandomBytes(3, 500))
+	put(t, d, "/b.txt", "ann", "ann-pass", testutil.RandomBytes(4, 700))
+	del(t, d, "/b.txt", "ann", "ann-pass")
+	put(t, d, "/c.txt", "ben", "ben-pass", testutil.RandomBytes(5, 10))
+
+	us := listUsers(t, d)
+	if u := us["ann"]; u.Finished != 500 || u.Trash != 700 || u.Versions != 4000 {
+		t.Errorf("ann: %d in files, %d in the trash, %d in versions; want 500, 700, 4000", u.Finished, u.Trash, u.Versions)
+	}
+	if u := us["ben"]; u.Finished != 10 || u.Trash != 0 || u.Versions != 0 {
+		t.Errorf("ben: %d in files, %d in the trash, %d in versions; want 10, 0, 0", u.Finished, u.Trash, u.Versions)
+	}
+	table := strings.Split(strings.TrimSpace(mustCLI(t, d, "admin", "user", "list")), "\n")
+	head := strings.Fields(table[0])
+	if want := []string{"NAME", "ADMIN", "QUOTA", "USED", "TRASH", "VERSIONS"}; len(head) < len(want) || !slices.Equal(head[:len(want)], want) {
+		t.Fatalf("user list header %q, want it to start with %q", table[0], want)
+	}
+	rows := map[string][]string{}
+	for _, l := range table[1:] {
+		f := strings.Fields(l)
+		rows[f[0]] = f
+	}
+	// ibytes prints "500 B": two fields per size after QUOTA ("unlimited").
+	if r := rows["ann"]; len(r) < 9 || strings.Join(r[3:9], " ") != "500 B 700 B 3.91 KiB" {
+		t.Errorf("ann's row %q: want used 500 B, trash 700 B, versions 3.91 KiB", r)
+	}
+	if r := rows["ben"]; len(r) < 9 || strings.Join(r[3:9], " ") != "10 B 0 B 0 B" {
+		t.Errorf("ben's row %q: want used 10 B, trash 0 B, versions 0 B", r)
 	}
 }

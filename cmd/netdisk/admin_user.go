@@ -87,7 +87,10 @@ func newUserListCmd(env *adminEnv) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List users with their quota and usage",
 		Long: `List users: name, admin rights, quota, bytes used by finished files, bytes
-held by unfinished uploads, and when the user was created.`,
+of the files in their trash and of their files' versions (neither counts in the
+quota), bytes held by unfinished uploads, and when the user was created. A
+version is counted at its whole size, though it shares the chunks that did not
+change with its file.`,
 		Example: `  netdisk admin user list
   netdisk admin user list --json | jq '.[] | select(.admin)'`,
 		Args: cobra.NoArgs,
@@ -116,14 +119,14 @@ held by unfinished uploads, and when the user was created.`,
 
 func printUsers(w io.Writer, us []apitype.AdminUser) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADMIN\tQUOTA\tUSED\tUNFINISHED\tUPLOADING\tCREATED")
+	fmt.Fprintln(tw, "NAME\tADMIN\tQUOTA\tUSED\tTRASH\tVERSIONS\tUNFINISHED\tUPLOADING\tCREATED")
 	for _, u := range us {
 		admin := "no"
 		if u.Admin {
 			admin = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", u.Name, admin, formatQuota(u.Quota), ibytes(u.Finished),
-			ibytes(u.Unfinished), ibytes(u.Uploading), u.Created.Local().Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", u.Name, admin, formatQuota(u.Quota), ibytes(u.Finished),
+			ibytes(u.Trash), ibytes(u.Versions), ibytes(u.Unfinished), ibytes(u.Uploading), u.Created.Local().Format("2006-01-02 15:04"))
 	}
 	tw.Flush()
 }

@@ -280,6 +280,10 @@ func testVersionsAndGC(t *testing.T, e *env) {
 	if un := e.unreferenced(); !same(un, []string{"sha-old"}) {
 		t.Fatalf("unreferenced after the expunge: %v", un)
 	}
+	e.must(e.s.Remove(e.ctx, b, "/x")) // a file in the trash with its version
+	if broken, err := e.s.CheckHistory(e.ctx); err != nil || len(broken) != 0 {
+		t.Fatalf("CheckHistory of a sound history: %q, %v", broken, err)
+	}
 	// A user deleted takes their files' versions along (nodes and users
 	// cascade to file_versions): every chunk is garbage then.
 	e.must(e.s.DeleteUser(e.ctx, a))
