@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/acme"
 
 	"netdisk/async"
 	"netdisk/davlock"
@@ -138,6 +140,19 @@ type Options struct {
 	// HTTPRedirectListen, with TLS on, serves plain HTTP on this address
 	// that redirects every request to HTTPS (308).
 	HTTPRedirectListen string
+	// ACMEDomains, when set, make Listen serve HTTPS only with
+	// certificates for these names obtained and renewed from the ACME CA
+	// at ACMECA (empty: Let's Encrypt), trusting ACMECARoot's certificates
+	// too when set, with ACMEEmail as the account's contact (acme.go).
+	// The CA's TLS-ALPN-01 challenges are answered on Listen; HTTP-01 on
+	// ACMEHTTPListen and HTTPRedirectListen, either set. ACMECheck is how
+	// often the certificates are checked for renewal on Now's clock; 0
+	// means DefaultACMECheck.
+	ACMEDomains       []string
+	ACMEEmail, ACMECA string
+	ACMECARoot        string
+	ACMEHTTPListen    string
+	ACMECheck         time.Duration
 }
 
 // DefaultVersionsInterval is how often the versions loop runs by default:
@@ -526,7 +541,9 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	addr := ln.Addr().String()
 	pub := d.Server.Listen(ln, d.opts.Conns)
 	scheme := "http"
-	if d.opts.TLSCert != "" || d.opts.TLSSelfSigned {
+	var challenges func(http.Handler) http.Handler // ACME's HTTP-01 answers, before the redirect
+	switch {
+	case d.opts.TLSCert != "" || d.opts.TLSSelfSigned:
 		certs, err := d.tlsCertificates(ln)
 		if err != nil {
 			pub.Close()
@@ -535,9 +552,40 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 		pub.TLS = tlsconf.Server(certs.GetCertificate)
 		scheme = "https"
 		go d.watchCertificates(ctx, certs)
-		if d.opts.HTTPRedirectListen != "" {
-			_, port, _ := net.SplitHostPort(addr)
-			stop, err := serveRedirect(d.opts.HTTPRedirectListen, port, log)
+	case len(d.opts.ACMEDomains) > 0:
+		certs, err := d.newACME()
+		if err != nil {
+			pub.Close()
+			return err
+		}
+		pub.TLS = tlsconf.Server(certs.GetCertificate)
+		// The CA's TLS-ALPN-01 probe offers only this protocol: a server
+		// that does not list it refuses the handshake.
+		pub.TLS.NextProtos = append(pub.TLS.NextProtos, acme.ALPNProto)
+		scheme = "https"
+		challenges = certs.HTTPHandler
+		// Not a background job: it is stopped with the listener, before
+		// the stores close (it reads them), by ctx's end.
+		acmeCtx, stopACME := context.WithCancel(ctx)
+		acmeDone := make(chan struct{})
+		go func() {
+			defer close(acmeDone)
+			certs.run(acmeCtx, d.opts.ACMECheck)
+		}()
+		defer func() { stopACME(); <-acmeDone }()
+	}
+	if scheme == "https" {
+		_, port, _ := net.SplitHostPort(addr)
+		for _, l := range []struct{ flag, addr string }{
+			{"--http-redirect-listen", d.opts.HTTPRedirectListen}, {"--acme-http-listen", d.opts.ACMEHTTPListen}} {
+			if l.addr == "" {
+				continue
+			}
+			h := server.RedirectHTTPS(port)
+			if challenges != nil {
+				h = challenges(h)
+			}
+			stop, err := serveRedirect(l.flag, l.addr, h, log)
 			if err != nil {
 				pub.Close()
 				return err
