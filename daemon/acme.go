@@ -19,7 +19,6 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"netdisk/errs"
-	"netdisk/internal/tick"
 	"netdisk/lock"
 	"netdisk/meta"
 )
@@ -78,6 +77,8 @@ type acmeCerts struct {
 	// HTTP-01 requests) from the cache, whichever node's order set them.
 	challenges *autocert.Manager
 
+	kick chan chan struct{} // checkNow
+
 	mu    sync.RWMutex
 	certs map[string]*tls.Certificate // by domain: what this node serves
 }
@@ -112,7 +113,7 @@ func (d *Daemon) newACME() (*acmeCerts, error) {
 	c := &acmeCerts{domains: o.ACMEDomains, cache: cache, dirURL: dirURL, httpc: httpc, email: o.ACMEEmail,
 		http01: o.ACMEHTTPListen != "" || o.HTTPRedirectListen != "", locks: d.Locks,
 		node: lock.Node{User: acmeLockUser, ID: d.node}, now: now, log: o.Logger,
-		certs: map[string]*tls.Certificate{}}
+		certs: map[string]*tls.Certificate{}, kick: make(chan chan struct{})}
 	c.challenges = &autocert.Manager{Cache: cache, HostPolicy: c.hostPolicy}
 	return c, nil
 }
@@ -181,14 +182,47 @@ func (c *acmeCerts) HTTPHandler(fallback http.Handler) http.Handler {
 	return c.challenges.HTTPHandler(fallback)
 }
 
-// run obtains the certificates at once, then checks them every `every` for
-// renewal until ctx ends.
-func (c *acmeCerts) run(ctx context.Context, every time.Duration) {
+// run obtains the certificates at once, then checks them for renewal every
+// `every`, at each receive on hup (SIGHUP: an operator who fixed DNS need
+// not wait) and at each checkNow, until ctx ends. Checks run one at a time:
+// a node pulls one domain's lock from one goroutine only (lock.Manager.Pull).
+func (c *acmeCerts) run(ctx context.Context, every time.Duration, hup <-chan os.Signal) {
 	if every <= 0 {
 		every = DefaultACMECheck
 	}
+	t := time.NewTicker(every)
+	defer t.Stop()
 	c.check(ctx)
-	tick.Every(ctx, every, c.check)
+	for {
+		var done chan struct{}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-hup:
+		case done = <-c.kick:
+		}
+		c.check(ctx)
+		if done != nil {
+			close(done)
+		}
+	}
+}
+
+// checkNow has run check once more and waits until it did.
+func (c *acmeCerts) checkNow(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case c.kick <- done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // check makes sure every domain has a certificate that is not due for

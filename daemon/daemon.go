@@ -131,7 +131,7 @@ type Options struct {
 	// TLSCert and TLSKey, both set, make Listen serve HTTPS only with this
 	// pair, re-read when the files change (polled every TLSPoll, 0 means
 	// DefaultTLSPoll) and at each receive on TLSReload (serve feeds it
-	// SIGHUP). TLSSelfSigned instead serves the data directory's
+	// SIGHUP; with ACME it is a renewal check at once). TLSSelfSigned instead serves the data directory's
 	// self-signed pair, generated on first use.
 	TLSCert, TLSKey string
 	TLSSelfSigned   bool
@@ -195,6 +195,7 @@ type Daemon struct {
 	stopBG      []context.CancelFunc
 	bg          sync.WaitGroup
 	onEvent     func(event string) // tests only: "start NAME", "exit NAME", "close"
+	onACME      func(*acmeCerts)   // tests only: the ACME certificates once configured
 }
 
 func (d *Daemon) event(e string) {
@@ -564,13 +565,16 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 		pub.TLS.NextProtos = append(pub.TLS.NextProtos, acme.ALPNProto)
 		scheme = "https"
 		challenges = certs.HTTPHandler
+		if d.onACME != nil {
+			d.onACME(certs)
+		}
 		// Not a background job: it is stopped with the listener, before
 		// the stores close (it reads them), by ctx's end.
 		acmeCtx, stopACME := context.WithCancel(ctx)
 		acmeDone := make(chan struct{})
 		go func() {
 			defer close(acmeDone)
-			certs.run(acmeCtx, d.opts.ACMECheck)
+			certs.run(acmeCtx, d.opts.ACMECheck, d.opts.TLSReload)
 		}()
 		defer func() { stopACME(); <-acmeDone }()
 	}

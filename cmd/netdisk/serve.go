@@ -186,9 +186,10 @@ store: one node orders, the others serve what it obtained.`,
 			if o.HTTPRedirectListen != "" && o.TLSCert == "" && !o.TLSSelfSigned && acmeDomains == "" {
 				return fmt.Errorf("--http-redirect-listen needs TLS (--tls-cert/--tls-key, --tls-self-signed or --acme-domain)")
 			}
-			if o.TLSCert != "" || o.TLSSelfSigned {
+			if o.TLSCert != "" || o.TLSSelfSigned || len(o.ACMEDomains) > 0 {
 				// SIGHUP re-reads the certificate (certbot's deploy hook,
-				// systemd's reload); without TLS it keeps its default.
+				// systemd's reload) or, with ACME, checks it for renewal at
+				// once; without TLS it keeps its default.
 				hup := make(chan os.Signal, 1)
 				signal.Notify(hup, syscall.SIGHUP)
 				defer signal.Stop(hup)
