@@ -196,6 +196,7 @@ type Daemon struct {
 	bg          sync.WaitGroup
 	onEvent     func(event string) // tests only: "start NAME", "exit NAME", "close"
 	onACME      func(*acmeCerts)   // tests only: the ACME certificates once configured
+	acme        *acmeCerts         // --acme-domain's certificates, nil without
 }
 
 func (d *Daemon) event(e string) {
@@ -230,6 +231,9 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"versions", d.versionsLoop},
 		{"history", d.historyLoop},
 	}
+	if d.acme != nil {
+		jobs = append(jobs, job{"acme", func(ctx context.Context) { d.acme.run(ctx, d.opts.ACMECheck, d.opts.TLSReload) }})
+	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
 	}
@@ -252,6 +256,8 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		//     the shared lock service (async.Service.step), a lease held by
 		//     the one node running it and passed on when that node dies, so
 		//     jobs already run once, spread over the nodes;
+		//   - acme: every node loads the certificates it serves, and the
+		//     lock acme:<domain> already makes one node order (acme.go);
 		//   - checksums: a node's writes kick its own pass at once, and
 		//     recording a checksum twice is harmless (SetChecksums records
 		//     only for the version it was computed on).
@@ -565,18 +571,12 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 		pub.TLS.NextProtos = append(pub.TLS.NextProtos, acme.ALPNProto)
 		scheme = "https"
 		challenges = certs.HTTPHandler
+		// Obtained and renewed by the "acme" background loop, started
+		// below, once the listener answers the CA's challenges.
+		d.acme = certs
 		if d.onACME != nil {
 			d.onACME(certs)
 		}
-		// Not a background job: it is stopped with the listener, before
-		// the stores close (it reads them), by ctx's end.
-		acmeCtx, stopACME := context.WithCancel(ctx)
-		acmeDone := make(chan struct{})
-		go func() {
-			defer close(acmeDone)
-			certs.run(acmeCtx, d.opts.ACMECheck, d.opts.TLSReload)
-		}()
-		defer func() { stopACME(); <-acmeDone }()
 	}
 	if scheme == "https" {
 		_, port, _ := net.SplitHostPort(addr)
