@@ -108,3 +108,17 @@ func TestACMETwoNodesOneOrder(t *testing.T) {
 		t.Fatalf("CA saw %d orders for two nodes, want 1\n%s", got, pebble.Logs())
 	}
 }
+
+// --acme-domain takes DNS names only, normalised and each once: an
+// address, a wildcard or a single label is refused before any order.
+func TestParseACMEDomains(t *testing.T) {
+	got, err := parseDomains(" Drive.Example.org., dav.example.org,drive.example.org,")
+	if err != nil || strings.Join(got, " ") != "drive.example.org dav.example.org" {
+		t.Fatalf("parseDomains: %q %v", got, err)
+	}
+	for _, bad := range []string{"", " , ", "*.example.org", "192.0.2.1", "::1", "localhost"} {
+		if got, err := parseDomains(bad); err == nil {
+			t.Errorf("parseDomains(%q) = %q, want an error", bad, got)
+		}
+	}
+}

@@ -77,7 +77,8 @@ files change. Clients verify with the system's CAs, --ca-file or
 --tls-fingerprint ('netdisk admin tls' prints the self-signed one's).
 
 --acme-domain instead obtains the certificate from Let's Encrypt (or the ACME
-CA of --acme-ca) and renews it 30 days before it expires: the names must
+CA of --acme-ca) and renews it 30 days (a third of its lifetime, if less)
+before it expires: the names must
 resolve to this host, and the CA must reach --listen on port 443 (TLS-ALPN-01)
 or --acme-http-listen / --http-redirect-listen on port 80 (HTTP-01). The
 certificates are kept in --data/acme, or, with --meta, in the shared metadata
@@ -276,7 +277,7 @@ store: one node orders, the others serve what it obtained.`,
 	f.BoolVar(&o.TLSSelfSigned, "tls-self-signed", false, "serve HTTPS with a self-signed certificate generated once into --data/tls and kept; its SHA-256 is logged at start and printed by 'netdisk admin tls', for clients' --tls-fingerprint")
 	f.DurationVar(&o.TLSPoll, "tls-poll", daemon.DefaultTLSPoll, "how often the certificate files are checked for a change")
 	f.StringVar(&o.HTTPRedirectListen, "http-redirect-listen", "", "with TLS: also listen for plain HTTP on this address, e.g. :80, and redirect every request to HTTPS (308)")
-	f.StringVar(&acmeDomains, "acme-domain", "", "serve HTTPS only on --listen with certificates for these names (comma-separated) obtained and renewed from an ACME CA (Let's Encrypt by default); kept in --data/acme, or in the --meta store for all nodes")
+	f.StringVar(&acmeDomains, "acme-domain", "", "serve HTTPS only on --listen with certificates for these names (comma-separated) obtained and renewed from an ACME CA (Let's Encrypt by default, whose terms of service this accepts); kept in --data/acme, or in the --meta store for all nodes")
 	f.StringVar(&o.ACMEEmail, "acme-email", "", "contact address of the ACME account (the CA writes about expiring or revoked certificates)")
 	f.StringVar(&o.ACMECA, "acme-ca", autocert.DefaultACMEDirectory, "the ACME CA's directory URL (Let's Encrypt's staging CA, a private CA, Pebble for tests)")
 	f.StringVar(&o.ACMECARoot, "acme-ca-root", "", "also trust the PEM certificates of this file when talking to the ACME CA (a test or private CA)")
