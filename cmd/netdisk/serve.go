@@ -178,7 +178,7 @@ store: one node orders, the others serve what it obtained.`,
 				if o.ACMEDomains, err = parseDomains(acmeDomains); err != nil {
 					return err
 				}
-			} else if o.ACMEEmail != "" || o.ACMECA != "" || o.ACMECARoot != "" || o.ACMEHTTPListen != "" {
+			} else if o.ACMEEmail != "" || cmd.Flags().Changed("acme-ca") || o.ACMECARoot != "" || o.ACMEHTTPListen != "" {
 				return fmt.Errorf("--acme-email, --acme-ca, --acme-ca-root and --acme-http-listen need --acme-domain")
 			}
 			if o.ACMECheck <= 0 {
