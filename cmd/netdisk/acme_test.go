@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +121,27 @@ func TestParseACMEDomains(t *testing.T) {
 	for _, bad := range []string{"", " , ", "*.example.org", "192.0.2.1", "::1", "localhost"} {
 		if got, err := parseDomains(bad); err == nil {
 			t.Errorf("parseDomains(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// The ACME flags are refused at start, in one line naming the flag, when
+// they contradict each other, before anything is created.
+func TestServeACMEFlagsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"--acme-email=ops@example.org"},
+		{"--acme-ca=https://ca.example/dir"},
+		{"--acme-http-listen=127.0.0.1:0"},
+		{"--acme-domain=drive.example.org", "--tls-self-signed"},
+		{"--acme-domain=*.example.org"},
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		msg := serveRefused(t, data, args...)
+		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "netdisk: --acme-") {
+			t.Fatalf("%q: output %q is not the one-line refusal", args, msg)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("%q: the data directory was created before the refusal (%v)", args, err)
 		}
 	}
 }
