@@ -145,3 +145,16 @@ func TestServeACMEFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// HTTP-01 on --acme-http-listen: with the CA's TLS-ALPN-01 probe going to
+// a port nothing listens on, that challenge fails and the daemon's next
+// order proves the name by HTTP-01, answered on the plain HTTP listener.
+func TestACMEHTTP01(t *testing.T) {
+	port, httpPort := testutil.FreePort(t), testutil.FreePort(t)
+	pebble := testutil.StartPebble(t, testutil.FreePort(t), httpPort)
+	d := acmeDaemon(t, pebble, port, "--acme-http-listen", fmt.Sprintf("127.0.0.1:%d", httpPort))
+	awaitCertificate(t, d, pebble.Roots(t))
+	if !strings.Contains(pebble.Logs(), "Attempting to validate w/ HTTP:") || pebble.Issued() != 1 {
+		t.Fatalf("the CA did not validate by HTTP-01:\n%s", pebble.Logs())
+	}
+}
