@@ -131,8 +131,9 @@ type Options struct {
 	// TLSCert and TLSKey, both set, make Listen serve HTTPS only with this
 	// pair, re-read when the files change (polled every TLSPoll, 0 means
 	// DefaultTLSPoll) and at each receive on TLSReload (serve feeds it
-	// SIGHUP; with ACME it is a renewal check at once). TLSSelfSigned instead serves the data directory's
-	// self-signed pair, generated on first use.
+	// SIGHUP; with ACME a receive is a renewal check at once).
+	// TLSSelfSigned instead serves the data directory's self-signed pair,
+	// generated on first use.
 	TLSCert, TLSKey string
 	TLSSelfSigned   bool
 	TLSPoll         time.Duration
