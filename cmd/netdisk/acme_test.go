@@ -85,6 +85,23 @@ func TestACMEServe(t *testing.T) {
 			t.Errorf("plain HTTP %s: %d, want %d", path, resp.StatusCode, want)
 		}
 	}
+
+	// Restarted on its data directory, the daemon serves the certificate
+	// it kept there without asking the CA again.
+	first := awaitCertificate(t, d, pebble.Roots(t))
+	d.Stop()
+	again, err := testutil.LaunchDaemon(context.Background(), testutil.DaemonConfig{Bin: testutil.Binary(t), DataDir: d.DataDir,
+		AdminPass: d.AdminPass, Listen: d.Addr, Args: d.Args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Stop)
+	if got := awaitCertificate(t, again, pebble.Roots(t)); !got.Equal(first) {
+		t.Fatal("after a restart the daemon serves another certificate")
+	}
+	if got := pebble.Orders(); got != 1 {
+		t.Fatalf("after a restart the CA saw %d orders, want 1", got)
+	}
 }
 
 // Two nodes sharing one metadata store (PostgreSQL) and one Redis, started
@@ -105,6 +122,11 @@ func TestACMETwoNodesOneOrder(t *testing.T) {
 	ca, cb := awaitCertificate(t, a, roots), awaitCertificate(t, b, roots)
 	if !ca.Equal(cb) {
 		t.Fatalf("the nodes serve two certificates (serials %x and %x)", ca.SerialNumber, cb.SerialNumber)
+	}
+	for name, d := range map[string]*testutil.Daemon{"a": a, "b": b} {
+		if strings.Contains(d.Logs(), "acme: ordering a certificate") {
+			t.Logf("node %s ordered; the CA validated on node a", name)
+		}
 	}
 	if got := pebble.Orders(); got != 1 {
 		t.Fatalf("CA saw %d orders for two nodes, want 1\n%s", got, pebble.Logs())
