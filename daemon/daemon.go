@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/acme"
 
 	"netdisk/async"
 	"netdisk/davlock"
@@ -129,8 +131,9 @@ type Options struct {
 	// TLSCert and TLSKey, both set, make Listen serve HTTPS only with this
 	// pair, re-read when the files change (polled every TLSPoll, 0 means
 	// DefaultTLSPoll) and at each receive on TLSReload (serve feeds it
-	// SIGHUP). TLSSelfSigned instead serves the data directory's
-	// self-signed pair, generated on first use.
+	// SIGHUP; with ACME a receive is a renewal check at once).
+	// TLSSelfSigned instead serves the data directory's self-signed pair,
+	// generated on first use.
 	TLSCert, TLSKey string
 	TLSSelfSigned   bool
 	TLSPoll         time.Duration
@@ -138,6 +141,19 @@ type Options struct {
 	// HTTPRedirectListen, with TLS on, serves plain HTTP on this address
 	// that redirects every request to HTTPS (308).
 	HTTPRedirectListen string
+	// ACMEDomains, when set, make Listen serve HTTPS only with
+	// certificates for these names obtained and renewed from the ACME CA
+	// at ACMECA (empty: Let's Encrypt), trusting ACMECARoot's certificates
+	// too when set, with ACMEEmail as the account's contact (acme.go).
+	// The CA's TLS-ALPN-01 challenges are answered on Listen; HTTP-01 on
+	// ACMEHTTPListen and HTTPRedirectListen, either set. ACMECheck is how
+	// often the certificates are checked for renewal on Now's clock; 0
+	// means DefaultACMECheck.
+	ACMEDomains       []string
+	ACMEEmail, ACMECA string
+	ACMECARoot        string
+	ACMEHTTPListen    string
+	ACMECheck         time.Duration
 }
 
 // DefaultVersionsInterval is how often the versions loop runs by default:
@@ -180,6 +196,8 @@ type Daemon struct {
 	stopBG      []context.CancelFunc
 	bg          sync.WaitGroup
 	onEvent     func(event string) // tests only: "start NAME", "exit NAME", "close"
+	onACME      func(*acmeCerts)   // tests only: the ACME certificates once configured
+	acme        *acmeCerts         // --acme-domain's certificates, nil without
 }
 
 func (d *Daemon) event(e string) {
@@ -214,6 +232,9 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"versions", d.versionsLoop},
 		{"history", d.historyLoop},
 	}
+	if d.acme != nil {
+		jobs = append(jobs, job{"acme", func(ctx context.Context) { d.acme.run(ctx, d.opts.ACMECheck, d.opts.TLSReload) }})
+	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
 	}
@@ -236,6 +257,8 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		//     the shared lock service (async.Service.step), a lease held by
 		//     the one node running it and passed on when that node dies, so
 		//     jobs already run once, spread over the nodes;
+		//   - acme: every node loads the certificates it serves, and the
+		//     lock acme:<domain> already makes one node order (acme.go);
 		//   - checksums: a node's writes kick its own pass at once, and
 		//     recording a checksum twice is harmless (SetChecksums records
 		//     only for the version it was computed on).
@@ -526,7 +549,9 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 	addr := ln.Addr().String()
 	pub := d.Server.Listen(ln, d.opts.Conns)
 	scheme := "http"
-	if d.opts.TLSCert != "" || d.opts.TLSSelfSigned {
+	var challenges func(http.Handler) http.Handler // ACME's HTTP-01 answers, before the redirect
+	switch {
+	case d.opts.TLSCert != "" || d.opts.TLSSelfSigned:
 		certs, err := d.tlsCertificates(ln)
 		if err != nil {
 			pub.Close()
@@ -535,9 +560,37 @@ func (d *Daemon) ServeListener(ctx context.Context, ln net.Listener) error {
 		pub.TLS = tlsconf.Server(certs.GetCertificate)
 		scheme = "https"
 		go d.watchCertificates(ctx, certs)
-		if d.opts.HTTPRedirectListen != "" {
-			_, port, _ := net.SplitHostPort(addr)
-			stop, err := serveRedirect(d.opts.HTTPRedirectListen, port, log)
+	case len(d.opts.ACMEDomains) > 0:
+		certs, err := d.newACME()
+		if err != nil {
+			pub.Close()
+			return err
+		}
+		pub.TLS = tlsconf.Server(certs.GetCertificate)
+		// The CA's TLS-ALPN-01 probe offers only this protocol: a server
+		// that does not list it refuses the handshake.
+		pub.TLS.NextProtos = append(pub.TLS.NextProtos, acme.ALPNProto)
+		scheme = "https"
+		challenges = certs.HTTPHandler
+		// Obtained and renewed by the "acme" background loop, started
+		// below, once the listener answers the CA's challenges.
+		d.acme = certs
+		if d.onACME != nil {
+			d.onACME(certs)
+		}
+	}
+	if scheme == "https" {
+		_, port, _ := net.SplitHostPort(addr)
+		for _, l := range []struct{ flag, addr string }{
+			{"--http-redirect-listen", d.opts.HTTPRedirectListen}, {"--acme-http-listen", d.opts.ACMEHTTPListen}} {
+			if l.addr == "" {
+				continue
+			}
+			h := server.RedirectHTTPS(port)
+			if challenges != nil {
+				h = challenges(h)
+			}
+			stop, err := serveRedirect(l.flag, l.addr, h, log)
 			if err != nil {
 				pub.Close()
 				return err

@@ -5,7 +5,7 @@
 // downloads) and puts package server's HTTP surface on top. The Daemon
 // serves it, runs the background loops (GC, upload expiry, checksums, the
 // ledger, lock leases, the async scheduler, web-session pruning, file
-// versions' thinning and expiry), each job
+// versions' thinning and expiry, ACME certificates' renewal), each job
 // that must run once among nodes under a Redis lease (lease.go), and closes
 // everything it opened in order. The routes, authentication and connection
 // limits are server's; server does not import this package.

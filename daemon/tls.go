@@ -66,17 +66,18 @@ func (d *Daemon) watchCertificates(ctx context.Context, r *tlsconf.Reloader) {
 	}
 }
 
-// serveRedirect serves plain HTTP on addr, each request redirected to the
-// HTTPS listener on httpsPort. stop closes it and waits for its accept loop.
-func serveRedirect(addr, httpsPort string, log *slog.Logger) (stop func(), err error) {
+// serveRedirect serves plain HTTP on addr (given by flag) with h: requests
+// redirected to the HTTPS listener, and ACME's HTTP-01 challenges answered
+// when ACME is on. stop closes it and waits for its accept loop.
+func serveRedirect(flag, addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--http-redirect-listen: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	hs := &http.Server{Handler: server.RedirectHTTPS(httpsPort), ReadHeaderTimeout: 10 * time.Second,
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: time.Minute, MaxHeaderBytes: server.MaxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	log.Info("redirecting plain HTTP to HTTPS (--http-redirect-listen)", "addr", ln.Addr().String())
+	log.Info("redirecting plain HTTP to HTTPS ("+flag+")", "addr", ln.Addr().String())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

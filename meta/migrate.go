@@ -19,7 +19,9 @@ import (
 // chunk store. Instant upload's draws are copied, not drawn afresh: a content's threshold
 // stays what it was. The embedded async tables are not: their records live
 // 30 minutes, and nodes sharing the metadata keep async jobs in Redis. Nor
-// are the web sessions: browsers sign in again on the new nodes.
+// are the web sessions: browsers sign in again on the new nodes. Nor the
+// ACME cache: a single node keeps its certificates in files (--data/acme),
+// and the nodes obtain theirs once.
 var copyTables = []struct {
 	name, cols, ids string // ids: the identity column whose sequence is reset ("" for none)
 	binary          bool   // holds a BLOB column: bytes stay bytes

@@ -190,7 +190,8 @@ func (d *Daemon) start(ctx context.Context, listen string) error {
 		d.Addr = strings.TrimSpace(string(b))
 		d.URL = "http://" + d.Addr
 		if slices.ContainsFunc(d.cfg.Args, func(a string) bool {
-			return a == "--tls-cert" || a == "--tls-self-signed" || strings.HasPrefix(a, "--tls-cert=")
+			return a == "--tls-cert" || a == "--tls-self-signed" || strings.HasPrefix(a, "--tls-cert=") ||
+				a == "--acme-domain" || strings.HasPrefix(a, "--acme-domain=")
 		}) {
 			d.URL = "https://" + d.Addr
 		}

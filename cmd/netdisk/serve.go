@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/acme/autocert"
 
 	"netdisk/api"
 	"netdisk/async"
@@ -48,6 +51,7 @@ func newServeCmd() *cobra.Command {
 		thumbMemory string
 		thumbCache  string
 		retention   string
+		acmeDomains string
 		share       string
 	)
 	cmd := &cobra.Command{
@@ -70,7 +74,15 @@ Plain HTTP by default, for loopback. --tls-cert/--tls-key or --tls-self-signed
 make --listen HTTPS only (TLS 1.2+, HTTP/2; plain HTTP there is refused), with
 HSTS and Secure cookies; the certificate is re-read on SIGHUP and when its
 files change. Clients verify with the system's CAs, --ca-file or
---tls-fingerprint ('netdisk admin tls' prints the self-signed one's).`,
+--tls-fingerprint ('netdisk admin tls' prints the self-signed one's).
+
+--acme-domain instead obtains the certificate from Let's Encrypt (or the ACME
+CA of --acme-ca) and renews it 30 days (a third of its lifetime, if less)
+before it expires: the names must
+resolve to this host, and the CA must reach --listen on port 443 (TLS-ALPN-01)
+or --acme-http-listen / --http-redirect-listen on port 80 (HTTP-01). The
+certificates are kept in --data/acme, or, with --meta, in the shared metadata
+store: one node orders, the others serve what it obtained.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Getenv("GOMEMLIMIT") == "" {
@@ -159,12 +171,26 @@ files change. Clients verify with the system's CAs, --ca-file or
 			if o.TLSPoll <= 0 {
 				return fmt.Errorf("--tls-poll %v: want a positive duration", o.TLSPoll)
 			}
-			if o.HTTPRedirectListen != "" && o.TLSCert == "" && !o.TLSSelfSigned {
-				return fmt.Errorf("--http-redirect-listen needs TLS (--tls-cert/--tls-key or --tls-self-signed)")
+			if acmeDomains != "" {
+				if o.TLSCert != "" || o.TLSSelfSigned {
+					return fmt.Errorf("--acme-domain or --tls-cert/--tls-key or --tls-self-signed, one of them")
+				}
+				if o.ACMEDomains, err = parseDomains(acmeDomains); err != nil {
+					return err
+				}
+			} else if o.ACMEEmail != "" || cmd.Flags().Changed("acme-ca") || o.ACMECARoot != "" || o.ACMEHTTPListen != "" {
+				return fmt.Errorf("--acme-email, --acme-ca, --acme-ca-root and --acme-http-listen need --acme-domain")
 			}
-			if o.TLSCert != "" || o.TLSSelfSigned {
+			if o.ACMECheck <= 0 {
+				return fmt.Errorf("--acme-check %v: want a positive duration", o.ACMECheck)
+			}
+			if o.HTTPRedirectListen != "" && o.TLSCert == "" && !o.TLSSelfSigned && acmeDomains == "" {
+				return fmt.Errorf("--http-redirect-listen needs TLS (--tls-cert/--tls-key, --tls-self-signed or --acme-domain)")
+			}
+			if o.TLSCert != "" || o.TLSSelfSigned || len(o.ACMEDomains) > 0 {
 				// SIGHUP re-reads the certificate (certbot's deploy hook,
-				// systemd's reload); without TLS it keeps its default.
+				// systemd's reload) or, with ACME, checks it for renewal at
+				// once; without TLS it keeps its default.
 				hup := make(chan os.Signal, 1)
 				signal.Notify(hup, syscall.SIGHUP)
 				defer signal.Stop(hup)
@@ -251,6 +277,12 @@ files change. Clients verify with the system's CAs, --ca-file or
 	f.BoolVar(&o.TLSSelfSigned, "tls-self-signed", false, "serve HTTPS with a self-signed certificate generated once into --data/tls and kept; its SHA-256 is logged at start and printed by 'netdisk admin tls', for clients' --tls-fingerprint")
 	f.DurationVar(&o.TLSPoll, "tls-poll", daemon.DefaultTLSPoll, "how often the certificate files are checked for a change")
 	f.StringVar(&o.HTTPRedirectListen, "http-redirect-listen", "", "with TLS: also listen for plain HTTP on this address, e.g. :80, and redirect every request to HTTPS (308)")
+	f.StringVar(&acmeDomains, "acme-domain", "", "serve HTTPS only on --listen with certificates for these names (comma-separated) obtained and renewed from an ACME CA (Let's Encrypt by default, whose terms of service this accepts); kept in --data/acme, or in the --meta store for all nodes")
+	f.StringVar(&o.ACMEEmail, "acme-email", "", "contact address of the ACME account (the CA writes about expiring or revoked certificates)")
+	f.StringVar(&o.ACMECA, "acme-ca", autocert.DefaultACMEDirectory, "the ACME CA's directory URL (Let's Encrypt's staging CA, a private CA, Pebble for tests)")
+	f.StringVar(&o.ACMECARoot, "acme-ca-root", "", "also trust the PEM certificates of this file when talking to the ACME CA (a test or private CA)")
+	f.StringVar(&o.ACMEHTTPListen, "acme-http-listen", "", "with --acme-domain: listen for plain HTTP on this address, e.g. :80, to answer the CA's HTTP-01 challenges (other requests are redirected to HTTPS); --http-redirect-listen answers them too")
+	f.DurationVar(&o.ACMECheck, "acme-check", daemon.DefaultACMECheck, "how often the ACME certificates are checked for renewal (and a failed order retried)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics without authentication on this address, e.g. 127.0.0.1:9100 for Prometheus (keep it private; /metrics on --listen needs an admin)")
@@ -304,4 +336,29 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("want a percentage above 0 and at most 100%%")
 	}
 	return v / 100, nil
+}
+
+// parseDomains reads --acme-domain: host names, lower-cased, without a
+// trailing dot, each once. An address or a wildcard is refused here rather
+// than by the CA after an order: TLS-ALPN-01 and HTTP-01 prove names only.
+func parseDomains(s string) ([]string, error) {
+	var out []string
+	for _, d := range strings.Split(s, ",") {
+		d = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(d), "."))
+		switch {
+		case d == "":
+			continue
+		case strings.Contains(d, "*"):
+			return nil, fmt.Errorf("--acme-domain %q: wildcards need DNS-01, which netdisk does not answer; name each host", d)
+		case net.ParseIP(d) != nil || !strings.Contains(d, "."):
+			return nil, fmt.Errorf("--acme-domain %q: want a DNS name such as drive.example.org", d)
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--acme-domain %q: no name in it", s)
+	}
+	return out, nil
 }
