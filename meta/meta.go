@@ -450,6 +450,7 @@ type Store interface {
 	NameSearch
 	Versions
 	Trash
+	Links
 }
 
 func baseName(p string) string {
