@@ -88,12 +88,37 @@ func unlocked(r *http.Request, l meta.Link, token string) bool {
 // answered (the random token's answer, or 503 when the store is away).
 func (s *Server) resolvePublic(w http.ResponseWriter, r *http.Request) (drive.PublicLink, string, bool) {
 	token := r.PathValue("token")
+	ip := clientIP(r)
+	// Guessing tokens is throttled as guessing passwords is: every token
+	// that reaches nothing counts a failure of the address, and a locked
+	// address is refused before any look-up, whatever token it sends (a
+	// hit must not show through the lock). Only a failure is admitted and
+	// counted: a folder page's many parallel requests are no guesses.
+	if wait := s.logins.retryAfter(linkGuessAccount, ip, false); wait > 0 {
+		s.publicThrottled(w, ip, wait)
+		return drive.PublicLink{}, "", false
+	}
 	pl, err := s.d.ResolveLink(r.Context(), token)
+	if errs.Is(err, errs.NotFound) {
+		if _, ok, _ := s.logins.admit(linkGuessAccount, ip, false); ok {
+			s.logins.done(linkGuessAccount, ip, true, false)
+		}
+	}
 	if err != nil {
 		s.publicError(w, r, err)
 		return drive.PublicLink{}, "", false
 	}
 	return pl, token, true
+}
+
+// linkGuessAccount is the throttle's account for tokens that reach nothing:
+// no user name can be it (names are printable).
+const linkGuessAccount = "\x00link token"
+
+func (s *Server) publicThrottled(w http.ResponseWriter, ip string, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.FormatInt(int64((max(wait, time.Second)+time.Second-1)/time.Second), 10))
+	s.log.Info("public link throttled", "addr", ip)
+	s.renderPublic(w, http.StatusTooManyRequests, publicView{Title: "Too many tries", Message: "Too many wrong links or passwords from your address: try again later."})
 }
 
 // publicError answers err: NotFound as "no such link" whatever its cause.

@@ -246,3 +246,38 @@ func TestShareLinkPassword(t *testing.T) {
 		t.Fatalf("the right password while throttled: %d", st)
 	}
 }
+
+// TestShareLinkGuessing: tokens that reach nothing count as failed
+// sign-ins of the address: after the limit the address is refused (429
+// with Retry-After) before any look-up, for every token, a live one too.
+func TestShareLinkGuessing(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	mustCLI(t, d, "admin", "user", "add", "alice", "--password", "alice-pw")
+	alice := map[string]string{"NETDISK_USER": "alice", "NETDISK_PASSWORD": "alice-pw"}
+	put(t, d, "/f.txt", "alice", "alice-pw", []byte("the content"))
+	r := runCLI(t, d, alice, "share", "link", "/f.txt")
+	if r.code != 0 {
+		t.Fatalf("share link: %d %s", r.code, r.stderr)
+	}
+	link := linkPath(t, d, r.stdout)
+	g := &http.Client{}
+	if st, _, _, _ := publicGet(t, g, d, link); st != http.StatusOK {
+		t.Fatalf("the link: %d", st)
+	}
+	tries := 0
+	for ; tries < 30; tries++ {
+		st, _, _, _ := publicGet(t, g, d, "/s/BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"+string(rune('a'+tries%26)))
+		if st == http.StatusTooManyRequests {
+			break
+		}
+		if st != http.StatusNotFound {
+			t.Fatalf("guess %d: %d", tries, st)
+		}
+	}
+	if tries == 0 || tries == 30 {
+		t.Fatalf("throttled after %d guesses, want some and fewer than 30", tries)
+	}
+	if st, _, hd, _ := publicGet(t, g, d, link); st != http.StatusTooManyRequests || hd.Get("Retry-After") == "" {
+		t.Fatalf("a live link from a locked address: %d %v", st, hd)
+	}
+}
