@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"context"
 	"encoding/json"
 	"io"
@@ -141,11 +142,24 @@ func TestShareLinkCLI(t *testing.T) {
 		t.Fatalf("share ls: %s", out)
 	}
 
-	// The bound: two more downloads, then the link is gone.
-	for i := 0; i < 2; i++ {
-		if st, _, _, _ := publicGet(t, c, d, folder+"/dl?p=a.html"); st != http.StatusOK {
-			t.Fatalf("download %d: %d", i+2, st)
-		}
+	// The bound: a file and the folder as a zip, then the link is gone.
+	if st, _, _, _ := publicGet(t, c, d, folder+"/dl?p=a.html"); st != http.StatusOK {
+		t.Fatalf("the second download: %d", st)
+	}
+	st, body, hd, _ = publicGet(t, c, d, folder+"/zip")
+	if st != http.StatusOK || hd.Get("Content-Type") != "application/zip" {
+		t.Fatalf("the folder's zip: %d %v", st, hd)
+	}
+	zr, err := zip.NewReader(strings.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+	}
+	if got := strings.Join(names, ","); got != "pub/,pub/_img src=x onerror=alert(1)_.txt,pub/a.html" {
+		t.Fatalf("the zip holds %s", got)
 	}
 	if st, body, _, _ := publicGet(t, c, d, folder+"/dl?p=a.html"); st != http.StatusNotFound || !samePage(body, rbody) {
 		t.Fatalf("a download past the bound: %d %q", st, body)
