@@ -50,6 +50,7 @@ func (s *Server) mountPublic() {
 	s.mux.HandleFunc("POST /s/{token}", s.publicUnlock)
 	s.mux.HandleFunc("GET /s/{token}/dl", s.publicDownload)
 	s.mux.HandleFunc("GET /s/{token}/zip", s.publicZip)
+	s.mux.HandleFunc(publicDAVPrefix, s.publicDAV)
 }
 
 // publicHeaders are on every public answer: the page shows names chosen by
@@ -88,6 +89,23 @@ func unlocked(r *http.Request, l meta.Link, token string) bool {
 // answered (the random token's answer, or 503 when the store is away).
 func (s *Server) resolvePublic(w http.ResponseWriter, r *http.Request) (drive.PublicLink, string, bool) {
 	token := r.PathValue("token")
+	pl, err := s.resolveToken(w, r, token)
+	if err != nil {
+		if err != errThrottled {
+			s.publicError(w, r, err)
+		}
+		return drive.PublicLink{}, "", false
+	}
+	return pl, token, true
+}
+
+// errThrottled is resolveToken's answer once it has answered 429.
+var errThrottled = errs.Errorf("server.public", errs.Throttled, "too many tries")
+
+// resolveToken resolves token under the guessing throttle; a throttled
+// request is answered here (errThrottled), any other error is the
+// caller's to answer.
+func (s *Server) resolveToken(w http.ResponseWriter, r *http.Request, token string) (drive.PublicLink, error) {
 	ip := clientIP(r)
 	// Guessing tokens is throttled as guessing passwords is: every token
 	// that reaches nothing counts a failure of the address, and a locked
@@ -96,7 +114,7 @@ func (s *Server) resolvePublic(w http.ResponseWriter, r *http.Request) (drive.Pu
 	// counted: a folder page's many parallel requests are no guesses.
 	if wait := s.logins.retryAfter(linkGuessAccount, ip, false); wait > 0 {
 		s.publicThrottled(w, ip, wait)
-		return drive.PublicLink{}, "", false
+		return drive.PublicLink{}, errThrottled
 	}
 	pl, err := s.d.ResolveLink(r.Context(), token)
 	if errs.Is(err, errs.NotFound) {
@@ -104,11 +122,7 @@ func (s *Server) resolvePublic(w http.ResponseWriter, r *http.Request) (drive.Pu
 			s.logins.done(linkGuessAccount, ip, true, false)
 		}
 	}
-	if err != nil {
-		s.publicError(w, r, err)
-		return drive.PublicLink{}, "", false
-	}
-	return pl, token, true
+	return pl, err
 }
 
 // linkGuessAccount is the throttle's account for tokens that reach nothing:

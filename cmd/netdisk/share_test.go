@@ -9,6 +9,9 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptrace"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -293,5 +296,147 @@ func TestShareLinkGuessing(t *testing.T) {
 	}
 	if st, _, hd, _ := publicGet(t, g, d, link); st != http.StatusTooManyRequests || hd.Get("Retry-After") == "" {
 		t.Fatalf("a live link from a locked address: %d %v", st, hd)
+	}
+}
+
+// TestShareLinkWebDAV: a link is a WebDAV folder at
+// /public.php/dav/files/TOKEN/ for rclone's webdav backend: a read link
+// lists and copies out, and refuses every write (403); a read-write link
+// takes a copy in (into the owner's tree and quota) and deletes into the
+// owner's trash; no path, Destination or MOVE reaches outside the linked
+// folder; a password link wants its password as the Basic password.
+func TestShareLinkWebDAV(t *testing.T) {
+	rclone := testutil.RequireTool(t, "rclone")
+	d := testutil.StartDaemon(t)
+	mustCLI(t, d, "admin", "user", "add", "alice", "--password", "alice-pw", "--quota", "1MiB")
+	alice := map[string]string{"NETDISK_USER": "alice", "NETDISK_PASSWORD": "alice-pw"}
+	as := func(args ...string) string {
+		t.Helper()
+		r := runCLI(t, d, alice, args...)
+		if r.code != 0 {
+			t.Fatalf("netdisk %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+		}
+		return r.stdout
+	}
+	put(t, d, "/secret.txt", "alice", "alice-pw", []byte("not shared"))
+	for _, p := range []string{"/pub", "/pub/sub"} {
+		if st := davStatus(t, d, "MKCOL", p, "alice", "alice-pw", nil); st != http.StatusCreated {
+			t.Fatalf("MKCOL %s: %d", p, st)
+		}
+	}
+	put(t, d, "/pub/a.txt", "alice", "alice-pw", []byte("aaa"))
+	put(t, d, "/pub/sub/b.txt", "alice", "alice-pw", []byte("bbbb"))
+
+	run := func(token, pass string, wantOK bool, args ...string) string {
+		t.Helper()
+		obscured, err := exec.Command(rclone, "obscure", pass).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(rclone, append(args, "--retries", "1", "--low-level-retries", "1")...)
+		cmd.Env = append(os.Environ(), "RCLONE_CONFIG="+filepath.Join(t.TempDir(), "rclone.conf"),
+			"RCLONE_CONFIG_PL_TYPE=webdav", "RCLONE_CONFIG_PL_VENDOR=other",
+			"RCLONE_CONFIG_PL_URL="+d.URL+"/public.php/dav/files/"+token+"/",
+			"RCLONE_CONFIG_PL_USER="+token, "RCLONE_CONFIG_PL_PASS="+strings.TrimSpace(string(obscured)))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if (err == nil) != wantOK {
+			t.Fatalf("rclone %v: %v (want ok %v)\n%s%s", args, err, wantOK, out, stderr.String())
+		}
+		return string(out)
+	}
+	token := func(out string) string { return strings.TrimPrefix(linkPath(t, d, out), "/s/") }
+
+	ro := token(as("share", "link", "/pub", "--password", "pw"))
+	if got := run(ro, "pw", true, "lsf", "-R", "pl:"); got != "a.txt\nsub/\nsub/b.txt\n" {
+		t.Fatalf("rclone lsf -R: %q", got)
+	}
+	run(ro, "wrong", false, "lsf", "pl:")
+	out := t.TempDir()
+	run(ro, "pw", true, "copy", "pl:", out)
+	if b, err := os.ReadFile(filepath.Join(out, "sub", "b.txt")); err != nil || string(b) != "bbbb" {
+		t.Fatalf("copied out: %q %v", b, err)
+	}
+	in := t.TempDir()
+	if err := os.WriteFile(filepath.Join(in, "new.txt"), []byte("new bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(ro, "pw", false, "copy", in, "pl:")
+
+	pub := func(method, token, pass, p string, hdr map[string]string) (int, string) {
+		t.Helper()
+		req, err := d.Request(context.Background(), method, "/public.php/dav/files/"+token+p, token, pass, nil, hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.RawPath = "" // send p as written, %2e and .. included
+		req.URL.Opaque = "/public.php/dav/files/" + token + p
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, m := range []string{"PUT", "DELETE", "MKCOL", "PROPPATCH", "LOCK"} {
+		if st, _ := pub(m, ro, "pw", "/a.txt", nil); st != http.StatusForbidden {
+			t.Fatalf("%s through a read link: %d", m, st)
+		}
+	}
+	if st, _ := pub("MOVE", ro, "pw", "/a.txt", map[string]string{"Destination": d.URL + "/dav/stolen.txt"}); st != http.StatusForbidden {
+		t.Fatalf("MOVE through a read link: %d", st)
+	}
+
+	rw := token(as("share", "link", "/pub", "--read-write"))
+	run(rw, "", true, "copy", in, "pl:")
+	resp, err := d.Do(context.Background(), "GET", "/dav/pub/new.txt", "alice", "alice-pw", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "new bytes" {
+		t.Fatalf("the copy in, as alice sees it: %d %q", resp.StatusCode, b)
+	}
+	// The owner's quota (1 MiB) holds for writes through the link.
+	big, err := d.Do(context.Background(), "PUT", "/public.php/dav/files/"+rw+"/big.bin", rw, "", make([]byte, 2<<20), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Body.Close()
+	if big.StatusCode != http.StatusInsufficientStorage {
+		t.Fatalf("2 MiB through the link into a 1 MiB quota: %d", big.StatusCode)
+	}
+	run(rw, "", true, "deletefile", "pl:a.txt")
+	if tr := as("trash", "ls"); !strings.Contains(tr, "/pub/a.txt") {
+		t.Fatalf("a delete through the link is not in alice's trash: %s", tr)
+	}
+
+	// Nothing outside the folder: paths, Destinations, the root itself.
+	for _, p := range []string{"/../secret.txt", "/%2e%2e/secret.txt", "/sub/..%2f..%2fsecret.txt", "/%2e%2e%2f%2e%2e%2fsecret.txt"} {
+		if st, body := pub("GET", rw, "", p, nil); strings.Contains(body, "not shared") || st == http.StatusOK {
+			t.Fatalf("GET %s: %d %q", p, st, body)
+		}
+	}
+	for _, dst := range []string{d.URL + "/dav/stolen.txt", d.URL + "/public.php/dav/files/" + rw + "/../../../../dav/stolen.txt",
+		d.URL + "/public.php/dav/files/" + ro + "/stolen.txt"} {
+		pub("MOVE", rw, "", "/new.txt", map[string]string{"Destination": dst})
+		pub("COPY", rw, "", "/sub", map[string]string{"Destination": dst})
+	}
+	for _, p := range []string{"/stolen.txt", "/dav/stolen.txt", "/dav"} {
+		if st := davStatus(t, d, "PROPFIND", p, "alice", "alice-pw", nil); st != http.StatusNotFound {
+			t.Fatalf("%s in alice's root after MOVE/COPY out of the link: %d", p, st)
+		}
+	}
+	if st, _ := pub("DELETE", rw, "", "/", nil); st < 400 {
+		t.Fatalf("DELETE of the link's root: %d", st)
+	}
+	if st := davStatus(t, d, "PROPFIND", "/pub", "alice", "alice-pw", nil); st != http.StatusMultiStatus {
+		t.Fatalf("the linked folder after a DELETE of the link's root: %d", st)
+	}
+	if st, body := pub("PROPFIND", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "", "/", map[string]string{"Depth": "1"}); st != http.StatusNotFound || strings.Contains(body, "a.txt") {
+		t.Fatalf("a random token: %d %q", st, body)
 	}
 }

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+
+	"golang.org/x/net/webdav"
+
+	"netdisk/dav"
+	"netdisk/drive"
+	"netdisk/errs"
+	"netdisk/meta"
+)
+
+// A public link over WebDAV, for rclone, davfs2 and the Nextcloud clients:
+// BASE/public.php/dav/files/TOKEN/, Basic user the token (or none),
+// password the link's (empty when it has none). The request is served by
+// x/net/webdav over the owner's dav.FS seen through linkFS, which roots
+// every name at the linked node: x/net/webdav cleans each name (and each
+// Destination, which must also lie under this link's prefix) as an
+// absolute path first, so "..", however encoded, stops at the link's root.
+// A read link answers only reads (anything else 403); a read-write link
+// also writes, as the owner (their quota, their trash); an upload-only
+// link is not served over WebDAV (403: it must never list, and a WebDAV
+// client cannot work without listing). The link's root itself cannot be
+// deleted or moved through it.
+const publicDAVPrefix = "/public.php/dav/files/"
+
+func (s *Server) publicDAV(w http.ResponseWriter, r *http.Request) {
+	publicHeaders(w, "")
+	dav.ProtectHeaders(w.Header())
+	token, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, publicDAVPrefix), "/")
+	user, pass, hasAuth := r.BasicAuth()
+	if hasAuth && user != token {
+		s.davNoLink(w)
+		return
+	}
+	pl, err := s.resolveToken(w, r, token)
+	if err == errThrottled {
+		return
+	}
+	if err != nil {
+		if !errs.Is(err, errs.NotFound) {
+			http.Error(w, "the drive cannot answer now", errs.HTTPStatus(errs.KindOf(err)))
+			return
+		}
+		s.davNoLink(w)
+		return
+	}
+	if pl.PassHash != "" && !s.davLinkPassword(w, r, pl, token, pass, hasAuth) {
+		return
+	}
+	switch pl.Perm {
+	case meta.LinkRead:
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions, "PROPFIND":
+		default:
+			http.Error(w, "this link is read-only", http.StatusForbidden)
+			return
+		}
+	case meta.LinkReadWrite:
+		if r.Method == "LOCK" || r.Method == "UNLOCK" {
+			http.Error(w, "locks are not taken through a link", http.StatusForbidden)
+			return
+		}
+	default:
+		http.Error(w, "an upload-only link is not served over WebDAV", http.StatusForbidden)
+		return
+	}
+	prefix := publicDAVPrefix + token
+	fs := linkFS{fs: &dav.FS{D: s.d, UID: pl.Owner.ID}, root: pl.Root.Path}
+	if r.Method == http.MethodGet {
+		name := strings.TrimPrefix(r.URL.Path, prefix)
+		if fi, err := fs.Stat(r.Context(), name); err == nil && !fi.IsDir() {
+			// Always an attachment: the bytes are someone else's, served
+			// from the drive's own origin.
+			w.Header().Set("Content-Disposition", dav.Attachment(fi.Name()))
+			if r.Header.Get("Range") == "" {
+				if err := s.d.CountLinkDownload(r.Context(), pl.Link); err != nil {
+					s.davNoLink(w)
+					return
+				}
+			}
+		}
+	}
+	h := &webdav.Handler{Prefix: prefix, FileSystem: fs, LockSystem: webdav.NewMemLS(),
+		Logger: func(r *http.Request, err error) {
+			if err != nil {
+				s.log.Debug("public webdav", "method", r.Method, "err", err)
+			}
+		}}
+	h.ServeHTTP(w, r)
+}
+
+// davNoLink is the one answer for a token that reaches nothing.
+func (s *Server) davNoLink(w http.ResponseWriter) {
+	http.Error(w, "no such link", http.StatusNotFound)
+}
+
+// davLinkPassword checks a password link's Basic password, throttled per
+// link and address as the page's form is.
+func (s *Server) davLinkPassword(w http.ResponseWriter, r *http.Request, pl drive.PublicLink, token, pass string, hasAuth bool) bool {
+	deny := func(status int) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="netdisk link", charset="UTF-8"`)
+		http.Error(w, "this link needs its password", status)
+	}
+	if !hasAuth {
+		deny(http.StatusUnauthorized)
+		return false
+	}
+	ip, account := clientIP(r), "\x00link "+token
+	if _, ok, _ := s.logins.admit(account, ip, true); !ok {
+		deny(http.StatusTooManyRequests)
+		return false
+	}
+	if !drive.LinkPasswordOK(pl.Link, pass) {
+		s.logins.done(account, ip, true, false)
+		s.log.Info("public link: wrong password", "addr", ip)
+		deny(http.StatusUnauthorized)
+		return false
+	}
+	s.logins.done(account, ip, false, false) // a right password clears nothing: the pair is not a person
+	return true
+}
+
+// linkFS is the owner's tree seen from the linked node: name "/" is the
+// node, everything else below it.
+type linkFS struct {
+	fs   webdav.FileSystem
+	root string
+}
+
+func (l linkFS) name(n string) string { return path.Join(l.root, path.Clean("/"+n)) }
+
+func isRoot(n string) bool { return path.Clean("/"+n) == "/" }
+
+func (l linkFS) Mkdir(ctx context.Context, n string, perm os.FileMode) error {
+	return l.fs.Mkdir(ctx, l.name(n), perm)
+}
+
+func (l linkFS) OpenFile(ctx context.Context, n string, flag int, perm os.FileMode) (webdav.File, error) {
+	return l.fs.OpenFile(ctx, l.name(n), flag, perm)
+}
+
+func (l linkFS) RemoveAll(ctx context.Context, n string) error {
+	if isRoot(n) {
+		return os.ErrPermission
+	}
+	return l.fs.RemoveAll(ctx, l.name(n))
+}
+
+func (l linkFS) Rename(ctx context.Context, from, to string) error {
+	if isRoot(from) || isRoot(to) {
+		return os.ErrPermission
+	}
+	return l.fs.Rename(ctx, l.name(from), l.name(to))
+}
+
+func (l linkFS) Stat(ctx context.Context, n string) (os.FileInfo, error) {
+	return l.fs.Stat(ctx, l.name(n))
+}
