@@ -86,6 +86,10 @@ func (s *Server) publicDAV(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if r.Method == http.MethodPut {
+		s.publicPut(w, r, pl, fs.name(strings.TrimPrefix(r.URL.Path, prefix)))
+		return
+	}
 	h := &webdav.Handler{Prefix: prefix, FileSystem: fs, LockSystem: webdav.NewMemLS(),
 		Logger: func(r *http.Request, err error) {
 			if err != nil {
@@ -93,6 +97,54 @@ func (s *Server) publicDAV(w http.ResponseWriter, r *http.Request) {
 			}
 		}}
 	h.ServeHTTP(w, r)
+}
+
+// publicPut writes the body as a new version of the owner's file p (a
+// path below the link's root), committed only once the whole body arrived,
+// as the owner's own WebDAV PUT is (x/net/webdav's would answer a refusal
+// met mid-body, such as the owner's quota, 405).
+func (s *Server) publicPut(w http.ResponseWriter, r *http.Request, pl drive.PublicLink, p string) {
+	size := r.ContentLength
+	if p == pl.Root.Path {
+		http.Error(w, "the link's root cannot be written", http.StatusForbidden)
+		return
+	}
+	fw, err := s.d.Create(r.Context(), pl.Owner.ID, p, drive.WriteOptions{ExpectedSize: size})
+	if err != nil {
+		s.davError(w, err)
+		return
+	}
+	n, err := fw.ReadFrom(r.Body)
+	if err == nil && size >= 0 && n != size {
+		err = errs.Errorf("server.publicPut", errs.Invalid, "body has %d bytes, %d announced", n, size)
+	}
+	if err != nil {
+		fw.Abort()
+		if !errs.Classified(err) {
+			err = errs.E("server.publicPut", errs.Invalid, "", err)
+		}
+		s.davError(w, err)
+		return
+	}
+	if _, err := fw.Commit(); err != nil {
+		s.davError(w, err)
+		return
+	}
+	if fw.Existed() {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// davError answers err by its kind, with the status's text only: the
+// owner's paths stay out of an anonymous answer.
+func (s *Server) davError(w http.ResponseWriter, err error) {
+	status := dav.Status(err)
+	if status >= 500 && status != http.StatusInsufficientStorage {
+		s.log.Warn("public webdav", "err", err)
+	}
+	http.Error(w, http.StatusText(status), status)
 }
 
 // davNoLink is the one answer for a token that reaches nothing.

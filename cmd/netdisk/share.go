@@ -27,9 +27,9 @@ func newShareCmd() *cobra.Command {
 		Long: `A public link lets whoever holds its URL, without an account, reach one file
 or folder of yours: download it (a folder: browse it, download a file or the
 whole folder as a zip), or, with --upload-only, only drop files into the
-folder, or, with --read-write, also rename and delete there (the page does
-not take uploads yet: an upload-only link shows and serves nothing, a
-read-write one serves as a read link). It follows the file or folder when
+folder, or, with --read-write, also upload, rename and delete there (over
+WebDAV only for now: the page does not take uploads yet, so an upload-only
+link shows and serves nothing). It follows the file or folder when
 you move or rename it, and ends when you delete it, when it expires, or when
 you revoke it (netdisk share rm), on every node at once.
 
@@ -60,6 +60,9 @@ func newShareLinkCmd(cf *clientFlags) *cobra.Command {
 		Use:   "link PATH",
 		Short: "Make a public link to a file or folder and print its URL (shown this once only)",
 		Long: `Make a public link to PATH and print its URL, BASE/s/TOKEN, alone on stdout.
+The same link is a WebDAV folder at BASE/public.php/dav/files/TOKEN/ (user:
+the token; password: the link's, or empty), for rclone, davfs2 and file
+managers.
 
 --expire takes a duration (7d, 36h) from now or a date: YYYY-MM-DD (the link
 works through that day, local time) or RFC 3339. --max-downloads counts file
