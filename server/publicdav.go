@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"encoding/xml"
+	"io/fs"
 	"net/http"
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/webdav"
 
@@ -71,7 +74,7 @@ func (s *Server) publicDAV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prefix := publicDAVPrefix + token
-	fs := linkFS{fs: &dav.FS{D: s.d, UID: pl.Owner.ID}, root: pl.Root.Path}
+	fs := linkFS{fs: &dav.FS{D: s.d, UID: pl.Owner.ID}, d: s.d, uid: pl.Owner.ID, root: pl.Root.Path, listed: &listing{}}
 	if r.Method == http.MethodGet {
 		name := strings.TrimPrefix(r.URL.Path, prefix)
 		if fi, err := fs.Stat(r.Context(), name); err == nil && !fi.IsDir() {
@@ -179,10 +182,26 @@ func (s *Server) davLinkPassword(w http.ResponseWriter, r *http.Request, pl driv
 }
 
 // linkFS is the owner's tree seen from the linked node: name "/" is the
-// node, everything else below it.
+// node, everything else below it. It is made for one request.
+//
+// x/net/webdav answers a Depth 1 PROPFIND by opening each child it listed
+// and asking its dead properties: four queries a child, where the owner's
+// own PROPFIND (dav/propfind.go) makes two for the whole folder. So a
+// folder read here keeps its children and their properties, read in one
+// batch, and a file among them opened read-only in the same request is
+// answered from them.
 type linkFS struct {
-	fs   webdav.FileSystem
-	root string
+	fs     webdav.FileSystem
+	d      *drive.Drive
+	uid    int64
+	root   string
+	listed *listing
+}
+
+type listing struct {
+	mu    sync.Mutex
+	nodes map[string]meta.Node // owner path → a file listed by the folder read
+	props map[int64][]meta.Prop
 }
 
 func (l linkFS) name(n string) string { return path.Join(l.root, path.Clean("/"+n)) }
@@ -194,7 +213,24 @@ func (l linkFS) Mkdir(ctx context.Context, n string, perm os.FileMode) error {
 }
 
 func (l linkFS) OpenFile(ctx context.Context, n string, flag int, perm os.FileMode) (webdav.File, error) {
-	return l.fs.OpenFile(ctx, l.name(n), flag, perm)
+	full := l.name(n)
+	if flag == os.O_RDONLY {
+		l.listed.mu.Lock()
+		node, ok := l.listed.nodes[full]
+		ps := l.listed.props[node.ID]
+		l.listed.mu.Unlock()
+		if ok {
+			return &listedFile{node: node, props: ps}, nil
+		}
+	}
+	f, err := l.fs.OpenFile(ctx, full, flag, perm)
+	if err != nil || flag != os.O_RDONLY {
+		return f, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return &listingDir{File: f, l: l, ctx: ctx, path: full}, nil
+	}
+	return f, nil
 }
 
 func (l linkFS) RemoveAll(ctx context.Context, n string) error {
@@ -213,4 +249,78 @@ func (l linkFS) Rename(ctx context.Context, from, to string) error {
 
 func (l linkFS) Stat(ctx context.Context, n string) (os.FileInfo, error) {
 	return l.fs.Stat(ctx, l.name(n))
+}
+
+// listingDir is a folder whose Readdir keeps its files, and their dead
+// properties read in one batch, for the rest of the request.
+type listingDir struct {
+	webdav.File
+	l    linkFS
+	ctx  context.Context
+	path string
+}
+
+func (d *listingDir) Readdir(count int) ([]fs.FileInfo, error) {
+	fis, err := d.File.Readdir(count)
+	if err != nil || len(fis) == 0 {
+		return fis, err
+	}
+	ps, err := d.l.d.PropsUnder(d.ctx, d.l.uid, d.path, false)
+	if err != nil {
+		return fis, nil // the children are then opened one by one, as without
+	}
+	d.l.listed.mu.Lock()
+	defer d.l.listed.mu.Unlock()
+	if d.l.listed.nodes == nil {
+		d.l.listed.nodes = make(map[string]meta.Node, len(fis))
+	}
+	d.l.listed.props = ps
+	for _, fi := range fis {
+		if n, ok := fi.Sys().(meta.Node); ok && !n.IsDir {
+			d.l.listed.nodes[n.Path] = n
+		}
+	}
+	return fis, nil
+}
+
+func (d *listingDir) DeadProps() (map[xml.Name]webdav.Property, error) {
+	if h, ok := d.File.(webdav.DeadPropsHolder); ok {
+		return h.DeadProps()
+	}
+	return nil, nil
+}
+
+func (d *listingDir) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
+	if h, ok := d.File.(webdav.DeadPropsHolder); ok {
+		return h.Patch(p)
+	}
+	return nil, os.ErrPermission
+}
+
+// listedFile is a file a folder read listed: its stat and dead properties
+// as read then, nothing else (it is opened read-only only by PROPFIND).
+type listedFile struct {
+	node  meta.Node
+	props []meta.Prop
+}
+
+var _ webdav.DeadPropsHolder = (*listedFile)(nil)
+
+func (f *listedFile) Close() error                       { return nil }
+func (f *listedFile) Read([]byte) (int, error)           { return 0, os.ErrInvalid }
+func (f *listedFile) Write([]byte) (int, error)          { return 0, os.ErrPermission }
+func (f *listedFile) Seek(int64, int) (int64, error)     { return 0, os.ErrInvalid }
+func (f *listedFile) Readdir(int) ([]fs.FileInfo, error) { return nil, os.ErrInvalid }
+func (f *listedFile) Stat() (fs.FileInfo, error)         { return dav.FileInfo{N: f.node}, nil }
+func (f *listedFile) Patch([]webdav.Proppatch) ([]webdav.Propstat, error) {
+	return nil, os.ErrPermission
+}
+
+func (f *listedFile) DeadProps() (map[xml.Name]webdav.Property, error) {
+	out := make(map[xml.Name]webdav.Property, len(f.props))
+	for _, q := range f.props {
+		n := xml.Name{Space: q.Space, Local: q.Local}
+		out[n] = webdav.Property{XMLName: n, Lang: q.Lang, InnerXML: []byte(q.InnerXML)}
+	}
+	return out, nil
 }
