@@ -6,10 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"netdisk/dav"
 	"netdisk/drive"
@@ -29,6 +32,7 @@ import (
 //	                           browser (a cookie scoped to /s/{token})
 //	GET  /s/{token}/dl?p=…     a file's bytes, always as an attachment
 //	GET  /s/{token}/zip?p=…    a folder as a zip, streamed
+//	GET  /s/{token}/raw?p=…    an image's bytes for the page's preview
 //
 // Every request resolves its token again (drive.ResolveLink): a link
 // revoked, expired or used up is refused from the next request, on a
@@ -50,6 +54,7 @@ func (s *Server) mountPublic() {
 	s.mux.HandleFunc("POST /s/{token}", s.publicUnlock)
 	s.mux.HandleFunc("GET /s/{token}/dl", s.publicDownload)
 	s.mux.HandleFunc("GET /s/{token}/zip", s.publicZip)
+	s.mux.HandleFunc("GET /s/{token}/raw", s.publicRaw)
 	s.mux.HandleFunc(publicDAVPrefix, s.publicDAV)
 }
 
@@ -60,7 +65,8 @@ func publicHeaders(w http.ResponseWriter, nonce string) {
 	hd := w.Header()
 	csp := "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	if nonce != "" {
-		csp += "; style-src 'nonce-" + nonce + "'"
+		// The page: its one style, and the preview of an image from here.
+		csp += "; style-src 'nonce-" + nonce + "'; img-src 'self'"
 	}
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Frame-Options", "DENY")
@@ -172,6 +178,7 @@ type publicView struct {
 	Password, WrongPassword       bool
 	IsFile, IsFolder, Drop        bool
 	Name, Size, Download, Zip     string
+	Image, Text                   string // the file's preview: an image's URL, or the start of a text
 	Crumbs                        []publicCrumb
 	Entries                       []publicEntry
 }
@@ -186,6 +193,7 @@ table{width:100%;border-collapse:collapse}td{padding:.4rem;border-bottom:1px sol
 td.size{text-align:right;white-space:nowrap;color:#666}.crumbs{color:#666}
 .btn{display:inline-block;padding:.5rem 1rem;background:#0b57d0;color:#fff;border-radius:4px;text-decoration:none;border:0;font:inherit}
 input[type=password]{font:inherit;padding:.4rem}.err{color:#b00020}
+img.preview{max-width:100%;height:auto}pre.preview{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5rem}
 </style></head><body>
 <h1>{{.Title}}</h1>
 {{if .Message}}<p>{{.Message}}</p>{{end}}
@@ -193,7 +201,8 @@ input[type=password]{font:inherit;padding:.4rem}.err{color:#b00020}
 {{if .WrongPassword}}<p class="err">Wrong password.</p>{{end}}
 <label>Password <input type="password" name="password" autocomplete="current-password" autofocus required></label>
 <button class="btn" type="submit">Open</button></form>{{end}}
-{{if .IsFile}}<p>{{.Size}}</p><p><a class="btn" href="{{.Download}}" download>Download</a></p>{{end}}
+{{if .IsFile}}<p>{{.Size}}</p><p><a class="btn" href="{{.Download}}" download>Download</a></p>
+{{if .Image}}<p><img class="preview" src="{{.Image}}" alt=""></p>{{end}}{{if .Text}}<pre class="preview">{{.Text}}</pre>{{end}}{{end}}
 {{if .IsFolder}}<p class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}<a href="{{$c.Href}}">{{$c.Name}}</a>{{end}}</p>
 <p><a class="btn" href="{{.Zip}}">Download all as zip</a></p>
 <table>{{range .Entries}}<tr><td>{{if .IsDir}}📁 {{end}}<a href="{{.Href}}">{{.Name}}</a></td><td class="size">{{.Size}}</td></tr>{{end}}</table>{{end}}
@@ -240,7 +249,9 @@ func (s *Server) publicPage(w http.ResponseWriter, r *http.Request) {
 	}
 	q := func(p string) string { return "?p=" + url.QueryEscape(p) }
 	if !n.IsDir {
-		s.renderPublic(w, http.StatusOK, publicView{Title: n.Name(), IsFile: true, Size: sizeText(n.Size), Download: base + "/dl" + q(rel)})
+		v := publicView{Title: n.Name(), IsFile: true, Size: sizeText(n.Size), Download: base + "/dl" + q(rel)}
+		s.preview(r, pl, n, &v, base+"/raw"+q(rel))
+		s.renderPublic(w, http.StatusOK, v)
 		return
 	}
 	v := publicView{Title: n.Name(), IsFolder: true, Zip: base + "/zip" + q(rel)}
@@ -261,10 +272,10 @@ func (s *Server) publicPage(w http.ResponseWriter, r *http.Request) {
 			p = ""
 		}
 		p += "/" + c.Name()
+		// A file's name opens its own page (its preview and Download).
 		e := publicEntry{Name: c.Name(), IsDir: c.IsDir, Href: base + q(p)}
 		if !c.IsDir {
 			e.Size = sizeText(c.Size)
-			e.Href = base + "/dl" + q(p)
 		}
 		v.Entries = append(v.Entries, e)
 	}
@@ -404,4 +415,79 @@ func (s *Server) publicZip(w http.ResponseWriter, r *http.Request) {
 	r2 := r.Clone(r.Context())
 	r2.URL.RawQuery = url.Values{"path": {full}}.Encode()
 	s.web.ServeZip(w, r2, pl.Owner)
+}
+
+// previewText is how much of a text file the page shows.
+const previewText = 64 << 10
+
+// previewable reports whether n may be previewed on l's page: an image or
+// a plain text, and only on a link without a download bound (a preview is
+// the file's bytes, uncounted).
+func previewable(l meta.Link, n meta.Node) (image, text bool) {
+	if l.MaxDownloads > 0 || !n.IsFile() {
+		return false, false
+	}
+	ct := dav.NodeContentType(n)
+	if !dav.Inline(ct) {
+		return false, false
+	}
+	return strings.HasPrefix(ct, "image/"), strings.HasPrefix(ct, "text/plain")
+}
+
+// preview fills v's preview of file n: an image's URL, or the start of a
+// text, shown escaped as any name is.
+func (s *Server) preview(r *http.Request, pl drive.PublicLink, n meta.Node, v *publicView, raw string) {
+	image, text := previewable(pl.Link, n)
+	switch {
+	case image:
+		v.Image = raw
+	case text:
+		rd, err := s.d.Open(r.Context(), pl.Owner.ID, n.Path)
+		if err != nil {
+			return
+		}
+		defer rd.Close()
+		b, err := io.ReadAll(io.LimitReader(rd, previewText))
+		if err != nil {
+			return
+		}
+		if len(b) == previewText {
+			// Not cut inside a character.
+			for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
+				b = b[:len(b)-1]
+			}
+		}
+		if utf8.Valid(b) {
+			v.Text = string(b)
+		}
+	}
+}
+
+// publicRaw serves an image for the page's preview, inline, under the
+// strictest policy; anything else is the random token's answer.
+func (s *Server) publicRaw(w http.ResponseWriter, r *http.Request) {
+	pl, full, ok := s.publicOpen(w, r)
+	if !ok {
+		return
+	}
+	rd, err := s.d.Open(r.Context(), pl.Owner.ID, full)
+	if err != nil {
+		if errs.Is(err, errs.IsDir) {
+			err = drive.ErrNoLink
+		}
+		s.publicError(w, r, err)
+		return
+	}
+	defer rd.Close()
+	n := rd.Node()
+	if image, _ := previewable(pl.Link, n); !image {
+		s.publicError(w, r, drive.ErrNoLink)
+		return
+	}
+	publicHeaders(w, "")
+	dav.ProtectHeaders(w.Header())
+	w.Header().Set("Content-Type", dav.NodeContentType(n))
+	if err := dav.ServeReader(w, r, s.d, rd, n.Path, n.ModTime, s.log); err != nil {
+		s.publicError(w, r, err)
+	}
 }

@@ -185,6 +185,26 @@ func TestShareLinkCLI(t *testing.T) {
 	if st != http.StatusNotFound || !samePage(body, rbody) {
 		t.Fatalf("a revoked link: %d %q", st, body)
 	}
+	// Previews: a text's start shown escaped, an image from /raw (never
+	// anything that could run: /raw of an HTML file is no link).
+	put(t, d, "/note.txt", "alice", "alice-pw", []byte("<b>hello</b> & bye"))
+	put(t, d, "/pic.png", "alice", "alice-pw", []byte("\x89PNG not really"))
+	note := linkPath(t, d, as("share", "link", "/note.txt"))
+	if st, body, _, _ := publicGet(t, c, d, note); st != http.StatusOK || !strings.Contains(body, "&lt;b&gt;hello&lt;/b&gt; &amp; bye") {
+		t.Fatalf("a text's page: %d %s", st, body)
+	}
+	pic := linkPath(t, d, as("share", "link", "/pic.png"))
+	if st, body, _, _ := publicGet(t, c, d, pic); st != http.StatusOK || !strings.Contains(body, `<img class="preview" src="`+pic+`/raw?p=%2F"`) {
+		t.Fatalf("an image's page: %d %s", st, body)
+	}
+	if st, body, hd, _ := publicGet(t, c, d, pic+"/raw"); st != http.StatusOK || body != "\x89PNG not really" || hd.Get("Content-Type") != "image/png" ||
+		hd.Get("Content-Disposition") != "" {
+		t.Fatalf("an image's preview: %d %q %v", st, body, hd)
+	}
+	html := linkPath(t, d, as("share", "link", "/pub/a.html"))
+	if st, body, _, _ := publicGet(t, c, d, html+"/raw"); st != http.StatusNotFound || !samePage(body, rbody) {
+		t.Fatalf("/raw of an HTML file: %d %q", st, body)
+	}
 	failCLI(t, d, alice, 1, "no such link", "share", "rm", "1")
 	failCLI(t, d, alice, 2, "--upload-only and --read-write exclude each other", "share", "link", "/pub", "--upload-only", "--read-write")
 	failCLI(t, d, alice, 1, "folder", "share", "link", "/pub/a.html", "--upload-only")
