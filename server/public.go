@@ -205,7 +205,7 @@ img.preview{max-width:100%;height:auto}pre.preview{white-space:pre-wrap;word-bre
 {{if .Image}}<p><img class="preview" src="{{.Image}}" alt=""></p>{{end}}{{if .Text}}<pre class="preview">{{.Text}}</pre>{{end}}{{end}}
 {{if .IsFolder}}<p class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}<a href="{{$c.Href}}">{{$c.Name}}</a>{{end}}</p>
 <p><a class="btn" href="{{.Zip}}">Download all as zip</a></p>
-<table>{{range .Entries}}<tr><td>{{if .IsDir}}📁 {{end}}<a href="{{.Href}}">{{.Name}}</a></td><td class="size">{{.Size}}</td></tr>{{end}}</table>{{end}}
+<table>{{range .Entries}}<tr><td><a href="{{.Href}}">{{.Name}}{{if .IsDir}}/{{end}}</a></td><td class="size">{{.Size}}</td></tr>{{end}}</table>{{end}}
 {{if .Drop}}<p>This link accepts files; it shows none.</p>{{end}}
 </body></html>
 `))
