@@ -114,6 +114,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.searchRoutes()...)
 	rs = append(rs, a.thumbRoutes()...)
 	rs = append(rs, a.trashRoutes()...)
+	rs = append(rs, a.linkRoutes()...)
 	for i := range rs {
 		rs[i].Handler = a.requireJSON(a.withLockTokens(rs[i].Handler))
 	}

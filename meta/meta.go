@@ -451,6 +451,7 @@ type Store interface {
 	Versions
 	Trash
 	ACMECache
+	Links
 }
 
 func baseName(p string) string {

@@ -114,6 +114,9 @@ func trashTx(ctx context.Context, tx *sql.Tx, op string, uid int64, p string, no
 	if err != nil {
 		return err
 	}
+	if err := dropLinksTx(ctx, tx, uid, p); err != nil {
+		return err
+	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO trash_items(user_id, path, is_dir, size, deleted_ns, deleted_by, charge) VALUES (?,?,?,?,?,?,?)`,
 		uid, p, n.IsDir, size, now.UnixNano(), uid, charge)
 	if err != nil {

@@ -131,6 +131,7 @@ func New(c Config) *Server {
 		s.metrics.addPreviews(&c.Previews.Counters)
 	}
 	s.mountWeb()
+	s.mountPublic()
 	s.mux.HandleFunc("/api/", s.apiNoRoute)
 	return s
 }

@@ -128,6 +128,7 @@ func Run(t *testing.T, open Open) {
 		{"LastAdmin", testLastAdmin},
 		{"WebSessions", testWebSessions},
 		{"AppTokens", testAppTokens},
+		{"Links", testLinks},
 		{"TreeShape", testTreeShape},
 		{"NodeByID", testNodeByID},
 		{"CommitAndFinishedBytes", testCommit},

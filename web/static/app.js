@@ -323,6 +323,7 @@ function renderSelection() {
   // A folder has no versions: its content is its entries.
   const one = n === 1 ? selectedNodes()[0] : null;
   $('act-versions').hidden = !one || one.isDir;
+  $('act-share').hidden = n !== 1;
   $('check-all').checked = n > 0 && n === state.entries.length;
   $('check-all').indeterminate = n > 0 && n < state.entries.length;
 }
@@ -441,6 +442,86 @@ function rename() {
     await api('POST', '/api/v1/fs/move', { from: n.path, to: join(parent(n.path), name) });
     await refresh();
   } });
+}
+
+// share makes a public link to the one selected item (docs/API.md "Public
+// links") with the options asked, then shows its URL, which the server
+// never shows again, with a button that copies it.
+function share() {
+  const [n] = selectedNodes();
+  if (!n) return;
+  const body = document.createElement('div');
+  const row = (id, label, el) => {
+    const l = document.createElement('label');
+    l.htmlFor = id;
+    l.textContent = label;
+    el.id = id;
+    body.append(l, el);
+    return el;
+  };
+  const input = (type) => { const i = document.createElement('input'); i.type = type; return i; };
+  const pw = row('share-password', 'Password (optional)', input('password'));
+  pw.autocomplete = 'new-password';
+  const exp = row('share-expires', 'Last day (optional)', input('date'));
+  const max = row('share-max', 'Maximum downloads (optional)', input('number'));
+  max.min = '1';
+  let perm = null;
+  if (n.isDir) {
+    perm = document.createElement('select');
+    for (const [v, t] of [['read', 'View and download'], ['upload', 'Upload only (file drop)'], ['read-write', 'View, upload, rename and delete']]) {
+      const o = document.createElement('option');
+      o.value = v;
+      o.textContent = t;
+      perm.appendChild(o);
+    }
+    row('share-perm', 'Anyone with the link can', perm);
+  }
+  dialog({ title: `Share “${n.name}”`, body, ok: 'Create link', onOk: async () => {
+    const req = { path: n.path };
+    if (pw.value) req.password = pw.value;
+    if (exp.value) {
+      // Through the day chosen, in the browser's time zone.
+      const d = new Date(exp.value + 'T00:00:00');
+      d.setDate(d.getDate() + 1);
+      req.expires = d.toISOString();
+    }
+    if (max.value) req.maxDownloads = parseInt(max.value, 10);
+    if (perm) req.permission = perm.value;
+    const l = await api('POST', '/api/v1/links', req);
+    // After this dialog has closed: the next one reuses it.
+    setTimeout(() => showLink(location.origin + l.url), 0);
+  } });
+  pw.focus();
+}
+
+function showLink(url) {
+  const body = document.createElement('div');
+  const p = document.createElement('p');
+  p.textContent = 'Anyone with this link can open it. It is shown this once: copy it now.';
+  const field = document.createElement('input');
+  field.type = 'text';
+  field.readOnly = true;
+  field.id = 'share-url';
+  field.value = url;
+  field.setAttribute('aria-label', 'Link');
+  const copy = document.createElement('button');
+  copy.type = 'button';
+  copy.className = 'btn';
+  copy.id = 'share-copy';
+  copy.textContent = 'Copy link';
+  copy.onclick = async () => {
+    try {
+      await navigator.clipboard.writeText(url);
+    } catch (_) {
+      // No clipboard permission (plain HTTP off loopback): the old way.
+      field.select();
+      document.execCommand('copy');
+    }
+    copy.textContent = 'Copied';
+  };
+  body.append(p, field, copy);
+  dialog({ title: 'Link created', body, ok: 'Done', onOk: async () => {} });
+  field.select();
 }
 
 function move() {
@@ -613,6 +694,7 @@ function wire() {
   $('passwd').onclick = changePassword;
   $('btn-mkdir').onclick = mkdir;
   $('act-rename').onclick = rename;
+  $('act-share').onclick = share;
   $('act-move').onclick = move;
   $('act-delete').onclick = remove;
   $('act-download').onclick = () => selectedNodes().forEach(download);
