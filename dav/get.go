@@ -12,12 +12,8 @@ import (
 	"netdisk/meta"
 )
 
-// serveFile answers GET and HEAD of a file.
-func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
-	rd, err := fs.D.Open(r.Context(), fs.UID, name)
-	if err != nil {
-		return 0, err
-	}
+// serveFile answers GET and HEAD of the file rd reads, and closes rd.
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, rd *drive.Reader) (int, error) {
 	defer rd.Close()
 	n := rd.Node()
 	hd := w.Header()
@@ -25,7 +21,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, fs *FS, name
 	setContentHeaders(hd, n)
 	hd.Set("Accept-Ranges", "bytes")
 	setOCChecksum(hd, n)
-	return 0, ServeReader(w, r, fs.D, rd, n.Path, n.ModTime, h.Log)
+	return 0, ServeReader(w, r, h.D, rd, n.Path, n.ModTime, h.Log)
 }
 
 // ServeReader answers GET or HEAD with rd's bytes, a version of name last

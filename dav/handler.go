@@ -79,13 +79,16 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		n, serr := fs.D.Stat(r.Context(), fs.UID, name)
-		if serr == nil && !n.IsDir {
-			status, err = h.serveFile(w, r, fs, name)
+		// Opened once: the one lookup a small file's GET makes
+		// (drive.Open). A folder's listing, and the 404 of a missing
+		// name, are x/net/webdav's.
+		rd, oerr := fs.D.Open(r.Context(), fs.UID, name)
+		if oerr == nil {
+			status, err = h.serveFile(w, r, rd)
 			break
 		}
-		if errs.Is(serr, errs.Invalid) {
-			err = serr
+		if !errs.Is(oerr, errs.IsDir) && !errs.Is(oerr, errs.NotFound) {
+			err = oerr
 			break
 		}
 		h.webdav(fs).ServeHTTP(w, r)

@@ -92,8 +92,14 @@ type Drive struct {
 	chunkSize int64
 	workers   int
 	hashSem   chan struct{} // shared by all uploads: hashing never oversubscribes the cores
-	now       func() time.Time
-	log       *slog.Logger
+	// chunkSlots bounds the full chunks all uploads together hold between
+	// the body and the blob store (hashing or storing), inFlightChunks
+	// per hashing worker: per upload, 8 parallel uploads of large files
+	// held eight times as many buffers, for no more throughput (hashing
+	// is bounded by hashSem, and the disk by its fsyncs).
+	chunkSlots chan struct{}
+	now        func() time.Time
+	log        *slog.Logger
 
 	// authCache remembers a successful password check (by a SHA-256 of the
 	// password, bound to the stored hash) so WebDAV clients, which send Basic
@@ -211,6 +217,7 @@ func New(c Config) *Drive {
 		d.workers = max(runtime.GOMAXPROCS(0), 2)
 	}
 	d.hashSem = make(chan struct{}, d.workers)
+	d.chunkSlots = make(chan struct{}, inFlightChunks*d.workers)
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -225,6 +232,11 @@ func New(c Config) *Drive {
 	}
 	return d
 }
+
+// inFlightChunks is how many full chunks per hashing worker the uploads
+// together hold while they are hashed and stored (Drive.chunkSlots): four
+// keep the workers fed while earlier chunks wait on their fsync.
+const inFlightChunks = 4
 
 // MaxFileSize is the largest file size accepted.
 func (d *Drive) MaxFileSize() int64 { return d.maxFile }

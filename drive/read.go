@@ -34,7 +34,13 @@ type Reader struct {
 // hand out for it: a link is never followed by the server).
 func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) {
 	const op = "drive.Open"
-	n, err := d.Stat(ctx, uid, p)
+	p, err := clean(op, p)
+	if err != nil {
+		return nil, err
+	}
+	// One query for the node, its chunks and a small file's bytes: a GET of
+	// a small file asks the store nothing else.
+	n, cs, err := d.meta.OpenFile(ctx, uid, p)
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +49,6 @@ func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) 
 	}
 	if n.IsSymlink() {
 		return &Reader{d: d, ctx: ctx, node: n, curIdx: -1}, nil
-	}
-	cs, err := d.meta.FileChunks(ctx, n.ID)
-	if err != nil {
-		return nil, err
 	}
 	// Pin the version's chunks so GC cannot delete them while this reader may
 	// still open them, even if a newer version replaces the file meanwhile.
@@ -85,6 +87,12 @@ type Segment struct {
 	Offset int64 // within the chunk
 	Length int64
 	Size   int64 // the whole chunk's; 0 when unknown
+
+	// listed: the segment comes from a Reader, whose chunk list says where
+	// the bytes are (data, the inline bytes, or nil for a blob), so
+	// OpenSegment asks the metadata store nothing.
+	listed bool
+	data   []byte
 }
 
 // Segments maps the file range [off, off+n) to chunk ranges, so an HTTP layer
@@ -98,7 +106,7 @@ func (r *Reader) Segments(off, n int64) []Segment {
 		c := r.chunks[i]
 		in := off - c.Offset
 		l := min(c.Size-in, end-off)
-		out = append(out, Segment{Key: dedup.Key(c.SHA256), Offset: in, Length: l, Size: c.Size})
+		out = append(out, Segment{Key: dedup.Key(c.SHA256), Offset: in, Length: l, Size: c.Size, listed: true, data: c.Data})
 		off += l
 	}
 	if p, ok := dedup.AsPrefetcher(r.d.blobs); ok && len(out) > 1 {
@@ -113,12 +121,17 @@ func (r *Reader) Segments(off, n int64) []Segment {
 	return out
 }
 
-// OpenSegment opens the chunk blob of a segment. A chunk small enough to be
-// kept inline (only a one-chunk file of at most InlineMax bytes is) is asked
-// of the metadata store first: its bytes are there, and must not wait on a
-// blob store that is away (an S3 outage) to be found missing from it.
+// OpenSegment opens the chunk blob of a segment. A Reader's segment opens
+// where the reader's chunk list says its bytes are (inline or a blob). Of
+// another, a chunk small enough to be kept inline (only a one-chunk file of
+// at most InlineMax bytes is) is asked of the metadata store first: its
+// bytes are there, and must not wait on a blob store that is away (an S3
+// outage) to be found missing from it.
 func (d *Drive) OpenSegment(ctx context.Context, s Segment) (io.ReadSeekCloser, error) {
-	if s.Size > 0 && s.Size <= InlineMax {
+	if s.data != nil {
+		return nopCloser{bytes.NewReader(s.data)}, nil
+	}
+	if !s.listed && s.Size > 0 && s.Size <= InlineMax {
 		b, ok, err := d.meta.ChunkData(ctx, string(s.Key))
 		if err != nil {
 			return nil, err
@@ -151,13 +164,19 @@ func (r *Reader) Ready() error {
 		return nil
 	}
 	r.closeCur()
-	c := r.chunks[i]
-	f, err := r.d.OpenSegment(r.ctx, Segment{Key: dedup.Key(c.SHA256), Size: c.Size})
+	f, err := r.openChunk(i)
 	if err != nil {
 		return err
 	}
 	r.cur, r.curIdx, r.curPos = f, i, 0
 	return nil
+}
+
+// openChunk opens chunk i: from the bytes Open read with the chunk list
+// when they are inline, else through OpenSegment.
+func (r *Reader) openChunk(i int) (io.ReadSeekCloser, error) {
+	c := r.chunks[i]
+	return r.d.OpenSegment(r.ctx, Segment{Key: dedup.Key(c.SHA256), Size: c.Size, listed: true, data: c.Data})
 }
 
 // Take hands over the chunk Ready opened when it is seg's (its position is
@@ -188,7 +207,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	c := r.chunks[i]
 	if i != r.curIdx {
 		r.closeCur()
-		f, err := r.d.OpenSegment(r.ctx, Segment{Key: dedup.Key(c.SHA256), Size: c.Size})
+		f, err := r.openChunk(i)
 		if err != nil {
 			return 0, err
 		}

@@ -40,7 +40,7 @@ type Writer struct {
 	expected int64         // announced body size, -1 when unknown
 	existed  bool          // p was a file when the write began
 	entry    int64         // the new entry's charge (0 when p existed)
-	sem      chan struct{} // chunks in flight (hashing or storing): bounds memory
+	sem      chan struct{} // chunks in flight (hashing or storing), all uploads': bounds memory (Drive.chunkSlots)
 	hashSem  chan struct{} // chunks being hashed: bounds CPU to the drive's workers
 	wg       sync.WaitGroup
 
@@ -168,7 +168,7 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
 		expected: max(o.ExpectedSize, -1), existed: existed, entry: entry,
-		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
+		sem: d.chunkSlots, hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
 		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1, wantFileHash: o.WantFileHash}, nil
 }
 

@@ -109,10 +109,11 @@ type Chunk struct {
 	SHA256 string
 	MD5    string
 	Size   int64
-	// Data, only in a NewFile being committed, is the chunk's content to keep
+	// Data, in a NewFile being committed, is the chunk's content to keep
 	// inline in the store (small chunks: see ChunkData) when the commit
 	// creates the chunk's record; nil when the bytes are in the blob store.
-	// A record that exists already keeps its bytes where they are.
+	// A record that exists already keeps its bytes where they are. In what
+	// OpenFile returns, it is the inline chunk's bytes (nil for a blob).
 	Data []byte
 }
 
@@ -253,6 +254,10 @@ type Tree interface {
 	Symlink(ctx context.Context, uid int64, path, target string, mtime time.Time) (Node, error)
 	// FileChunks returns a file's chunks in order with their offsets.
 	FileChunks(ctx context.Context, nodeID int64) ([]FileChunk, error)
+	// OpenFile is Stat, with FileChunks for a file, each chunk kept inline
+	// carrying its bytes (Chunk.Data, as ChunkData), read at one point in
+	// time: what a read of the file needs, in one query.
+	OpenFile(ctx context.Context, uid int64, path string) (Node, []FileChunk, error)
 }
 
 // Props are WebDAV dead properties.

@@ -69,6 +69,9 @@ func (s *SQLStore) reader() *sql.DB {
 
 var _ Store = (*SQLStore)(nil)
 
+// readers is the size of SQLite's pool of reader connections.
+const readers = 8
+
 // OpenSQLite opens or creates the database file and applies pending migrations.
 func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLStore, error) {
 	if now == nil {
@@ -95,7 +98,13 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLSto
 		w.Close()
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(8)
+	// Every reader connection stays open once made: database/sql keeps
+	// two idle by default and closes the rest as each query ends, so
+	// under more than two concurrent reads (parallel GETs) most queries
+	// opened a connection, which reads the schema and starts with an
+	// empty page cache, a cost many times the query's.
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
 	s := &SQLStore{w: w, r: r, now: now, warm: true, detachPointReads: true, searchProbe: probeCap, searchScan: scanBudget}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()

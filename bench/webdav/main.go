@@ -1,19 +1,28 @@
 // Command webdav benchmarks netdisk's WebDAV surface against rclone serve
-// webdav on the same machine in the same run: PUT and GET of one large file,
-// many small PUTs, and PROPFIND Depth 1 of a large folder. Rounds alternate
-// between the servers (A B A B …) and medians are reported, with the ratio
+// webdav on the same machine in the same run: PUT and GET of one large file
+// (with each server's CPU-s per GiB PUT), many small PUTs, and PROPFIND
+// Depth 1 of a large folder (time and bytes). Rounds alternate between the
+// servers (A B A B …) and medians are reported, with the ratio
 // netdisk/rclone, so a noisy machine affects both sides alike.
+//
+// GETs of one 4 KiB file on 8 keep-alive connections (requests per second)
+// are measured against two more anchors: the plain golang.org/x/net/webdav
+// server (webdav.Handler over webdav.Dir, Basic auth; this program run
+// again as that server) and nginx serving the file as a static file behind
+// Basic auth (left out when nginx is not installed).
 //
 // Run it from the repository root: go run ./bench/webdav (see docs/benchmarks.md).
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -29,6 +38,7 @@ type config struct {
 	size, big       int64
 	rounds          int
 	small, entries  int
+	getTime         time.Duration
 	out, netdiskBin string
 	keep            bool
 }
@@ -44,7 +54,13 @@ func main() {
 	flag.StringVar(&c.out, "out", "", "also write the report to this file")
 	flag.StringVar(&c.netdiskBin, "netdisk-bin", "", "use this netdisk binary instead of building ./cmd/netdisk")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary data directories and server logs")
+	flag.DurationVar(&c.getTime, "get-time", 3*time.Second, "how long each server answers GETs of a 4 KiB file on 8 connections each round (0: skip)")
+	xnetRoot := flag.String(serveXNetFlag, "", "internal: serve this directory as the plain x/net/webdav anchor")
 	flag.Parse()
+	if *xnetRoot != "" {
+		serveXNet(*xnetRoot)
+		return
+	}
 	var err error
 	if c.size, err = parseSize(size); err == nil {
 		c.big, err = parseSize(big)
@@ -113,6 +129,25 @@ func run(ctx context.Context, c config) (string, error) {
 	}
 	defer rc.stop()
 	servers := []*server{nd, rc}
+	getServers := servers
+	if c.getTime > 0 {
+		xn, err := startXNet(ctx, work)
+		if err != nil {
+			return "", err
+		}
+		defer xn.stop()
+		getServers = append(getServers, &xn.server)
+		ng, err := startNginxStatic(ctx, work)
+		if err != nil {
+			return "", err
+		}
+		if ng != nil {
+			defer ng.stop()
+			getServers = append(getServers, &ng.server)
+		} else {
+			fmt.Fprintln(os.Stderr, "nginx not found: the 4 KiB GET has no nginx anchor")
+		}
+	}
 
 	random := make([]byte, blockSize)
 	rand.Read(random)
@@ -126,8 +161,36 @@ func run(ctx context.Context, c config) (string, error) {
 			}
 		}
 	}
+	small4k := make([]byte, 4096)
+	rand.Read(small4k)
+	if c.getTime > 0 {
+		for _, s := range getServers {
+			var err error
+			if s.name == "nginx" {
+				err = os.WriteFile(filepath.Join(work, "nginx-root", "get4k.bin"), small4k, 0o644)
+			} else {
+				err = put(ctx, client, s, "/get4k.bin", bytes.NewReader(small4k), int64(len(small4k)))
+			}
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", s.name, err)
+			}
+		}
+	}
 	samples := map[string][]sample{}
+	gets := map[string][]float64{}   // req/s per round
+	getCPU := map[string][]float64{} // the server's CPU µs per GET per round
 	for r := range c.rounds {
+		if c.getTime > 0 {
+			for _, s := range getServers {
+				fmt.Fprintf(os.Stderr, "round %d/%d: 4 KiB GETs, %s\n", r+1, c.rounds, s.name)
+				rps, cpu, err := getLoad(ctx, s, "/get4k.bin", 8, c.getTime, len(small4k))
+				if err != nil {
+					return "", err
+				}
+				gets[s.name] = append(gets[s.name], rps)
+				getCPU[s.name] = append(getCPU[s.name], float64(cpu)/float64(time.Microsecond))
+			}
+		}
 		for i, s := range servers {
 			fmt.Fprintf(os.Stderr, "round %d/%d: %s\n", r+1, c.rounds, s.name)
 			seed := nonce + uint64(r*len(servers)+i)
@@ -177,7 +240,7 @@ func run(ctx context.Context, c config) (string, error) {
 		bigLine = fmt.Sprintf("netdisk PUT of %s: %.0f MB/s, peak RSS (VmHWM) after it %s\n",
 			humanize.IBytes(uint64(c.big)), smp.putMBps, humanize.IBytes(uint64(hwm)))
 	}
-	return format(c, samples, rss, bigLine), nil
+	return format(c, samples, gets, getCPU, getServers, rss, bigLine), nil
 }
 
 // settle writes back what earlier phases left in the page cache before a
@@ -197,7 +260,7 @@ func pick(ss []sample, f func(sample) float64) []float64 {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func format(c config, samples map[string][]sample, rss map[string]int64, bigLine string) string {
+func format(c config, samples map[string][]sample, gets, getCPU map[string][]float64, getServers []*server, rss map[string]int64, bigLine string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "netdisk vs rclone serve webdav — loopback, %d rounds interleaved, medians (MB = 10^6 bytes)\n\n", c.rounds)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -211,6 +274,7 @@ func format(c config, samples map[string][]sample, rss map[string]int64, bigLine
 	none := func(float64) string { return "" }
 	size := humanize.IBytes(uint64(c.size))
 	row("PUT "+size, "MB/s", func(s sample) float64 { return s.putMBps }, none)
+	row("PUT "+size+" server CPU", "CPU-s per GiB, lower is better", func(s sample) float64 { return s.putCPU }, none)
 	row("GET "+size, "MB/s", func(s sample) float64 { return s.getMBps }, none)
 	if c.small > 0 {
 		perOp := func(v float64) string { return fmt.Sprintf(" (%.2f/op)", v/float64(c.small)) }
@@ -220,8 +284,20 @@ func format(c config, samples map[string][]sample, rss map[string]int64, bigLine
 	}
 	if c.entries > 0 {
 		row(fmt.Sprintf("PROPFIND Depth 1, %d entries", c.entries), "ms, lower is better", func(s sample) float64 { return ms(s.propfind) }, none)
+		row(fmt.Sprintf("PROPFIND Depth 1, %d entries", c.entries), "MB, lower is better", func(s sample) float64 { return float64(s.propfindBytes) / 1e6 }, none)
 	}
 	tw.Flush()
+	if len(gets) > 0 {
+		fmt.Fprintf(&b, "\nGET of one 4 KiB file, 8 keep-alive connections, %s per server per round (req/s, medians)\n", c.getTime)
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "server\treq/s\tnetdisk/server\tCPU µs per GET\tper round (req/s | CPU µs)")
+		ndm := benchdata.Median(gets["netdisk"])
+		for _, s := range getServers {
+			m := benchdata.Median(gets[s.name])
+			fmt.Fprintf(tw, "%s\t%.0f\t%.2f×\t%.0f\t%.0f | %.0f\n", s.name, m, ndm/m, benchdata.Median(getCPU[s.name]), gets[s.name], getCPU[s.name])
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(&b, "\npeak RSS (VmHWM) after the rounds: netdisk %s, rclone %s\n",
 		humanize.IBytes(uint64(rss["netdisk"])), humanize.IBytes(uint64(rss["rclone"])))
 	b.WriteString(bigLine)

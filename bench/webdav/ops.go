@@ -151,6 +151,8 @@ type sample struct {
 	smallPar         time.Duration // 8 connections in parallel
 	smallAPI         time.Duration // netdisk: the upload API's one-request upload (rclone: WebDAV PUT again)
 	propfind         time.Duration
+	propfindBytes    int
+	putCPU           float64 // the server's CPU-s (user + system) per GiB PUT
 }
 
 func mbps(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
@@ -158,11 +160,20 @@ func mbps(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 
 // bigPutGet uploads size fresh bytes, downloads them, and deletes the file.
 func bigPutGet(ctx context.Context, c *http.Client, s *server, random []byte, seed uint64, size int64, smp *sample) error {
 	path := fmt.Sprintf("/big-%d.bin", seed)
+	cpu0, err := cpuSeconds(s.pid())
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	if err := put(ctx, c, s, path, newStream(random, seed, size), size); err != nil {
 		return err
 	}
 	smp.putMBps = mbps(size, time.Since(t0))
+	cpu1, err := cpuSeconds(s.pid())
+	if err != nil {
+		return err
+	}
+	smp.putCPU = (cpu1 - cpu0) / (float64(size) / (1 << 30))
 	req, err := request(ctx, s, "GET", path, nil, 0, nil)
 	if err != nil {
 		return err
@@ -242,6 +253,7 @@ func listFolder(ctx context.Context, c *http.Client, s *server, entries int, smp
 	t0 := time.Now()
 	st, body, err := propfind(ctx, c, s, "/many/", "1")
 	smp.propfind = time.Since(t0)
+	smp.propfindBytes = len(body)
 	if err != nil {
 		return err
 	}

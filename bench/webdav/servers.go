@@ -21,13 +21,17 @@ type server struct {
 	daemon     *testutil.Daemon
 	rclone     *testutil.RcloneWebDAV
 	log        *os.File // the server's output
+	anchorPid  int      // an anchor's process (anchor)
 }
 
 func (s *server) pid() int {
-	if s.daemon != nil {
+	switch {
+	case s.daemon != nil:
 		return s.daemon.Pid()
+	case s.rclone != nil:
+		return s.rclone.Pid()
 	}
-	return s.rclone.Pid()
+	return s.anchorPid
 }
 
 // stop sends SIGTERM and waits (then SIGKILL after 30 s for netdisk, 20 s
@@ -95,4 +99,48 @@ func peakRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// cpuSeconds returns the CPU time (user + system) a process has used, in
+// seconds, from /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s
+// on Linux).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count after its ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	return float64(ut+st) / 100, nil
+}
+
+// treeCPUSeconds is cpuSeconds of a process and its live descendants
+// (nginx serves from worker processes), found through
+// /proc/PID/task/TID/children.
+func treeCPUSeconds(pid int) (float64, error) {
+	sum, err := cpuSeconds(pid)
+	if err != nil {
+		return 0, err
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				if v, err := treeCPUSeconds(c); err == nil {
+					sum += v
+				}
+			}
+		}
+	}
+	return sum, nil
 }

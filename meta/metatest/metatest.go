@@ -145,6 +145,7 @@ func Run(t *testing.T, open Open) {
 		{"Checksums", testChecksums},
 		{"ChunksAndGC", testChunks},
 		{"InlineChunks", testInlineChunks},
+		{"OpenFile", testOpenFile},
 		{"Sessions", testSessions},
 		{"SessionChunks", testSessionChunks},
 		{"MergeSession", testMergeSession},
