@@ -230,10 +230,13 @@ func TestClientsVerifyTLS(t *testing.T) {
 	data := testutil.RandBytes(5 << 20)
 	os.WriteFile(src, data, 0o600)
 
-	r := runCLI(t, d, nil, "push", "--ca-file", ca.CAFile, src, "/f.bin")
-	if r.code != 0 {
-		t.Fatalf("push --ca-file: exit %d, %q", r.code, r.stderr)
-	}
+	var r cliResult
+	overHTTP2(t, d, ca, func() {
+		r = runCLI(t, d, nil, "push", "--ca-file", ca.CAFile, src, "/f.bin")
+		if r.code != 0 {
+			t.Fatalf("push --ca-file: exit %d, %q", r.code, r.stderr)
+		}
+	})
 	r = runCLI(t, d, map[string]string{"NETDISK_CA_FILE": ca.CAFile}, "ls", "/")
 	if r.code != 0 || !strings.Contains(r.stdout, "f.bin") {
 		t.Fatalf("ls with NETDISK_CA_FILE: exit %d, %q %q", r.code, r.stdout, r.stderr)
@@ -321,6 +324,7 @@ func TestMountOverHTTPS(t *testing.T) {
 		t.Fatalf("PUT: %d", st)
 	}
 	mnt := t.TempDir()
+	before := requestsByProtocol(t, d, ca)
 	cmd := exec.Command(testutil.Binary(t), "mount", "--ca-file", ca.CAFile, "--cache-dir", t.TempDir(), mnt)
 	cmd.Env = cliEnv(map[string]string{"NETDISK_SERVER": d.URL, "NETDISK_USER": "admin", "NETDISK_PASSWORD": d.AdminPass})
 	out := &testutil.SyncBuffer{}
@@ -360,6 +364,37 @@ func TestMountOverHTTPS(t *testing.T) {
 	if st, b := davDo("GET", "/from-mount.txt", nil); st != 200 || string(b) != "written" {
 		t.Fatalf("a file written through the HTTPS mount: %d %q", st, b)
 	}
+	checkHTTP2(t, before, requestsByProtocol(t, d, ca))
+}
+
+// requestsByProtocol is the daemon's count of requests by HTTP version.
+func requestsByProtocol(t *testing.T, d *testutil.Daemon, ca *testutil.TestCA) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := d.RequestsByProtocol(ctx, ca.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkHTTP2 fails the test unless the daemon saw requests between the two
+// counts and every one came over HTTP/2 (the counts are read over HTTP/2).
+func checkHTTP2(t *testing.T, before, after map[string]int) {
+	t.Helper()
+	if after["1.1"] != before["1.1"] || after["1.0"] != before["1.0"] || after["2"]-before["2"] < 2 {
+		t.Errorf("requests by HTTP version before %v, after %v: want every new one over HTTP/2", before, after)
+	}
+}
+
+// overHTTP2 runs f, a client's work, and fails the test unless every
+// request it made reached the daemon over HTTP/2.
+func overHTTP2(t *testing.T, d *testutil.Daemon, ca *testutil.TestCA, f func()) {
+	t.Helper()
+	before := requestsByProtocol(t, d, ca)
+	f()
+	checkHTTP2(t, before, requestsByProtocol(t, d, ca))
 }
 
 // TestServeTLSReloadOnFileChange: without a signal, a certificate renewed
