@@ -34,6 +34,7 @@ import (
 
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/inproc"
+	"netdisk/client"
 	"netdisk/daemon"
 	"netdisk/internal/tlsconf"
 )
@@ -129,7 +130,7 @@ func bench(ctx context.Context, run []mode, size int64, smallFor time.Duration, 
 			if err != nil {
 				return err
 			}
-			hc, err := client(certFile, keyFile, m, conns)
+			hc, err := newClient(certFile, keyFile, m, conns)
 			if err != nil {
 				d.Close()
 				return err
@@ -189,12 +190,14 @@ func median(rs []result, f func(result) float64) float64 {
 
 // client trusts the daemon's self-signed certificate by its fingerprint, as
 // a user's --tls-fingerprint does, and speaks the protocol m names.
-func client(certFile, keyFile string, m mode, conns int) (*http.Client, error) {
+func newClient(certFile, keyFile string, m mode, conns int) (*http.Client, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
 	if !m.http2 {
 		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	} else {
 		tr.ForceAttemptHTTP2 = true
+		tr.HTTP2 = client.HTTP2Config() // as netdisk's own clients
+
 	}
 	if m.tls {
 		c, err := tls.LoadX509KeyPair(certFile, keyFile)
