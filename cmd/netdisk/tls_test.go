@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"netdisk/internal/tlsconf"
 	"netdisk/testutil"
 	"netdisk/web"
@@ -407,5 +409,53 @@ func TestServeTLSReloadOnFileChange(t *testing.T) {
 	waitLog(t, d, func(l string) bool { return strings.Count(l, "tls: certificate loaded") > loads })
 	if got := peerFingerprint(t, d, ca); got != newFP {
 		t.Fatalf("after the renewal a new connection got %s, want %s", got, newFP)
+	}
+}
+
+// TestServeTLSHTTP2Windows: the HTTPS listener gives an HTTP/2 client
+// upload windows of 8 MiB a stream and 16 MiB a connection (the SETTINGS
+// and WINDOW_UPDATE it opens with), not Go's 1 MiB, which held a large PUT
+// to a window update every 512 KiB.
+func TestServeTLSHTTP2Windows(t *testing.T) {
+	d, ca, _, _, _ := tlsDaemon(t)
+	c, err := tls.Dial("tcp", d.Addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN: %q, want h2", p)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	var streamWindow, connWindow uint32
+	for streamWindow == 0 || connWindow == 0 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading the server's opening frames: %v (stream window %d, connection window %d)", err, streamWindow, connWindow)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if f.IsAck() {
+				continue
+			}
+			streamWindow = 65535 // HTTP/2's initial window, unless the settings say otherwise
+			if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
+				streamWindow = v
+			}
+		case *http2.WindowUpdateFrame:
+			if f.StreamID == 0 {
+				connWindow = 65535 + f.Increment
+			}
+		}
+	}
+	if streamWindow != 8<<20 || connWindow != 16<<20 {
+		t.Errorf("upload windows: %d a stream, %d the connection; want %d and %d", streamWindow, connWindow, 8<<20, 16<<20)
 	}
 }
