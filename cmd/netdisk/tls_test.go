@@ -413,7 +413,7 @@ func TestServeTLSReloadOnFileChange(t *testing.T) {
 }
 
 // TestServeTLSHTTP2Windows: the HTTPS listener gives an HTTP/2 client
-// upload windows of 8 MiB a stream and 16 MiB a connection (the SETTINGS
+// upload windows of 4 MiB a stream and 8 MiB a connection (the SETTINGS
 // and WINDOW_UPDATE it opens with), not Go's 1 MiB, which held a large PUT
 // to a window update every 512 KiB.
 func TestServeTLSHTTP2Windows(t *testing.T) {
@@ -455,7 +455,7 @@ func TestServeTLSHTTP2Windows(t *testing.T) {
 			}
 		}
 	}
-	if streamWindow != 8<<20 || connWindow != 16<<20 {
-		t.Errorf("upload windows: %d a stream, %d the connection; want %d and %d", streamWindow, connWindow, 8<<20, 16<<20)
+	if streamWindow != 4<<20 || connWindow != 8<<20 {
+		t.Errorf("upload windows: %d a stream, %d the connection; want %d and %d", streamWindow, connWindow, 4<<20, 8<<20)
 	}
 }
