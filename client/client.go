@@ -74,7 +74,17 @@ func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 32
 	t.ExpectContinueTimeout = time.Second
+	t.HTTP2 = HTTP2Config()
 	return t
+}
+
+// HTTP2Config is the HTTP/2 side of the clients' transports (an https://
+// server). Larger frames than HTTP/2's default 16 KiB let a download pass
+// in a sixteenth of the frames, and the server's framer goes through one
+// round of its goroutines per frame: bench/tls measured about a tenth less
+// CPU for a large GET.
+func HTTP2Config() *http.HTTP2Config {
+	return &http.HTTP2Config{MaxReadFrameSize: 1 << 20}
 }
 
 // Error is an error answer of the API (or of the WebDAV GET downloads use).

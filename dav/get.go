@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"netdisk/drive"
@@ -184,18 +185,30 @@ func (s *sendfileWriter) copySegment(f io.ReadSeeker, seg drive.Segment) (int64,
 	}
 	var n int64
 	var err error
-	if osf, ok := f.(*os.File); ok && isReaderFrom(s.ResponseWriter) {
+	if osf, ok := f.(*os.File); ok && s.r.TLS == nil && isReaderFrom(s.ResponseWriter) {
 		// *os.File inside an io.LimitedReader is what net.TCPConn.ReadFrom
 		// turns into sendfile(2).
 		n, err = s.ResponseWriter.(io.ReaderFrom).ReadFrom(&io.LimitedReader{R: osf, N: seg.Length})
 	} else {
-		n, err = io.CopyN(s.ResponseWriter, failReader{f, s}, seg.Length)
+		// TLS (or a store without files) must pass the bytes through
+		// here. net/http's own copy takes 32 KiB at a time; each write
+		// costs a trip through the HTTP/2 framer's goroutine or a
+		// flush of HTTP/1.1's buffers and a file read, so a larger
+		// buffer makes the encryption, not the trips, the cost.
+		bp := copyBufs.Get().(*[]byte)
+		n, err = io.CopyBuffer(struct{ io.Writer }{s.ResponseWriter}, io.LimitReader(failReader{f, s}, seg.Length), *bp)
+		copyBufs.Put(bp)
 	}
 	if (err == nil || err == io.EOF) && n < seg.Length {
 		err = s.fail(errs.Errorf("dav.Get", errs.Other, "chunk %s ends %d bytes short of its record", seg.Key, seg.Length-n))
 	}
 	return n, err
 }
+
+// copyBufSize is the buffer of a copy that cannot use sendfile.
+const copyBufSize = 256 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
 func isReaderFrom(w io.Writer) bool {
 	_, ok := w.(io.ReaderFrom)

@@ -52,6 +52,7 @@ func NewHTTPBackend(c *client.Client) *HTTPBackend {
 	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.ResponseHeaderTimeout = 2 * time.Minute // a merge of a large file may take a while
 	tr.MaxIdleConnsPerHost = 16
+	tr.HTTP2 = client.HTTP2Config()
 	if c.TLS != nil {
 		tr.TLSClientConfig = c.TLS.Clone()
 	}

@@ -27,6 +27,9 @@ type Metrics struct {
 	// requests counts each status and method.
 	duration *prometheus.HistogramVec
 	logins   *prometheus.CounterVec // failed logins by outcome
+	// protocols counts requests by HTTP version: whether clients reach
+	// HTTP/2 (which needs TLS here) or stay on HTTP/1.1.
+	protocols *prometheus.CounterVec
 }
 
 // NewMetrics registers the collectors on reg.
@@ -53,6 +56,9 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	m.logins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "netdisk_login_failures_total", Help: "Failed logins: wrong name or password (password), or refused by the throttle without a check (throttled).",
 	}, []string{"reason"})
+	m.protocols = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "netdisk_http_requests_by_protocol_total", Help: "HTTP requests by protocol version: 1.0, 1.1 or 2.",
+	}, []string{"protocol"})
 	for _, r := range []string{"password", "throttled"} {
 		m.logins.WithLabelValues(r) // present at 0: an alert on its rate needs the series
 	}
@@ -75,7 +81,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	busy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "netdisk_connections_busy", Help: "Connections the public listener holds that are in a request.",
 	}, conns(true))
-	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.shed, open, busy, m.duration, m.logins,
+	reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.shed, open, busy, m.duration, m.logins, m.protocols,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -91,6 +97,18 @@ func statusClass(code int) string {
 		return "other"
 	}
 	return strconv.Itoa(code/100) + "xx"
+}
+
+// protocolLabel is r's HTTP version as a label of a fixed set.
+func protocolLabel(r *http.Request) string {
+	switch {
+	case r.ProtoMajor == 2:
+		return "2"
+	case r.ProtoAtLeast(1, 1):
+		return "1.1"
+	default:
+		return "1.0"
+	}
 }
 
 // watchConns makes netdisk_connections_open count l's connections.
@@ -122,6 +140,7 @@ func (m *Metrics) wrap(h http.Handler) http.Handler {
 				code = cw.failed
 			}
 			m.requests.WithLabelValues(surface, r.Method, strconv.Itoa(code)).Inc()
+			m.protocols.WithLabelValues(protocolLabel(r)).Inc()
 			m.duration.WithLabelValues(surface, statusClass(code)).Observe(time.Since(start).Seconds())
 			m.bytesOut.WithLabelValues(surface).Add(float64(cw.n))
 			if cr != nil {

@@ -209,7 +209,20 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		HTTP2:             HTTP2Config(),
 	}
+}
+
+// HTTP2Config is the HTTP/2 side of an https:// listener. An upload's
+// stream may run this far ahead of the handler reading it: Go's default, 1
+// MiB a stream and a connection, makes a client sending one large file stop
+// for a window update every 512 KiB, each a round through both ends'
+// goroutines. The connection's window bounds the memory a client can make
+// the daemon hold for bodies its handlers do not read (8 MiB a connection
+// under the connection limits), so it stays this small: 8 and 16 MiB
+// measured no better.
+func HTTP2Config() *http.HTTP2Config {
+	return &http.HTTP2Config{MaxReceiveBufferPerStream: 4 << 20, MaxReceiveBufferPerConnection: 8 << 20}
 }
 
 // unauthorized answers a request refused before its handler: err's kind is

@@ -1,6 +1,8 @@
 package testutil
 
 import (
+	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,11 +10,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,4 +101,39 @@ func writePEM(t testing.TB, name, typ string, der []byte) {
 	if err := os.Rename(tmp, name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// RequestsByProtocol reads the daemon's count of requests by HTTP version
+// ("1.0", "1.1", "2": netdisk_http_requests_by_protocol_total) from
+// /metrics as its admin, through hc. That read is itself counted, in the
+// next reading, under the version hc speaks.
+func (d *Daemon) RequestsByProtocol(ctx context.Context, hc *http.Client) (map[string]int, error) {
+	req, err := d.Request(ctx, "GET", "/metrics", "admin", d.AdminPass, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	got := map[string]int{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), `netdisk_http_requests_by_protocol_total{protocol="`)
+		if !ok {
+			continue
+		}
+		proto, n, _ := strings.Cut(rest, `"} `)
+		v, err := strconv.ParseFloat(n, 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
+		}
+		got[proto] = int(v)
+	}
+	return got, sc.Err()
 }

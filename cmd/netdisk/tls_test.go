@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"netdisk/internal/tlsconf"
 	"netdisk/testutil"
 	"netdisk/web"
@@ -230,10 +232,13 @@ func TestClientsVerifyTLS(t *testing.T) {
 	data := testutil.RandBytes(5 << 20)
 	os.WriteFile(src, data, 0o600)
 
-	r := runCLI(t, d, nil, "push", "--ca-file", ca.CAFile, src, "/f.bin")
-	if r.code != 0 {
-		t.Fatalf("push --ca-file: exit %d, %q", r.code, r.stderr)
-	}
+	var r cliResult
+	overHTTP2(t, d, ca, func() {
+		r = runCLI(t, d, nil, "push", "--ca-file", ca.CAFile, src, "/f.bin")
+		if r.code != 0 {
+			t.Fatalf("push --ca-file: exit %d, %q", r.code, r.stderr)
+		}
+	})
 	r = runCLI(t, d, map[string]string{"NETDISK_CA_FILE": ca.CAFile}, "ls", "/")
 	if r.code != 0 || !strings.Contains(r.stdout, "f.bin") {
 		t.Fatalf("ls with NETDISK_CA_FILE: exit %d, %q %q", r.code, r.stdout, r.stderr)
@@ -321,6 +326,7 @@ func TestMountOverHTTPS(t *testing.T) {
 		t.Fatalf("PUT: %d", st)
 	}
 	mnt := t.TempDir()
+	before := requestsByProtocol(t, d, ca)
 	cmd := exec.Command(testutil.Binary(t), "mount", "--ca-file", ca.CAFile, "--cache-dir", t.TempDir(), mnt)
 	cmd.Env = cliEnv(map[string]string{"NETDISK_SERVER": d.URL, "NETDISK_USER": "admin", "NETDISK_PASSWORD": d.AdminPass})
 	out := &testutil.SyncBuffer{}
@@ -360,6 +366,37 @@ func TestMountOverHTTPS(t *testing.T) {
 	if st, b := davDo("GET", "/from-mount.txt", nil); st != 200 || string(b) != "written" {
 		t.Fatalf("a file written through the HTTPS mount: %d %q", st, b)
 	}
+	checkHTTP2(t, before, requestsByProtocol(t, d, ca))
+}
+
+// requestsByProtocol is the daemon's count of requests by HTTP version.
+func requestsByProtocol(t *testing.T, d *testutil.Daemon, ca *testutil.TestCA) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := d.RequestsByProtocol(ctx, ca.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkHTTP2 fails the test unless the daemon saw requests between the two
+// counts and every one came over HTTP/2 (the counts are read over HTTP/2).
+func checkHTTP2(t *testing.T, before, after map[string]int) {
+	t.Helper()
+	if after["1.1"] != before["1.1"] || after["1.0"] != before["1.0"] || after["2"]-before["2"] < 2 {
+		t.Errorf("requests by HTTP version before %v, after %v: want every new one over HTTP/2", before, after)
+	}
+}
+
+// overHTTP2 runs f, a client's work, and fails the test unless every
+// request it made reached the daemon over HTTP/2.
+func overHTTP2(t *testing.T, d *testutil.Daemon, ca *testutil.TestCA, f func()) {
+	t.Helper()
+	before := requestsByProtocol(t, d, ca)
+	f()
+	checkHTTP2(t, before, requestsByProtocol(t, d, ca))
 }
 
 // TestServeTLSReloadOnFileChange: without a signal, a certificate renewed
@@ -372,5 +409,53 @@ func TestServeTLSReloadOnFileChange(t *testing.T) {
 	waitLog(t, d, func(l string) bool { return strings.Count(l, "tls: certificate loaded") > loads })
 	if got := peerFingerprint(t, d, ca); got != newFP {
 		t.Fatalf("after the renewal a new connection got %s, want %s", got, newFP)
+	}
+}
+
+// TestServeTLSHTTP2Windows: the HTTPS listener gives an HTTP/2 client
+// upload windows of 4 MiB a stream and 8 MiB a connection (the SETTINGS
+// and WINDOW_UPDATE it opens with), not Go's 1 MiB, which held a large PUT
+// to a window update every 512 KiB.
+func TestServeTLSHTTP2Windows(t *testing.T) {
+	d, ca, _, _, _ := tlsDaemon(t)
+	c, err := tls.Dial("tcp", d.Addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN: %q, want h2", p)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	var streamWindow, connWindow uint32
+	for streamWindow == 0 || connWindow == 0 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading the server's opening frames: %v (stream window %d, connection window %d)", err, streamWindow, connWindow)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if f.IsAck() {
+				continue
+			}
+			streamWindow = 65535 // HTTP/2's initial window, unless the settings say otherwise
+			if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
+				streamWindow = v
+			}
+		case *http2.WindowUpdateFrame:
+			if f.StreamID == 0 {
+				connWindow = 65535 + f.Increment
+			}
+		}
+	}
+	if streamWindow != 4<<20 || connWindow != 8<<20 {
+		t.Errorf("upload windows: %d a stream, %d the connection; want %d and %d", streamWindow, connWindow, 4<<20, 8<<20)
 	}
 }
