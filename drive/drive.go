@@ -92,6 +92,7 @@ type Drive struct {
 	chunkSize int64
 	workers   int
 	hashSem   chan struct{} // shared by all uploads: hashing never oversubscribes the cores
+	storeSem  chan struct{} // chunks hashing or storing, all uploads together: bounds their buffers
 	now       func() time.Time
 	log       *slog.Logger
 
@@ -211,6 +212,10 @@ func New(c Config) *Drive {
 		d.workers = max(runtime.GOMAXPROCS(0), 2)
 	}
 	d.hashSem = make(chan struct{}, d.workers)
+	// Room for the workers plus chunks waiting on fsync, shared: were it per
+	// upload, n parallel uploads would hold n times as many chunk buffers
+	// while the disk, not the number of uploads, sets the pace.
+	d.storeSem = make(chan struct{}, 4*d.workers)
 	if d.now == nil {
 		d.now = time.Now
 	}

@@ -22,7 +22,9 @@ import (
 // Writer streams a new version of a file into the drive. Bytes are cut at the
 // chunk size; each full chunk is hashed (MD5 + SHA-256) and stored by a small
 // pool of workers while the caller keeps writing, so hashing, storing and
-// receiving overlap and memory stays at a few chunks whatever the file size.
+// receiving overlap and memory stays at a few chunks whatever the file size;
+// the chunks in flight are counted for the whole drive, so n parallel
+// uploads add one or two chunk buffers each, not n pipelines.
 // Nothing is visible until Commit; Abort (or a failed Commit) leaves the old
 // version untouched.
 type Writer struct {
@@ -40,7 +42,7 @@ type Writer struct {
 	expected int64         // announced body size, -1 when unknown
 	existed  bool          // p was a file when the write began
 	entry    int64         // the new entry's charge (0 when p existed)
-	sem      chan struct{} // chunks in flight (hashing or storing): bounds memory
+	sem      chan struct{} // the drive's chunks in flight (hashing or storing): bounds memory
 	hashSem  chan struct{} // chunks being hashed: bounds CPU to the drive's workers
 	wg       sync.WaitGroup
 
@@ -168,7 +170,7 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	wctx, cancel := context.WithCancel(ctx)
 	return &Writer{d: d, ctx: wctx, cancel: cancel, uid: uid, path: p, mtime: o.ModTime, mode: o.Mode,
 		expected: max(o.ExpectedSize, -1), existed: existed, entry: entry,
-		sem: make(chan struct{}, 4*d.workers), hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
+		sem: d.storeSem, hashSem: d.hashSem, hold: hold, md5: md5.New(), sha1: sha1.New(),
 		wantMD5: o.WantMD5, wantSHA1: o.WantSHA1, wantFileHash: o.WantFileHash}, nil
 }
 
