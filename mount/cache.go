@@ -32,7 +32,7 @@ import (
 // as new and hashed again). A file that fails is removed and the chunk
 // fetched again. Files are written to a temporary name and renamed (readers
 // in other mounts never see a partial file) and never fsynced (it is a
-// cache).
+// cache); a chunk of whole blocks is written with O_DIRECT (writeDirect).
 //
 // Recently used chunks are also kept in memory (memMax bytes): a reader
 // going through a chunk in kernel-sized reads is served from there even
@@ -317,7 +317,11 @@ func (c *ChunkCache) writeFile(key string, data []byte) (fileIdent, error) {
 	if err != nil {
 		return fileIdent{}, err
 	}
-	info, err := cachefile.Publish(tmp, data, c.path(key))
+	rest := data
+	if writeDirect(tmp, data) {
+		rest = nil
+	}
+	info, err := cachefile.Publish(tmp, rest, c.path(key))
 	if err != nil {
 		return fileIdent{}, err
 	}

@@ -106,6 +106,15 @@ func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, s
 		return 0, 0
 	}
 	end := min(off+int64(len(dest)), cl.Size)
+	if sequential && h.n.fsys.o.Prefetch > 0 {
+		// The chunks after this read are asked for before this read waits
+		// for its own: the server sends them while this chunk arrives and
+		// is checked, and a reader never finds the pipeline empty (were
+		// they asked for after, every chunk the reader caught up with would
+		// cost a whole round trip and transfer in its path).
+		next := sort.Search(len(cl.Chunks), func(i int) bool { return cl.Chunks[i].Offset >= end })
+		h.n.fsys.prefetchAfter(p, cl, next)
+	}
 	i := sort.Search(len(cl.Chunks), func(i int) bool { return cl.Chunks[i].Offset+cl.Chunks[i].Size > off })
 	done := 0
 	for pos := off; pos < end; i++ {
@@ -129,9 +138,6 @@ func (h *handle) readRemote(ctx context.Context, dest []byte, off int64) (int, s
 	h.mu.Lock()
 	h.lastEnd = end
 	h.mu.Unlock()
-	if sequential && h.n.fsys.o.Prefetch > 0 {
-		h.n.fsys.prefetchAfter(p, cl, i)
-	}
 	return done, 0
 }
 

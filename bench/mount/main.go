@@ -1,7 +1,9 @@
 // Command mount benchmarks `netdisk mount` against `rclone mount` (VFS cache
 // mode writes) of `netdisk serve`'s WebDAV and against the local disk, in one
 // run: sequential write (with fsync) and read, 4 KiB random reads, `ls -l` of
-// a large folder and `cp -r` of a source tree.
+// a large folder and `cp -r` of a source tree; then the cold sequential read
+// (a new mount process, an empty cache) beside a GET of the same file, in
+// -cold-rounds rounds.
 //
 //	go run ./bench/mount                       # 1 GiB, 10,000 entries
 //	go run ./bench/mount -size 64MiB -entries 300 -randreads 200 -src ./mount   # quick check
@@ -18,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -49,9 +52,14 @@ func run() error {
 	work := flag.String("work", "", "scratch directory (default a temp dir, removed)")
 	smallFiles := flag.Int("small", 10000, "small files created, written and closed (the small-file goal below)")
 	smallSize := flag.Int("small-size", 1024, "size of each small file (≤ 1 MiB)")
+	binFlag := flag.String("bin", "", "netdisk binary (default: built from this tree; another build compares versions)")
+	coldRounds := flag.Int("cold-rounds", 3, "rounds of the cold read beside a GET (the median ratio is the figure)")
 	writeBack := flag.Bool("write-back", true, "run netdisk mount with --write-back (as rclone's --vfs-cache-mode writes: close before the upload; fsync still waits)")
 	flag.Parse()
 	size := *sizeFlag
+	if *coldRounds < 1 {
+		return fmt.Errorf("-cold-rounds must be at least 1")
+	}
 	if *smallSize < 2 || *smallSize > 1<<20 {
 		return fmt.Errorf("-small-size must be 2 B to 1 MiB")
 	}
@@ -68,9 +76,12 @@ func run() error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	bin, err := testutil.BuildBinary(context.Background(), dir)
-	if err != nil {
-		return err
+	bin := *binFlag
+	if bin == "" {
+		var err error
+		if bin, err = testutil.BuildBinary(context.Background(), dir); err != nil {
+			return err
+		}
 	}
 	var cleanups []func()
 	defer func() {
@@ -214,30 +225,37 @@ func run() error {
 
 	// Cold read: a new mount process with an empty cache (the kernel's page
 	// cache of a FUSE file does not outlive the mount), beside a plain
-	// WebDAV GET of the same file from the same daemon.
-	exec.Command("fusermount3", "-u", nd).Run()
-	m.Wait()
-	m2 := ndMount("ndcache-cold")
-	m2.Env, m2.Stderr = m.Env, os.Stderr
-	if err := m2.Start(); err != nil {
-		return err
+	// WebDAV GET of the same file from the same daemon, in rounds (one
+	// sample swings by 2×): the goal is on the median ratio.
+	var ratios []float64
+	for r := range *coldRounds {
+		exec.Command("fusermount3", "-u", nd).Run()
+		m.Wait()
+		m2 := ndMount(fmt.Sprintf("ndcache-cold%d", r))
+		m2.Env, m2.Stderr = m.Env, os.Stderr
+		if err := m2.Start(); err != nil {
+			return err
+		}
+		m = m2
+		if err := benchmount.WaitMounted(nd, 30*time.Second); err != nil {
+			return err
+		}
+		dropCaches() // best effort: the daemon's chunk files, for both readers alike
+		cold, err := timed(func() error { return seqRead(filepath.Join(nd, "seq.bin")) })
+		if err != nil {
+			return fmt.Errorf("cold read: %w", err)
+		}
+		dropCaches()
+		get, err := timed(func() error { return httpGet(url+"/dav/seq.bin", "bench", "bench-pass", int64(size)) })
+		if err != nil {
+			return fmt.Errorf("WebDAV GET: %w", err)
+		}
+		ratios = append(ratios, get.Seconds()/cold.Seconds())
+		fmt.Printf("%-46s mount %6.0f MB/s  GET %6.0f MB/s     %.2f×\n", fmt.Sprintf("cold sequential read vs WebDAV GET, round %d", r+1),
+			float64(size)/cold.Seconds()/1e6, float64(size)/get.Seconds()/1e6, get.Seconds()/cold.Seconds())
 	}
-	m = m2
-	if err := benchmount.WaitMounted(nd, 30*time.Second); err != nil {
-		return err
-	}
-	dropCaches() // best effort: the daemon's chunk files, for both readers alike
-	cold, err := timed(func() error { return seqRead(filepath.Join(nd, "seq.bin")) })
-	if err != nil {
-		return fmt.Errorf("cold read: %w", err)
-	}
-	dropCaches()
-	get, err := timed(func() error { return httpGet(url+"/dav/seq.bin", "bench", "bench-pass", int64(size)) })
-	if err != nil {
-		return fmt.Errorf("WebDAV GET: %w", err)
-	}
-	fmt.Printf("%-46s mount %6.0f MB/s  GET %6.0f MB/s     %.2f× (goal ≥ 0.50×)\n", "cold sequential read vs WebDAV GET",
-		float64(size)/cold.Seconds()/1e6, float64(size)/get.Seconds()/1e6, get.Seconds()/cold.Seconds())
+	slices.Sort(ratios)
+	fmt.Printf("%-46s %.2f× (goal ≥ 0.60×)\n", fmt.Sprintf("cold sequential read, median of %d", len(ratios)), ratios[len(ratios)/2])
 	return nil
 }
 

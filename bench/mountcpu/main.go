@@ -14,6 +14,15 @@
 //	go run ./bench/mountcpu -size 256MiB -rclone
 //	go run ./bench/mountcpu -files 3 -settle 3s   # a stream of files: each one's background work meets the next
 //	go run ./bench/mountcpu -size 256MiB -prof 3 -out /tmp/prof   # then go tool pprof -top /tmp/prof/daemon.profile
+//
+// With -read N it then reads the file back N times, each round through a new
+// mount process with an empty cache (a cold read) and then by one WebDAV GET
+// of the same file, and prints each round's throughputs and CPU seconds per
+// GiB of the mount and the daemon, and the medians: the mount's cold
+// sequential read goal is a ratio to the GET. -prof then profiles the first
+// cold read instead of the write.
+//
+//	go run ./bench/mountcpu -size 512MiB -read 3
 package main
 
 import (
@@ -27,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +68,7 @@ func run() error {
 	files := flag.Int("files", 1, "write this many files one after another, each with its fsync, and report each (the daemon's background work on one overlaps the next)")
 	settle := flag.Duration("settle", 0, "also report the daemon's CPU this long after the fsync (its background work on the new file: checksums)")
 	bin := flag.String("bin", "", "netdisk binary (default: built from this tree)")
+	reads := flag.Int("read", 0, "then this many rounds of a cold read through a new mount beside a WebDAV GET of the file")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "mountcpu-")
 	if err != nil {
@@ -109,7 +120,7 @@ func run() error {
 	}
 
 	profs := make(chan error, 2)
-	if *prof > 0 {
+	if *prof > 0 && *reads == 0 {
 		for _, p := range []struct{ addr, name string }{{daemonPprof, "daemon"}, {mountPprof, "mount"}} {
 			if p.name == "mount" && *viaRclone {
 				profs <- nil
@@ -151,10 +162,112 @@ func run() error {
 		time.Sleep(*settle)
 		fmt.Printf("daemon CPU s until %v after the fsync: %.2f\n", *settle, cpuSeconds(dpid)-d0)
 	}
-	if *prof > 0 {
+	if *prof > 0 && *reads == 0 {
 		return errors.Join(<-profs, <-profs)
 	}
+	if *reads > 0 {
+		exec.Command("fusermount3", "-u", mnt).Run()
+		m.Wait()
+		return coldReads(d, *bin, dir, mnt, int64(*size), *reads, *prof, *kind, *out)
+	}
 	return nil
+}
+
+// coldReads reads seq.bin rounds times through a new netdisk mount with an
+// empty cache, and each time by a WebDAV GET, and prints the figures.
+func coldReads(d *testutil.Daemon, bin, dir, mnt string, size int64, rounds, prof int, kind, out string) error {
+	const gib = 1 << 30
+	var ratios, mountCPU, daemonCPU, getCPU []float64
+	dpid := d.Pid()
+	for r := range rounds {
+		a := []string{"mount", "--server", d.URL, "--user", "bench", "--cache-dir", filepath.Join(dir, fmt.Sprintf("cold%d", r))}
+		if prof > 0 && r == 0 {
+			a = append(a, "--pprof", mountPprof)
+		}
+		m := exec.Command(bin, append(a, mnt)...)
+		m.Env = append(os.Environ(), "NETDISK_PASSWORD=bench-pass")
+		m.Stderr = os.Stderr
+		if err := m.Start(); err != nil {
+			return err
+		}
+		if err := benchmount.WaitMounted(mnt, 30*time.Second); err != nil {
+			exec.Command("fusermount3", "-u", mnt).Run()
+			m.Wait()
+			return err
+		}
+		profs := make(chan error, 1)
+		if prof > 0 && r == 0 {
+			go func() {
+				profs <- fetch(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", mountPprof, kind, prof), filepath.Join(out, "mount-read."+kind))
+			}()
+			time.Sleep(200 * time.Millisecond) // the profile starts before the read
+		} else {
+			profs <- nil
+		}
+		d0, m0, start := cpuSeconds(dpid), cpuSeconds(m.Process.Pid), time.Now()
+		err := readAll(filepath.Join(mnt, "seq.bin"), size)
+		cold := time.Since(start)
+		dc, mc := cpuSeconds(dpid)-d0, cpuSeconds(m.Process.Pid)-m0
+		err = errors.Join(err, <-profs)
+		exec.Command("fusermount3", "-u", mnt).Run()
+		m.Wait()
+		if err != nil {
+			return fmt.Errorf("cold read: %w", err)
+		}
+		g0, start := cpuSeconds(dpid), time.Now()
+		if err := httpGet(d.URL+"/dav/seq.bin", size); err != nil {
+			return err
+		}
+		get := time.Since(start)
+		gc := cpuSeconds(dpid) - g0
+		perGiB := func(cpu float64) float64 { return cpu * gib / float64(size) }
+		fmt.Printf("round %d: cold read %.0f MB/s (CPU-s/GiB mount %.2f, daemon %.2f); GET %.0f MB/s (daemon %.2f CPU-s/GiB); %.2f× the GET\n",
+			r+1, float64(size)/cold.Seconds()/1e6, perGiB(mc), perGiB(dc), float64(size)/get.Seconds()/1e6, perGiB(gc), get.Seconds()/cold.Seconds())
+		ratios = append(ratios, get.Seconds()/cold.Seconds())
+		mountCPU, daemonCPU, getCPU = append(mountCPU, perGiB(mc)), append(daemonCPU, perGiB(dc)), append(getCPU, perGiB(gc))
+	}
+	fmt.Printf("median of %d: cold read %.2f× the GET (goal ≥ 0.60×); CPU-s/GiB: mount %.2f, daemon %.2f (GET: daemon %.2f)\n",
+		rounds, median(ratios), median(mountCPU), median(daemonCPU), median(getCPU))
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// readAll reads the file p through in 1 MiB reads (as cp and cat do, the
+// kernel splits them into its own FUSE reads) and checks its size.
+func readAll(p string, want int64) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, make([]byte, 1<<20))
+	if err == nil && n != want {
+		err = fmt.Errorf("read %d bytes of %s, want %d", n, p, want)
+	}
+	return err
+}
+
+func httpGet(u string, want int64) error {
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth("bench", "bench-pass")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.CopyBuffer(io.Discard, resp.Body, make([]byte, 1<<20))
+	if err == nil && (resp.StatusCode != http.StatusOK || n != want) {
+		err = fmt.Errorf("GET %s: %s, %d bytes (want %d)", u, resp.Status, n, want)
+	}
+	return err
 }
 
 // writeSync writes size bytes of distinct 1 MiB blocks (no deduplication,
