@@ -432,7 +432,8 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		return fail(fmt.Errorf("thumbnails: %w", err))
 	}
 	sc := server.Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
-		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies, Previews: pv}
+		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies, Previews: pv,
+		NCUploadsDir: filepath.Join(o.DataDir, "ncuploads")}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}

@@ -426,6 +426,9 @@ type TreeTx interface {
 	// SubtreeSize returns what the files and folders at or below path are
 	// charged: the files' sizes and their metadata charge (charge.go).
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
+	// TreeBytes returns the sum of the sizes of the files and links at or
+	// below path: what a folder holds, as sync clients show it.
+	TreeBytes(ctx context.Context, uid int64, path string) (int64, error)
 }
 
 // Tx is a write transaction of the store, valid while the function TreeTx.Tx
