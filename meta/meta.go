@@ -57,6 +57,10 @@ type Node struct {
 	// a directory (IsDir false), has no chunks and no file hash, and its
 	// Size is len(Target), charged like a file of that size.
 	Target string
+	// TreeSeq changes whenever anything at or below a folder changes, at
+	// any depth (with its own modification time, a folder's ETag): the
+	// store keeps it in the transaction of every change.
+	TreeSeq int64
 }
 
 // NodeKind is what a node is.

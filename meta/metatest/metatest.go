@@ -163,6 +163,7 @@ func Run(t *testing.T, open Open) {
 		{"TrashReplace", testTrashReplace},
 		{"TrashLists", testTrashLists},
 		{"TrashFoldsLeafFirst", testTrashFoldsLeafFirst},
+		{"TreeSeq", testTreeSeq},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })
