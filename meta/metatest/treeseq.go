@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"path"
 	"testing"
 	"time"
 )
@@ -16,10 +17,22 @@ func testTreeSeq(t *testing.T, e *env) {
 	e.mkdir(a, "/side")
 	e.mkdir(a, "/dst")
 	above := []string{"/", "/x", "/x/y", "/x/y/z"}
+	// Stat, the listing of a folder and the listing of a tree agree.
 	seqs := func(ps ...string) map[string]int64 {
+		t.Helper()
 		m := map[string]int64{}
 		for _, p := range ps {
 			m[p] = e.stat(a, p).TreeSeq
+			if p == "/" {
+				continue
+			}
+			_, kids, err := e.s.ListDir(e.ctx, a, path.Dir(p))
+			e.must(err)
+			for _, k := range kids {
+				if k.Path == p && k.TreeSeq != m[p] {
+					t.Fatalf("TreeSeq of %s: %d by Stat, %d listed", p, m[p], k.TreeSeq)
+				}
+			}
 		}
 		return m
 	}
