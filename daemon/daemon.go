@@ -213,6 +213,8 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"web-sessions", d.pruneWebSessions},
 		{"versions", d.versionsLoop},
 		{"history", d.historyLoop},
+		// On every node: the parts are in its own data directory.
+		{"nc-uploads", d.ncUploadsLoop},
 	}
 	if d.opts.GCInterval > 0 {
 		jobs = append(jobs, job{"gc", func(ctx context.Context) { d.gcLoop(ctx, d.opts.GCInterval) }})
@@ -607,6 +609,24 @@ func (d *Daemon) versionsLoop(ctx context.Context) {
 			d.opts.Logger.Warn("versions: expiring", "err", err)
 		} else if n > 0 {
 			d.opts.Logger.Debug("versions: expunged", "count", n)
+		}
+	})
+}
+
+// ncUploadsLoop removes the sync clients' chunked uploads left untouched
+// as long as an upload session may idle (SessionTTL): uploads their clients
+// gave up on (dav.Handler.ExpireUploads).
+func (d *Daemon) ncUploadsLoop(ctx context.Context) {
+	ttl := d.Upload.TTL()
+	now := d.opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	tick.Every(ctx, min(ttl/10, time.Hour), func(ctx context.Context) {
+		if n, err := d.Server.DAV().ExpireUploads(now().Add(-ttl)); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("sync clients' uploads: expiring", "err", err)
+		} else if n > 0 {
+			d.opts.Logger.Debug("sync clients' uploads: expired", "count", n)
 		}
 	})
 }

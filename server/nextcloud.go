@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"netdisk/dav"
 	"netdisk/errs"
 	"netdisk/meta"
 )
@@ -28,6 +29,9 @@ func (s *Server) mountNextcloud() {
 	s.mux.HandleFunc(davFilesPrefix, s.authed(false, s.davFiles, s.davUnauthorized))
 	s.mux.HandleFunc(davUploadsPrefix, s.authed(false, s.davUploads, s.davUnauthorized))
 }
+
+// DAV is the WebDAV handler (the daemon expires its chunked uploads).
+func (s *Server) DAV() *dav.Handler { return s.dav }
 
 // davUploadsPrefix is where the clients' chunked uploads go:
 // /remote.php/dav/uploads/USER/ID/….
