@@ -92,7 +92,11 @@ func (h *Handler) serveUpload(w http.ResponseWriter, r *http.Request, u meta.Use
 		if err := h.checkUploadQuota(r, u); err != nil {
 			return 0, err
 		}
-		return h.putPart(r, dir, part)
+		limit, err := h.partLimit(r, u, dir)
+		if err != nil {
+			return 0, err
+		}
+		return h.putPart(r, dir, part, limit)
 	case r.Method == "PROPFIND" && part == "":
 		parts, err := uploadParts(dir)
 		if err != nil {
@@ -136,9 +140,39 @@ func (h *Handler) checkUploadQuota(r *http.Request, u meta.User) error {
 	return nil
 }
 
+// partLimit is how many bytes a part may bring (-1: no limit): what the
+// user's free quota leaves beside the parts already staged, so parts sent
+// without OC-Total-Length cannot hold more disk than the quota would let
+// the file take. A body announced larger is refused before it is read.
+func (h *Handler) partLimit(r *http.Request, u meta.User, dir string) (int64, error) {
+	q, err := h.D.QuotaOf(r.Context(), u.ID)
+	if err != nil {
+		return 0, err
+	}
+	free := q.Free()
+	if free < 0 {
+		return -1, nil
+	}
+	parts, err := uploadParts(dir)
+	if errs.Is(err, errs.NotFound) {
+		return 0, errs.Errorf("dav.UploadPart", errs.Conflict, "no such upload: MKCOL it first")
+	} else if err != nil {
+		return 0, err
+	}
+	var staged int64
+	for _, p := range parts {
+		staged += p.size
+	}
+	limit := max(free-staged, 0)
+	if n := expectedLength(r); n > limit {
+		return 0, errs.OverQuota("dav.UploadPart", "", limit, n, "")
+	}
+	return limit, nil
+}
+
 // putPart stores the body as part name of the upload in dir, whole or not
-// at all.
-func (h *Handler) putPart(r *http.Request, dir, name string) (int, error) {
+// at all; a body longer than limit (when not -1) is refused as over quota.
+func (h *Handler) putPart(r *http.Request, dir, name string, limit int64) (int, error) {
 	const op = "dav.UploadPart"
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return 0, errs.Errorf(op, errs.Conflict, "no such upload: MKCOL it first")
@@ -154,9 +188,16 @@ func (h *Handler) putPart(r *http.Request, dir, name string) (int, error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	n, err := io.Copy(tmp, r.Body)
+	var body io.Reader = r.Body
+	if limit >= 0 {
+		body = io.LimitReader(r.Body, limit+1)
+	}
+	n, err := io.Copy(tmp, body)
 	if err != nil {
 		return 0, errs.E(op, errs.Invalid, "", err)
+	}
+	if limit >= 0 && n > limit {
+		return 0, errs.OverQuota(op, "", limit, n, "")
 	}
 	if size := expectedLength(r); size >= 0 && n != size {
 		return 0, errs.Errorf(op, errs.Invalid, "body has %d bytes, %d announced", n, size)

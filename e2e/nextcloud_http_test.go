@@ -260,6 +260,14 @@ func TestNextcloudChunkedUpload(t *testing.T) {
 	if st, _, _ := e.call("PUT", "/remote.php/dav/uploads/alice/8/1", "alice", "alice-pw", []byte("x"), big); st != http.StatusInsufficientStorage {
 		t.Fatalf("PUT of a part of an upload the quota cannot hold: %d", st)
 	}
+	// Without OC-Total-Length the parts together may not outgrow the
+	// free quota either.
+	if st, _, _ := e.call("PUT", "/remote.php/dav/uploads/alice/8/1", "alice", "alice-pw", make([]byte, 2<<20), nil); st != http.StatusCreated {
+		t.Fatalf("PUT of a part that fits: %d", st)
+	}
+	if st, _, _ := e.call("PUT", "/remote.php/dav/uploads/alice/8/2", "alice", "alice-pw", make([]byte, 2<<20), nil); st != http.StatusInsufficientStorage {
+		t.Fatalf("PUT of a part beyond the free quota: %d", st)
+	}
 	e.mkcol("alice", "alice-pw", "/remote.php/dav/uploads/alice/9")
 	if st := e.status("DELETE", "/remote.php/dav/uploads/alice/9", "alice", "alice-pw", nil); st != http.StatusNoContent {
 		t.Fatalf("DELETE of an upload: %d", st)
