@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"netdisk/testutil"
 )
@@ -234,5 +235,59 @@ func testClientSync(t *testing.T, tool string) {
 	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw")
 	if r1, _ := e.traffic(); r1-r0 > 8 {
 		t.Fatalf("a sync with nothing to do made %d requests", r1-r0)
+	}
+}
+
+// nextcloudcmd uploads a large file in parts; the daemon is killed after
+// some arrived, and the next sync, after a restart, sends only the rest.
+func TestNextcloudcmdResumesAfterCrash(t *testing.T) {
+	testutil.RequireTool(t, "nextcloudcmd")
+	e := start(t)
+	e.addUser("alice", "alice-pw")
+	dir := filepath.Join(t.TempDir(), "a")
+	const size = 48 << 20
+	data := testutil.RandBytes(size)
+	writeTree(t, dir, map[string][]byte{"big.bin": data})
+
+	// The first sync, slowed so the crash comes mid-upload: the daemon is
+	// killed once a part is stored (a file in its uploads folder).
+	home := filepath.Join(filepath.Dir(dir), ".home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctxFor(t), testutil.RequireTool(t, "nextcloudcmd"), "--non-interactive", "--max-sync-retries", "1",
+		"--uplimit", "8000", "-u", "alice", "-p", "alice-pw", dir, e.d.URL)
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_DATA_HOME="+home)
+	out := &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var arrived int64
+	waitFor(t, 90*time.Second, "a stored part", func() bool {
+		arrived = 0
+		filepath.WalkDir(filepath.Join(e.d.DataDir, "ncuploads"), func(p string, de fs.DirEntry, err error) error {
+			if err == nil && de.Type().IsRegular() && !strings.HasPrefix(de.Name(), ".") {
+				if fi, err := de.Info(); err == nil {
+					arrived += fi.Size()
+				}
+			}
+			return nil
+		})
+		return arrived > 0
+	})
+	e.d.Kill()
+	cmd.Wait() // fails: its server went away
+	if arrived >= size {
+		t.Fatalf("the whole file arrived before the crash (%d bytes)", arrived)
+	}
+	e.d.Restart()
+
+	_, before := e.traffic()
+	syncClient(t, "nextcloudcmd", dir, e.d.URL, "alice", "alice-pw")
+	_, after := e.traffic()
+	e.mustGet("alice", "alice-pw", "/dav/big.bin", data)
+	if sent := after - before; sent > size-arrived+(1<<20) {
+		t.Fatalf("the sync after the crash moved %d bytes; %d of %d had arrived before it", sent, arrived, size)
 	}
 }
