@@ -16,10 +16,9 @@ import (
 )
 
 // ocsVersion is the server version status.php and the capabilities claim.
-// The clients gate features on it (chunked upload v2 and the
-// X-OC-MTime/OC-Checksum headers wanted 10+ of ownCloud, the version field
-// of Nextcloud 28 is what a current server reports); what netdisk really
-// serves is said by the capabilities.
+// The clients compare it with the minimum versions of the features they
+// use; a current Nextcloud's number leaves the decision to the
+// capabilities, which say what netdisk really serves.
 const (
 	ocsMajor         = 28
 	ocsVersionString = "28.0.0"

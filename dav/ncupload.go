@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"netdisk/davlock"
 	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/meta"
@@ -56,6 +57,11 @@ func validUploadName(s string) bool {
 // handler of the user's files (a MOVE's Destination is under its prefix).
 func (h *Handler) ServeUpload(w http.ResponseWriter, r *http.Request, u meta.User, rest string, files *Handler) {
 	ProtectHeaders(w.Header())
+	if ih, has, err := requestIf(r); err == nil && has {
+		// The assembly writes the destination: the drive checks it against
+		// the lock table with the tokens the MOVE submitted, as for a PUT.
+		r = r.WithContext(davlock.WithTokens(r.Context(), ih.tokens()))
+	}
 	status, err := h.serveUpload(w, r, u, strings.Trim(rest, "/"), files)
 	h.finish(w, r, status, err)
 }

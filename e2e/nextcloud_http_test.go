@@ -276,3 +276,33 @@ func TestNextcloudChunkedUpload(t *testing.T) {
 		t.Fatalf("PUT into a deleted upload: %d", st)
 	}
 }
+
+// The assembly is a write of its destination: a lock held on it refuses a
+// MOVE that does not submit the token, and admits one that does.
+func TestNextcloudChunkedUploadHonoursLocks(t *testing.T) {
+	e := start(t)
+	e.addUser("alice", "alice-pw")
+	e.put("alice", "alice-pw", "/dav/f.bin", []byte("old"))
+	st, b, hd := e.call("LOCK", "/dav/f.bin", "alice", "alice-pw",
+		[]byte(`<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`),
+		map[string]string{"Timeout": "Second-600"})
+	token := hd.Get("Lock-Token")
+	if st != http.StatusOK || token == "" {
+		t.Fatalf("LOCK: %d %s", st, b)
+	}
+	up := "/remote.php/dav/uploads/alice/77"
+	e.mkcol("alice", "alice-pw", up)
+	if st, b, _ := e.call("PUT", up+"/1", "alice", "alice-pw", []byte("new"), nil); st != http.StatusCreated {
+		t.Fatalf("PUT part: %d %s", st, b)
+	}
+	dst := map[string]string{"Destination": e.d.URL + "/remote.php/dav/files/alice/f.bin"}
+	if st := e.status("MOVE", up+"/.file", "alice", "alice-pw", dst); st != http.StatusLocked {
+		t.Fatalf("MOVE .file onto a locked file without its token: %d", st)
+	}
+	e.mustGet("alice", "alice-pw", "/dav/f.bin", []byte("old"))
+	dst["If"] = "(" + token + ")"
+	if st, b, _ := e.call("MOVE", up+"/.file", "alice", "alice-pw", nil, dst); st != http.StatusNoContent {
+		t.Fatalf("MOVE .file with the lock's token: %d %s", st, b)
+	}
+	e.mustGet("alice", "alice-pw", "/dav/f.bin", []byte("new"))
+}
