@@ -131,6 +131,9 @@ func (h *Handler) copyMove(w http.ResponseWriter, r *http.Request, fs *FS, name 
 	if err != nil {
 		return 0, err
 	}
+	if n, err := fs.D.Stat(ctx, fs.UID, dst); err == nil {
+		setOCHeaders(w.Header(), n) // else changed since: the status stands alone
+	}
 	if existed {
 		return http.StatusNoContent, nil
 	}

@@ -165,7 +165,7 @@ func (i FileInfo) Mode() fs.FileMode {
 }
 
 // ETag is the file hash for files (content identity, so equal content has an
-// equal tag) and id plus mtime for directories.
+// equal tag) and id, mtime and tree sequence for directories.
 func (i FileInfo) ETag(context.Context) (string, error) { return ETag(i.N), nil }
 
 // ETag returns the entity tag of a node, quoted.
@@ -176,7 +176,9 @@ func ETag(n meta.Node) string {
 		return `"l` + hex.EncodeToString(sum[:]) + `"`
 	}
 	if n.IsDir {
-		return `"d` + strconv.FormatInt(n.ID, 36) + "-" + strconv.FormatInt(n.ModTime.UnixNano(), 36) + `"`
+		// TreeSeq: a change at any depth below changes the folder's tag
+		// (sync clients walk only folders whose tag changed).
+		return `"d` + strconv.FormatInt(n.ID, 36) + "-" + strconv.FormatInt(n.ModTime.UnixNano(), 36) + "-" + strconv.FormatInt(n.TreeSeq, 36) + `"`
 	}
 	return `"` + n.FileHash + `"`
 }

@@ -30,6 +30,10 @@ type Handler struct {
 	// writes are checked against.
 	Locks davlock.Table
 
+	// UploadsDir keeps the parts of the sync clients' chunked uploads
+	// (ncupload.go); "" answers those requests 503.
+	UploadsDir string
+
 	// SearchScan bounds the candidates one SEARCH evaluates; 0 means
 	// MaxSearchScan.
 	SearchScan int
@@ -41,6 +45,16 @@ func NewHandler(d *drive.Drive, prefix string, log *slog.Logger) *Handler {
 		log = slog.Default()
 	}
 	return &Handler{D: d, Prefix: strings.TrimSuffix(prefix, "/"), Log: log, Locks: d.Locks()}
+}
+
+// At returns the handler serving the same drives under another prefix: the
+// Nextcloud and ownCloud clients' /remote.php/webdav and
+// /remote.php/dav/files/USER. Hrefs, Destination headers and lock roots
+// are read and written under that prefix; everything else is shared.
+func (h *Handler) At(prefix string) *Handler {
+	c := *h
+	c.Prefix = strings.TrimSuffix(prefix, "/")
+	return &c
 }
 
 // lockSystem is what x/net/webdav sees: our lock table (davlock) has already decided

@@ -23,4 +23,8 @@ func TestLitmus(t *testing.T) {
 	}
 	d := testutil.StartDaemon(t)
 	testutil.RunLitmus(t, d.URL+"/dav/", "admin", d.AdminPass, suites)
+	// The sync clients' path to the same drive is the same handler.
+	t.Run("remote.php", func(t *testing.T) {
+		testutil.RunLitmus(t, d.URL+"/remote.php/dav/files/admin/", "admin", d.AdminPass, suites)
+	})
 }

@@ -152,7 +152,7 @@ func (p *propWriter) needDead() bool {
 		return true
 	}
 	for _, n := range p.req.names {
-		if !isLive(n) && !isOCChecksums(n) {
+		if !isLive(n) && !isOCChecksums(n) && !isOwnCloud(n) {
 			return true
 		}
 	}

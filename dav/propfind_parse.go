@@ -74,9 +74,9 @@ func parsePropfind(body []byte) (propfindReq, error) {
 			case xml.EndElement:
 				break children
 			case xml.CharData:
-				if !isSpace(t) {
-					return req, fmt.Errorf("%w: text in propfind", errInvalidPropfind)
-				}
+				// Text between the children means nothing and is ignored,
+				// as other servers ignore it: owncloudcmd 2.11 sends a
+				// stray character after </d:prop>.
 			case xml.StartElement:
 				if t.Name.Space != nsDAV {
 					// Unknown elements from other vocabularies are ignored (RFC 4918 §17).

@@ -129,6 +129,8 @@ func (p *propWriter) response(n meta.Node) {
 				b, ok = p.appendLive(b, n, name.Local)
 			} else if isOCChecksums(name) {
 				b, ok = appendOCChecksums(b, n)
+			} else if isOwnCloud(name) {
+				b, ok = p.appendOwnCloud(b, n, name)
 			} else if isNDSymlink(name) {
 				b, ok = appendNDSymlink(b, n)
 			} else {

@@ -57,6 +57,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, fs *FS, name strin
 		return 0, err
 	}
 	w.Header().Set("ETag", ETag(node))
+	setOCHeaders(w.Header(), node)
 	if hasMtime {
 		// ownCloud's answer: clients (rclone) then skip setting the time again.
 		w.Header().Set("X-OC-MTime", "accepted")

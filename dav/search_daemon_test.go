@@ -124,10 +124,11 @@ func TestSearchNextcloudClients(t *testing.T) {
 				t.Errorf("%s: answer has %s: %s", c.name, n, body)
 			}
 		}
-		// The properties read as PROPFIND's: known ones 200, the ownCloud
-		// ones this server does not keep 404.
+		// The properties read as PROPFIND's: known ones 200 (the ownCloud
+		// ones this server computes among them), the ownCloud ones it does
+		// not keep 404.
 		if !strings.Contains(body, "<D:displayname>report-scan.png</D:displayname>") || !strings.Contains(body, "<D:getcontenttype>image/png</D:getcontenttype>") ||
-			!strings.Contains(body, `<permissions xmlns="http://owncloud.org/ns"/>`) {
+			!strings.Contains(body, `<permissions xmlns="http://owncloud.org/ns">RGDNV`) || !strings.Contains(body, `<favorite xmlns="http://owncloud.org/ns"/>`) {
 			t.Errorf("%s: properties: %s", c.name, body)
 		}
 	}

@@ -3,6 +3,7 @@ package dav
 import (
 	"encoding/xml"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -26,57 +27,68 @@ func (e *lockEnv) folder(path string) folderState {
 	return folderState{ms.Responses[0].LastMod, ms.Responses[0].ETag}
 }
 
-// A folder's time (and so its ETag) changes when an entry is added, removed
-// or renamed into or out of it, at the drive's clock; its ancestors' do not.
+// A folder's time changes when an entry is added, removed or renamed into
+// or out of it, at the drive's clock; its ancestors' do not. Its ETag
+// changes with its time and with any change below it, at any depth (sync
+// clients walk only the folders whose ETag changed): top, above every
+// change here, gets a new ETag at each step, and a sibling untouched keeps
+// its own.
 func TestFolderTimesFollowEntries(t *testing.T) {
 	e := startLockEnv(t)
 	e.want(http.StatusCreated, "alice", "MKCOL", "/dav/top", "")
 	e.want(http.StatusCreated, "alice", "MKCOL", "/dav/top/a", "")
 	e.want(http.StatusCreated, "alice", "MKCOL", "/dav/top/b", "")
 
-	step := func(what string, changed []string, unchanged []string, do func()) {
+	all := []string{"/dav/top", "/dav/top/a", "/dav/top/b"}
+	step := func(what string, changed, untouched []string, do func()) {
 		t.Helper()
 		before := map[string]folderState{}
-		for _, p := range append(append([]string{}, changed...), unchanged...) {
+		for _, p := range all {
 			before[p] = e.folder(p)
 		}
 		e.clock.Advance(time.Minute)
 		do()
 		want := e.clock.Now().UTC().Format(http.TimeFormat)
-		for _, p := range changed {
+		for _, p := range all {
 			got := e.folder(p)
-			if got.lastMod != want || got.etag == before[p].etag {
-				t.Errorf("%s: %s is %+v (was %+v), want getlastmodified %s and a new ETag", what, p, got, before[p], want)
-			}
-		}
-		for _, p := range unchanged {
-			if got := e.folder(p); got != before[p] {
-				t.Errorf("%s: %s changed to %+v from %+v", what, p, got, before[p])
+			switch {
+			case slices.Contains(changed, p):
+				if got.lastMod != want || got.etag == before[p].etag {
+					t.Errorf("%s: %s is %+v (was %+v), want getlastmodified %s and a new ETag", what, p, got, before[p], want)
+				}
+			case slices.Contains(untouched, p):
+				if got != before[p] {
+					t.Errorf("%s: %s changed to %+v from %+v", what, p, got, before[p])
+				}
+			default: // an ancestor of the change: same time, new ETag
+				if got.lastMod != before[p].lastMod || got.etag == before[p].etag {
+					t.Errorf("%s: %s is %+v (was %+v), want the same time and a new ETag", what, p, got, before[p])
+				}
 			}
 		}
 	}
-	step("PUT new file", []string{"/dav/top/a"}, []string{"/dav/top", "/dav/top/b"}, func() {
+	step("PUT new file", []string{"/dav/top/a"}, []string{"/dav/top/b"}, func() {
 		e.want(http.StatusCreated, "alice", "PUT", "/dav/top/a/f.txt", "one")
 	})
-	step("PUT over a file", nil, []string{"/dav/top/a", "/dav/top"}, func() {
+	step("PUT over a file", nil, []string{"/dav/top/b"}, func() {
 		e.want(http.StatusNoContent, "alice", "PUT", "/dav/top/a/f.txt", "two")
 	})
-	step("MOVE out and in", []string{"/dav/top/a", "/dav/top/b"}, []string{"/dav/top"}, func() {
+	step("MOVE out and in", []string{"/dav/top/a", "/dav/top/b"}, nil, func() {
 		e.want(http.StatusCreated, "alice", "MOVE", "/dav/top/a/f.txt", "", "Destination: /dav/top/b/g.txt")
 	})
-	step("rename within", []string{"/dav/top/b"}, []string{"/dav/top", "/dav/top/a"}, func() {
+	step("rename within", []string{"/dav/top/b"}, []string{"/dav/top/a"}, func() {
 		e.want(http.StatusCreated, "alice", "MOVE", "/dav/top/b/g.txt", "", "Destination: /dav/top/b/h.txt")
 	})
-	step("COPY in", []string{"/dav/top/a"}, []string{"/dav/top", "/dav/top/b"}, func() {
+	step("COPY in", []string{"/dav/top/a"}, []string{"/dav/top/b"}, func() {
 		e.want(http.StatusCreated, "alice", "COPY", "/dav/top/b/h.txt", "", "Destination: /dav/top/a/c.txt")
 	})
-	step("DELETE", []string{"/dav/top/a"}, []string{"/dav/top", "/dav/top/b"}, func() {
+	step("DELETE", []string{"/dav/top/a"}, []string{"/dav/top/b"}, func() {
 		e.want(http.StatusNoContent, "alice", "DELETE", "/dav/top/a/c.txt", "")
 	})
-	step("MKCOL child", []string{"/dav/top/b"}, []string{"/dav/top", "/dav/top/a"}, func() {
+	step("MKCOL child", []string{"/dav/top/b"}, []string{"/dav/top/a"}, func() {
 		e.want(http.StatusCreated, "alice", "MKCOL", "/dav/top/b/sub", "")
 	})
-	step("MOVE folder", []string{"/dav/top/a", "/dav/top/b"}, []string{"/dav/top"}, func() {
+	step("MOVE folder", []string{"/dav/top/a", "/dav/top/b"}, nil, func() {
 		e.want(http.StatusCreated, "alice", "MOVE", "/dav/top/b/sub", "", "Destination: /dav/top/a/sub2")
 	})
 }

@@ -416,6 +416,16 @@ func (d *Drive) Stat(ctx context.Context, uid int64, p string) (meta.Node, error
 	return d.meta.Stat(ctx, uid, p)
 }
 
+// TreeBytes returns the sizes of the files at or below p summed (a
+// file's own size).
+func (d *Drive) TreeBytes(ctx context.Context, uid int64, p string) (int64, error) {
+	p, err := clean("drive.TreeBytes", p)
+	if err != nil {
+		return 0, err
+	}
+	return d.meta.TreeBytes(ctx, uid, p)
+}
+
 // NodeByID returns user uid's node id; another user's id is NotFound, as
 // an unknown one (ids are guessable: they must reveal nothing).
 func (d *Drive) NodeByID(ctx context.Context, uid, id int64) (meta.Node, error) {

@@ -57,6 +57,10 @@ type Node struct {
 	// a directory (IsDir false), has no chunks and no file hash, and its
 	// Size is len(Target), charged like a file of that size.
 	Target string
+	// TreeSeq changes whenever anything at or below a folder changes, at
+	// any depth (with its own modification time, a folder's ETag): the
+	// store keeps it in the transaction of every change.
+	TreeSeq int64
 }
 
 // NodeKind is what a node is.
@@ -431,6 +435,9 @@ type TreeTx interface {
 	// SubtreeSize returns what the files and folders at or below path are
 	// charged: the files' sizes and their metadata charge (charge.go).
 	SubtreeSize(ctx context.Context, uid int64, path string) (int64, error)
+	// TreeBytes returns the sum of the sizes of the files and links at or
+	// below path: what a folder holds, as sync clients show it.
+	TreeBytes(ctx context.Context, uid int64, path string) (int64, error)
 }
 
 // Tx is a write transaction of the store, valid while the function TreeTx.Tx

@@ -12,7 +12,7 @@ import (
 	"netdisk/vpath"
 )
 
-const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, ''), ifnull(link_target, '')`
+const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, ''), ifnull(link_target, ''), tree_seq`
 
 type querier interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
@@ -23,7 +23,7 @@ type querier interface {
 func scanNode(row rowScanner) (Node, error) {
 	var n Node
 	var mtime int64
-	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1, &n.Target)
+	err := row.Scan(&n.ID, &n.UserID, &n.Path, &n.IsDir, &n.Size, &n.Mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1, &n.Target, &n.TreeSeq)
 	n.ModTime = time.Unix(0, mtime)
 	return n, err
 }

@@ -111,18 +111,23 @@ var pgPostMigration = map[string]func(context.Context, *sql.Tx) error{
 }
 
 // splitSQL cuts a migration file into statements at semicolons ending a
-// line; the files hold no function bodies or literals that would contain one.
+// line outside a $$-quoted function body; the files hold no literals that
+// would contain one.
 func splitSQL(body string) []string {
 	var out []string
 	var cur strings.Builder
+	inBody := false
 	for _, line := range strings.Split(body, "\n") {
+		if strings.Count(line, "$$")%2 == 1 {
+			inBody = !inBody
+		}
 		trimmed := strings.TrimSpace(line)
 		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
 			continue
 		}
 		cur.WriteString(line)
 		cur.WriteByte('\n')
-		if strings.HasSuffix(trimmed, ";") {
+		if strings.HasSuffix(trimmed, ";") && !inBody {
 			out = append(out, cur.String())
 			cur.Reset()
 		}

@@ -9,14 +9,14 @@ import (
 )
 
 // listCols are the columns scanFast reads (user_id is known to the caller).
-const listCols = `id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, ''), ifnull(link_target, '')`
+const listCols = `id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, ''), ifnull(link_target, ''), tree_seq`
 
 // scanFast scans listCols into n through plain int64s: database/sql converts
 // an INTEGER into a uint32 by formatting and re-parsing it, which dominated a
 // 10,000-row listing.
 func scanFast(rows *sql.Rows, uid int64, n *Node) error {
 	var isDir, mode, mtime int64
-	if err := rows.Scan(&n.ID, &n.Path, &isDir, &n.Size, &mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1, &n.Target); err != nil {
+	if err := rows.Scan(&n.ID, &n.Path, &isDir, &n.Size, &mode, &mtime, &n.FileHash, &n.MD5, &n.SHA1, &n.Target, &n.TreeSeq); err != nil {
 		return err
 	}
 	n.UserID, n.IsDir, n.Mode, n.ModTime = uid, isDir != 0, uint32(mode), time.Unix(0, mtime)

@@ -82,7 +82,9 @@ func OpenSQLite(ctx context.Context, path string, now func() time.Time) (*SQLSto
 	// _stmt_cache_size: each connection keeps its recently used statements
 	// prepared, so the few statements a small upload runs are parsed once
 	// per connection, not once per request.
-	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_foreign_keys=on&_stmt_cache_size=48"
+	// _recursive_triggers: a folder's tree_seq bump fires the trigger that
+	// bumps its parent (migrations/024_tree_etag.sql), up to the root.
+	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_foreign_keys=on&_stmt_cache_size=48&_recursive_triggers=1"
 	// The writer's page cache (_cache_size, KiB when negative) holds what
 	// a change of a large subtree rewrites: a folder of 100,000 files
 	// moved or sent to the trash rewrites every row's path in two indexes,

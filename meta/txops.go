@@ -117,6 +117,19 @@ func (s *SQLStore) SubtreeSize(ctx context.Context, uid int64, path string) (int
 	return sz.Int64 + charge, wrap(op, path, err)
 }
 
+// TreeBytes implements Store.
+func (s *SQLStore) TreeBytes(ctx context.Context, uid int64, path string) (int64, error) {
+	const op = "meta.TreeBytes"
+	n, err := stat(ctx, s.r, op, uid, path)
+	if err != nil || !n.IsDir {
+		return n.Size, err
+	}
+	cond, args := subtree(path)
+	var sz sql.NullInt64
+	err = s.r.QueryRowContext(ctx, `SELECT sum(size) FROM nodes WHERE is_dir = 0 AND user_id = ? AND `+cond, append([]any{uid}, args...)...).Scan(&sz)
+	return sz.Int64, wrap(op, path, err)
+}
+
 // MkdirTx is Mkdir (mode as stored: 0 the default, see StoredMode) inside
 // tx; it returns the node and the change of the user's charge (the new
 // entry's), refused beyond maxGrowth.

@@ -56,6 +56,9 @@ type Config struct {
 	// Previews makes and keeps thumbnails (/api/v1/thumb and the Nextcloud
 	// preview shape); nil answers them 503.
 	Previews *preview.Service
+	// NCUploadsDir keeps the parts of the sync clients' chunked uploads
+	// (dav/ncupload.go); "" answers them 503.
+	NCUploadsDir string
 }
 
 // Server is the HTTP side of the daemon.
@@ -91,6 +94,7 @@ func New(c Config) *Server {
 	}
 	s.metrics = NewMetrics(prometheus.NewRegistry())
 	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
+	s.dav.UploadsDir = c.NCUploadsDir
 	s.api = api.New(c.Drive, s.log)
 	s.api.Upload = c.Upload
 	s.streamsDone = make(chan struct{})
@@ -116,6 +120,7 @@ func New(c Config) *Server {
 		}
 		s.authed(false, s.dav.Serve, s.davUnauthorized)(w, r)
 	})
+	s.mountNextcloud()
 	for _, rt := range s.api.Routes() {
 		h := rt.Handler
 		if rt.Public {
@@ -385,6 +390,8 @@ func clientIP(r *http.Request) string {
 func routeLabel(p string) string {
 	switch {
 	case p == "/dav" || strings.HasPrefix(p, "/dav/"):
+		return "dav"
+	case strings.HasPrefix(p, "/remote.php/"):
 		return "dav"
 	case strings.HasPrefix(p, "/api/"):
 		return "api"

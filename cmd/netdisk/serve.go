@@ -242,7 +242,7 @@ store: one node orders, the others serve what it obtained.`,
 	f.StringVar(&share, "history-share", "50%", "most of a user's quota (of the volume for a user without one) their trash and file versions may use together; past it the oldest go first")
 	f.DurationVar(&o.HistoryInterval, "history-interval", 10*time.Minute, "how often the trash retention and the history share are applied")
 	_ = f.MarkHidden("history-interval")
-	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions idle this long expire and release their space")
+	f.DurationVar(&o.SessionTTL, "session-ttl", 72*time.Hour, "upload sessions (and the sync clients' chunked uploads) idle this long expire and release their space")
 	f.DurationVar(&o.Versions.MaxAge, "versions-retention", 0, "file versions older than this are expunged (0: no age bound); younger ones are thinned: one per 10s within the last minute, per minute for an hour, per hour for a day, per day for 30 days, per week after")
 	f.IntVar(&o.Versions.Max, "versions-max", 0, "most versions kept per file, the newest (0: no count bound)")
 	f.DurationVar(&o.VersionsInterval, "versions-interval", daemon.DefaultVersionsInterval, "how often versions are thinned and expired")

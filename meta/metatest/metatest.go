@@ -166,6 +166,7 @@ func Run(t *testing.T, open Open) {
 		{"TrashLists", testTrashLists},
 		{"TrashFoldsLeafFirst", testTrashFoldsLeafFirst},
 		{"ACMECache", testACMECache},
+		{"TreeSeq", testTreeSeq},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })

@@ -551,6 +551,23 @@ func testTreeTx(t *testing.T, e *env) {
 	if n, err := e.s.SubtreeSize(e.ctx, a, "/f"); err != nil || n != 6+ec("f") {
 		t.Fatalf("SubtreeSize(/f) = %d, %v", n, err)
 	}
+	// TreeBytes counts content only, below any depth, and a file is its size.
+	e.mkdir(a, "/d/e")
+	e.commit(a, "/d/e/y", chunk("y", 4))
+	for p, want := range map[string]int64{"/d": 7, "/d/e": 4, "/f": 6, "/": 13} {
+		if n, err := e.s.TreeBytes(e.ctx, a, p); err != nil || n != want {
+			t.Fatalf("TreeBytes(%s) = %d, %v; want %d", p, n, err, want)
+		}
+	}
+	if _, err := e.s.TreeBytes(e.ctx, a, "/nope"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("TreeBytes of a missing path: %v", err)
+	}
+	if err := e.s.Tx(e.ctx, func(tx *meta.Tx) error { _, err := e.s.RemoveTx(e.ctx, tx, a, "/d/e/y"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.Tx(e.ctx, func(tx *meta.Tx) error { _, err := e.s.RemoveTx(e.ctx, tx, a, "/d/e"); return err }); err != nil {
+		t.Fatal(err)
+	}
 	var delta int64
 	tx := func(fn func(tx *meta.Tx) (int64, error)) error {
 		return e.s.Tx(e.ctx, func(tx *meta.Tx) (err error) { delta, err = fn(tx); return err })
