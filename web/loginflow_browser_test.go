@@ -68,6 +68,10 @@ func TestBrowserLoginFlowV2(t *testing.T) {
 	if start.Poll.Endpoint != d.URL+"/index.php/login/v2/poll" || !strings.HasPrefix(start.Login, d.URL+"/index.php/login/v2/flow/") {
 		t.Fatalf("start: %s", body)
 	}
+	// The same flow start without the index.php prefix.
+	if code, body := post("/login/v2", nil); code != 200 || !strings.Contains(string(body), `"endpoint":"`+d.URL+`/index.php/login/v2/poll"`) {
+		t.Fatalf("start at /login/v2: %d %s", code, body)
+	}
 	loginToken := strings.TrimPrefix(start.Login, d.URL+"/index.php/login/v2/flow/")
 	poll := func(token string) (int, []byte) {
 		t.Helper()
@@ -83,12 +87,13 @@ func TestBrowserLoginFlowV2(t *testing.T) {
 		}
 	}
 
-	var shown, user string
+	var shown, user, prefilled string
 	var xss, imgs int
 	b.Run(t, "open the login URL and sign in", 30*time.Second,
-		chromedp.Navigate(start.Login),
+		// As the desktop client opens it: with the user it expects.
+		chromedp.Navigate(start.Login+"?user=alice"),
 		chromedp.WaitVisible("#signin-name", chromedp.ByQuery),
-		chromedp.SendKeys("#signin-name", "alice", chromedp.ByQuery),
+		chromedp.Value("#signin-name", &prefilled, chromedp.ByQuery),
 		chromedp.SendKeys("#signin-pass", "alice-pass-1", chromedp.ByQuery),
 		chromedp.Click("#signin-submit", chromedp.ByQuery),
 		chromedp.WaitVisible("#grant-submit", chromedp.ByQuery),
@@ -97,11 +102,11 @@ func TestBrowserLoginFlowV2(t *testing.T) {
 		chromedp.Evaluate(`window.__xss === undefined ? 0 : 1`, &xss),
 		chromedp.Evaluate(`document.querySelectorAll('#grant-device *').length`, &imgs),
 	)
+	if prefilled != "alice" {
+		t.Fatalf("sign-in form's name from ?user=: %q", prefilled)
+	}
 	if shown != device || user != "alice" || xss != 0 || imgs != 0 {
 		t.Fatalf("grant screen shows %q for %q (script ran: %d, elements from the name: %d); want the name as text", shown, user, xss, imgs)
-	}
-	if os.Getenv("NETDISK_SCREENSHOTS") != "" {
-		shooter{t: t, b: b, dir: os.Getenv("NETDISK_SCREENSHOTS")}.both("grant")
 	}
 
 	// The signed-in page's own fetch, without the CSRF token: refused.

@@ -16,7 +16,10 @@ async function load() {
   const sess = await fetch('/web/session', { credentials: 'same-origin', headers: { 'X-Netdisk-Web': '1' } });
   if (sess.status === 401) {
     show('signin-form');
-    $('signin-name').focus();
+    // The desktop client may name the user it expects (?user=NAME).
+    const user = new URLSearchParams(location.search).get('user');
+    if (user) $('signin-name').value = user;
+    $(user ? 'signin-pass' : 'signin-name').focus();
     return;
   }
   if (!sess.ok) {
