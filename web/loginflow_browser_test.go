@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,43 @@ func TestBrowserLoginFlowV2(t *testing.T) {
 	cli("token", "rm", listed[0].Name)
 	if st := propfind(); st != 401 {
 		t.Fatalf("PROPFIND with the revoked app password: %d, want 401", st)
+	}
+}
+
+// TestLoginFlowPollThrottleOnTheWire: the daemon answers an address that
+// keeps polling unknown tokens 404, then 429 with Retry-After, its pending
+// flow's polls included (else a hit among the guesses would stand out as a
+// 404 among 429s).
+func TestLoginFlowPollThrottleOnTheWire(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	ctx := context.Background()
+	post := func(path, form string) *http.Response {
+		t.Helper()
+		resp, err := d.Do(ctx, "POST", path, "", "", []byte(form), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp, err := d.Do(ctx, "POST", "/index.php/login/v2", "", "", nil, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("start: %v %v", err, resp)
+	}
+	var start struct{ Poll struct{ Token string } }
+	if err := json.NewDecoder(resp.Body).Decode(&start); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for i := range 20 {
+		if st := post("/index.php/login/v2/poll", "token=guess"+strconv.Itoa(i)).StatusCode; st != 404 {
+			t.Fatalf("guess %d: %d, want 404", i, st)
+		}
+	}
+	for _, form := range []string{"token=guess-more", "token=" + start.Poll.Token} {
+		if r := post("/login/v2/poll", form); r.StatusCode != 429 || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("poll %s after 20 guesses: %d, Retry-After %q; want 429 with it", form, r.StatusCode, r.Header.Get("Retry-After"))
+		}
 	}
 }
