@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -300,7 +301,18 @@ func (h *Handler) serveFlowStart(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) servePoll(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	res, err := h.flows.Poll(remoteHost(r), r.PostFormValue("token"))
+	// The clients send a form; Nextcloud also takes JSON and the query,
+	// so other clients of its API may.
+	token := r.FormValue("token")
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		var body struct {
+			Token string `json:"token"`
+		}
+		if json.NewDecoder(r.Body).Decode(&body) == nil && body.Token != "" {
+			token = body.Token
+		}
+	}
+	res, err := h.flows.Poll(remoteHost(r), token)
 	if err != nil {
 		if errs.Is(err, errs.Throttled) {
 			w.Header().Set("Retry-After", itoa(int64(pollMissWindow/time.Second)))
