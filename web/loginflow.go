@@ -31,8 +31,8 @@ import (
 // login URL can offer a grant but never collect the password. Both carry
 // 256 random bits and are kept by their SHA-256 only. A flow lives
 // LoginFlowTTL on the injected clock, in this node's memory: a flow is a few
-// minutes of one client's sign-in, and its poll and its browser reach the
-// node that started it as long as the nodes sit behind a sticky balancer.
+// minutes of one client's sign-in, so losing it to a restart costs a retry;
+// behind several nodes its paths are routed to one (docs/API.md).
 
 // LoginFlowTTL is how long a flow can be granted and then collected
 // (Nextcloud's own lifetime, which the clients' timeouts expect).

@@ -18,6 +18,10 @@
 //     send one without a preflight) and a same-origin Origin when present.
 //   - A request with Basic credentials is judged by them only: the cookie is
 //     ignored, so /dav/ and /api/ clients see no change.
+//
+// The page also hosts the grant screen of Nextcloud's Login Flow v2
+// (loginflow.go), through which the Nextcloud and ownCloud apps get an app
+// token of their own.
 package web
 
 import (
