@@ -326,7 +326,6 @@ func (h *Handler) servePoll(w http.ResponseWriter, r *http.Request) {
 // serveGrantPage is the login URL: the grant screen (grant.html), which
 // reads the flow's token from its own path.
 func (h *Handler) serveGrantPage(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
 	h.writeAsset(w, r, "/grant.html")
 }
 
