@@ -18,6 +18,10 @@
 //     send one without a preflight) and a same-origin Origin when present.
 //   - A request with Basic credentials is judged by them only: the cookie is
 //     ignored, so /dav/ and /api/ clients see no change.
+//
+// The page also hosts the grant screen of Nextcloud's Login Flow v2
+// (loginflow.go), through which the Nextcloud and ownCloud apps get an app
+// token of their own.
 package web
 
 import (
@@ -74,6 +78,7 @@ type Handler struct {
 	login    LoginFunc
 	log      *slog.Logger
 	assets   map[string]asset
+	flows    *LoginFlows // Login Flow v2 (loginflow.go)
 }
 
 type asset struct {
@@ -88,6 +93,7 @@ func New(c Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.flows = NewLoginFlows(c.Sessions.Now)
 	fs.WalkDir(static, "static", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
@@ -119,6 +125,9 @@ func New(c Config) *Handler {
 	return h
 }
 
+// LoginFlows are the handler's pending Login Flow v2 sign-ins.
+func (h *Handler) LoginFlows() *LoginFlows { return h.flows }
+
 // Sessions is the handler's session store.
 func (h *Handler) Sessions() *Sessions { return h.sessions }
 
@@ -137,6 +146,16 @@ func (h *Handler) Routes() []Route {
 		{"POST /web/login", h.serveLogin},
 		{"POST /web/logout", h.serveLogout},
 		{"GET /web/session", h.serveSession},
+		// Login Flow v2 (loginflow.go), under the paths the Nextcloud
+		// clients use, with and without index.php.
+		{"POST /index.php/login/v2", h.serveFlowStart},
+		{"POST /login/v2", h.serveFlowStart},
+		{"POST /index.php/login/v2/poll", h.servePoll},
+		{"POST /login/v2/poll", h.servePoll},
+		{"GET /index.php/login/v2/flow/{token}", h.serveGrantPage},
+		{"GET /login/v2/flow/{token}", h.serveGrantPage},
+		{"GET /web/loginflow/{token}", h.serveFlowInfo},
+		{"POST /web/loginflow/{token}/grant", h.serveFlowGrant},
 	}
 }
 
