@@ -36,13 +36,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"netdisk/apitype"
+	"netdisk/bench/internal/benchdata"
 	"netdisk/bench/internal/benchflag"
 	"netdisk/bench/internal/benchmount"
+	"netdisk/bench/internal/procstat"
 	"netdisk/client"
 	"netdisk/testutil"
 )
@@ -227,14 +228,8 @@ func coldReads(d *testutil.Daemon, bin, dir, mnt string, size int64, rounds, pro
 		mountCPU, daemonCPU, getCPU = append(mountCPU, perGiB(mc)), append(daemonCPU, perGiB(dc)), append(getCPU, perGiB(gc))
 	}
 	fmt.Printf("median of %d: cold read %.2f× the GET (goal ≥ 0.60×); CPU-s/GiB: mount %.2f, daemon %.2f (GET: daemon %.2f)\n",
-		rounds, median(ratios), median(mountCPU), median(daemonCPU), median(getCPU))
+		rounds, benchdata.Median(ratios), benchdata.Median(mountCPU), benchdata.Median(daemonCPU), benchdata.Median(getCPU))
 	return nil
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // readAll reads the file p through in 1 MiB reads (as cp and cat do, the
@@ -311,17 +306,9 @@ func fetch(url, file string) error {
 	return f.Close()
 }
 
-// cpuSeconds is the user + system CPU time of process pid so far, all its
-// threads (/proc/PID/stat, in clock ticks of 1/100 s).
+// cpuSeconds is procstat.CPUSeconds, 0 when it cannot be read (the process
+// has ended): the figures it feeds are printed, not checked.
 func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndex(s, ")")+2:])
-	var user, sys float64
-	fmt.Sscan(f[11], &user)
-	fmt.Sscan(f[12], &sys)
-	return (user + sys) / 100
+	s, _ := procstat.CPUSeconds(pid)
+	return s
 }

@@ -18,14 +18,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
 
 	"netdisk/bench/internal/benchflag"
+	"netdisk/bench/internal/procstat"
 	"netdisk/testutil"
 )
 
@@ -67,7 +66,7 @@ func run() error {
 	} else {
 		resp.Body.Close()
 	}
-	base, _ := peakRSS(d.Pid())
+	base, _ := procstat.PeakRSS(d.Pid())
 	block := make([]byte, 1<<20)
 	rand.Read(block)
 	var sent sync.WaitGroup
@@ -112,7 +111,7 @@ func run() error {
 		return herr
 	}
 	el := time.Since(start)
-	hwm, err := peakRSS(d.Pid())
+	hwm, err := procstat.PeakRSS(d.Pid())
 	if err != nil {
 		return err
 	}
@@ -167,22 +166,4 @@ func fetch(url, file string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// peakRSS returns VmHWM (peak resident set) of a process, in bytes.
-func peakRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(v)
-			if len(f) == 2 && f[1] == "kB" {
-				n, err := strconv.ParseInt(f[0], 10, 64)
-				return n << 10, err
-			}
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }

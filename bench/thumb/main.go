@@ -29,10 +29,10 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"netdisk/bench/internal/procstat"
 	"netdisk/testutil"
 	"netdisk/thumb"
 )
@@ -153,16 +153,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // vmHWM is a process's peak resident set, in bytes.
 func vmHWM(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstat.PeakRSS(pid)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb * 1024
-		}
-	}
-	log.Fatal("no VmHWM")
-	return 0
+	return float64(n)
 }

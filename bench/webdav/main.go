@@ -31,6 +31,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"netdisk/bench/internal/benchdata"
+	"netdisk/bench/internal/procstat"
 	"netdisk/testutil"
 )
 
@@ -222,7 +223,7 @@ func run(ctx context.Context, c config) (string, error) {
 	}
 	rss := map[string]int64{}
 	for _, s := range servers {
-		rss[s.name], _ = peakRSS(s.pid())
+		rss[s.name], _ = procstat.PeakRSS(s.pid())
 	}
 	var bigLine string
 	if c.big > 0 {
@@ -233,7 +234,7 @@ func run(ctx context.Context, c config) (string, error) {
 			return "", fmt.Errorf("netdisk: big PUT: %w", err)
 		}
 		smp.putMBps = mbps(c.big, time.Since(t0))
-		hwm, err := peakRSS(nd.pid())
+		hwm, err := procstat.PeakRSS(nd.pid())
 		if err != nil {
 			return "", err
 		}

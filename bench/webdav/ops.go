@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"netdisk/bench/internal/procstat"
 	"strings"
 	"time"
 
@@ -160,7 +161,7 @@ func mbps(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 
 // bigPutGet uploads size fresh bytes, downloads them, and deletes the file.
 func bigPutGet(ctx context.Context, c *http.Client, s *server, random []byte, seed uint64, size int64, smp *sample) error {
 	path := fmt.Sprintf("/big-%d.bin", seed)
-	cpu0, err := cpuSeconds(s.pid())
+	cpu0, err := procstat.CPUSeconds(s.pid())
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func bigPutGet(ctx context.Context, c *http.Client, s *server, random []byte, se
 		return err
 	}
 	smp.putMBps = mbps(size, time.Since(t0))
-	cpu1, err := cpuSeconds(s.pid())
+	cpu1, err := procstat.CPUSeconds(s.pid())
 	if err != nil {
 		return err
 	}
