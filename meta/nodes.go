@@ -12,6 +12,8 @@ import (
 	"netdisk/vpath"
 )
 
+// nodeCols are the columns scanNode reads; openFileCols (aliased) and
+// listCols (scanFast) must name the same ones in the same order.
 const nodeCols = `id, user_id, path, is_dir, size, mode, mtime_ns, file_hash, ifnull(content_md5, ''), ifnull(content_sha1, ''), ifnull(link_target, ''), tree_seq`
 
 type querier interface {
