@@ -401,7 +401,12 @@ func (d *Drive) Stat(ctx context.Context, uid int64, p string) (meta.Node, error
 	if err != nil {
 		return meta.Node{}, err
 	}
-	return d.meta.Stat(ctx, uid, p)
+	ctx, w, err := d.resolve(ctx, "drive.Stat", uid, p, readAccess)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	n, err := d.meta.Stat(ctx, w.uid, w.path)
+	return w.node(n), w.err(err)
 }
 
 // NodeByID returns user uid's node id; another user's id is NotFound, as
@@ -416,7 +421,15 @@ func (d *Drive) List(ctx context.Context, uid int64, p string) ([]meta.Node, err
 	if err != nil {
 		return nil, err
 	}
-	return d.meta.List(ctx, uid, p)
+	ctx, w, err := d.resolve(ctx, "drive.List", uid, p, readAccess)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := d.meta.List(ctx, w.uid, w.path)
+	if err != nil {
+		return nil, w.err(err)
+	}
+	return d.withEntries(ctx, w, w.nodes(ns)), nil
 }
 
 // CountTree counts nodes below p, up to limit+1.
@@ -425,7 +438,12 @@ func (d *Drive) CountTree(ctx context.Context, uid int64, p string, limit int) (
 	if err != nil {
 		return 0, err
 	}
-	return d.meta.CountTree(ctx, uid, p, limit)
+	ctx, w, err := d.resolve(ctx, "drive.CountTree", uid, p, readAccess)
+	if err != nil {
+		return 0, err
+	}
+	n, err := d.meta.CountTree(ctx, w.uid, w.path, limit)
+	return n, w.err(err)
 }
 
 // Mkdir creates directory p; its parent must exist.
@@ -434,10 +452,15 @@ func (d *Drive) Mkdir(ctx context.Context, uid int64, p string) (meta.Node, erro
 	if err != nil {
 		return meta.Node{}, err
 	}
-	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
+	ctx, w, err := d.resolve(ctx, "drive.Mkdir", uid, p, writeAccess)
+	if err != nil {
 		return meta.Node{}, err
 	}
-	return d.mkdirCharged(ctx, "drive.Mkdir", uid, p, 0)
+	if err := d.checkLocks(ctx, w.uid, davlock.Target{Path: w.path, Membership: true}); err != nil {
+		return meta.Node{}, w.err(err)
+	}
+	n, err := d.mkdirCharged(ctx, "drive.Mkdir", w.uid, w.path, 0)
+	return w.node(n), w.err(err)
 }
 
 // MkdirAll creates p and any missing parents.
@@ -448,6 +471,16 @@ func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
 	}
 	if p == "/" {
 		return nil
+	}
+	ctx, w, err := d.resolve(ctx, "drive.MkdirAll", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		if w.path == w.m.TargetAt {
+			return nil // the share's own folder: the top of what may be made
+		}
+		return w.err(d.MkdirAll(ctx, w.uid, w.path))
 	}
 	n, err := d.meta.Stat(ctx, uid, p)
 	if err == nil {
@@ -479,6 +512,20 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err != nil {
 		return err
 	}
+	ctx, w, err := d.resolve(ctx, "drive.Remove", uid, p, readAccess)
+	if err != nil {
+		return err
+	}
+	if w.entry {
+		// The recipient's entry: removing it leaves the share.
+		return d.leave(ctx, uid, *w.m)
+	}
+	if err := w.writable("drive.Remove", p); err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.Remove(ctx, w.uid, w.path))
+	}
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Deep: true, Membership: true}); err != nil {
 		return err
 	}
@@ -502,6 +549,29 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 	}
 	if dst, err = clean("drive.Move", dst); err != nil {
 		return err
+	}
+	rctx, ws, err := d.resolve(ctx, "drive.Move", uid, src, readAccess)
+	if err != nil {
+		return err
+	}
+	_, wd, err := d.resolve(ctx, "drive.Move", uid, dst, writeAccess)
+	if err != nil {
+		return err
+	}
+	ctx = rctx
+	switch {
+	case ws.entry && wd.m == nil:
+		// The recipient moves their entry within their tree: their view.
+	case ws.uid != wd.uid || ws.entry:
+		return errs.E("drive.Move", errs.CrossTree, src, errors.New("a move between your files and a share (or two owners' shares) is a copy and a delete"))
+	case ws.m != nil || wd.m != nil:
+		if err := ws.writable("drive.Move", src); err != nil {
+			return err
+		}
+		if ws.m != nil {
+			return ws.err(d.Move(ctx, ws.uid, ws.path, wd.path, overwrite))
+		}
+		return wd.err(d.Move(ctx, wd.uid, ws.path, wd.path, overwrite))
 	}
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: src, Deep: true, Membership: true},
 		davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
@@ -531,6 +601,24 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 	if dst, err = clean("drive.Copy", dst); err != nil {
 		return err
 	}
+	rctx, ws, err := d.resolve(ctx, "drive.Copy", uid, src, readAccess)
+	if err != nil {
+		return err
+	}
+	_, wd, err := d.resolve(ctx, "drive.Copy", uid, dst, writeAccess)
+	if err != nil {
+		return err
+	}
+	ctx = rctx
+	if ws.uid != wd.uid {
+		return wd.err(d.copyAcross(ctx, ws, wd, overwrite, recursive))
+	}
+	if ws.m != nil || wd.m != nil {
+		if ws.m != nil {
+			return ws.err(d.Copy(ctx, ws.uid, ws.path, wd.path, overwrite, recursive))
+		}
+		return wd.err(d.Copy(ctx, wd.uid, ws.path, wd.path, overwrite, recursive))
+	}
 	// The source is only read: just the destination needs tokens.
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
@@ -548,6 +636,13 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 
 // SetModTime sets p's modification time.
 func (d *Drive) SetModTime(ctx context.Context, uid int64, p string, t time.Time) error {
+	ctx, w, err := d.resolvePath(ctx, "drive.SetModTime", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.SetModTime(ctx, w.uid, w.path, t))
+	}
 	return d.setAttr(ctx, "drive.SetModTime", uid, p, func(p string) error { return d.meta.SetModTime(ctx, uid, p, t) })
 }
 
@@ -575,6 +670,13 @@ func (d *Drive) Props(ctx context.Context, uid int64, p string) ([]meta.Prop, er
 
 // PatchProps sets and removes dead properties of p in one transaction.
 func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove []meta.Prop) error {
+	ctx, w, err := d.resolvePath(ctx, "drive.PatchProps", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.PatchProps(ctx, w.uid, w.path, set, remove))
+	}
 	n, err := d.Stat(ctx, uid, p)
 	if err != nil {
 		return err

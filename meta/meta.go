@@ -450,6 +450,7 @@ type Store interface {
 	NameSearch
 	Versions
 	Trash
+	SharesStore
 }
 
 func baseName(p string) string {
