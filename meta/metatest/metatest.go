@@ -163,6 +163,8 @@ func Run(t *testing.T, open Open) {
 		{"TrashReplace", testTrashReplace},
 		{"TrashLists", testTrashLists},
 		{"TrashFoldsLeafFirst", testTrashFoldsLeafFirst},
+		{"Shares", testShares},
+		{"Groups", testGroups},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })
