@@ -353,6 +353,11 @@ func (d *Drive) LeaveShare(ctx context.Context, uid int64, p string) error {
 }
 
 func (d *Drive) leave(ctx context.Context, uid int64, m meta.Mount) error {
+	if !m.Group {
+		// Shared with them alone: leaving ends the share, so the owner
+		// may share it again.
+		return d.Unshare(ctx, m.OwnerID, m.ShareID)
+	}
 	return d.measuredChange(ctx, uid, func(tx *meta.Tx) (int64, error) {
 		return d.meta.UnmountTx(ctx, tx, uid, m.NodeID)
 	})

@@ -61,6 +61,7 @@ type Mount struct {
 	TargetDir bool   // whether the shared node is a folder
 	TargetAt  string // its path there; "#…" while in the owner's trash
 	Write     bool
+	Group     bool // a share with a group, not with the user alone
 }
 
 // Live reports whether the mount answers: its share exists and both the
@@ -458,14 +459,15 @@ func (s *SQLStore) SharesOf(ctx context.Context, owner int64) ([]Share, error) {
 }
 
 const mountCols = `m.node_id, e.path, m.user_id, ifnull(s.id, 0), ifnull(s.owner_id, 0), ifnull(o.name, ''),
-	ifnull(s.node_id, 0), ifnull(t.is_dir, 0), ifnull(t.path, '#'), ifnull(s.can_write, 0)`
+	ifnull(s.node_id, 0), ifnull(t.is_dir, 0), ifnull(t.path, '#'), ifnull(s.can_write, 0),
+	CASE WHEN s.to_group IS NULL THEN 0 ELSE 1 END`
 
 const mountFrom = ` FROM share_mounts m JOIN nodes e ON e.id = m.node_id LEFT JOIN shares s ON s.id = m.share_id
 	LEFT JOIN users o ON o.id = s.owner_id LEFT JOIN nodes t ON t.id = s.node_id`
 
 func scanMount(r rowScanner) (Mount, error) {
 	var m Mount
-	err := r.Scan(&m.NodeID, &m.Path, &m.UserID, &m.ShareID, &m.OwnerID, &m.OwnerName, &m.Target, &m.TargetDir, &m.TargetAt, &m.Write)
+	err := r.Scan(&m.NodeID, &m.Path, &m.UserID, &m.ShareID, &m.OwnerID, &m.OwnerName, &m.Target, &m.TargetDir, &m.TargetAt, &m.Write, &m.Group)
 	return m, err
 }
 
