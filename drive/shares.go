@@ -554,3 +554,28 @@ func (d *Drive) commitSessionAcross(ctx context.Context, w where, uid int64, id 
 	}
 	return w.node(n), nil
 }
+
+// ChangeShare sets the write flag of owner's share of p with the user (or
+// the group) named.
+func (d *Drive) ChangeShare(ctx context.Context, owner int64, p, user, group string, write bool) (meta.Share, error) {
+	const op = "drive.ChangeShare"
+	p, err := clean(op, p)
+	if err != nil {
+		return meta.Share{}, err
+	}
+	ss, err := d.meta.SharesOf(ctx, owner)
+	if err != nil {
+		return meta.Share{}, err
+	}
+	for _, s := range ss {
+		if s.Path != p || (user != "" && (s.ToUser == 0 || !strings.EqualFold(s.ToName, user))) || (group != "" && (s.ToGroup == 0 || !strings.EqualFold(s.ToName, group))) {
+			continue
+		}
+		if err := d.meta.SetShareWrite(ctx, owner, s.ID, write); err != nil {
+			return meta.Share{}, err
+		}
+		s.Write = write
+		return s, nil
+	}
+	return meta.Share{}, errs.E(op, errs.NotFound, p, errors.New("no such share"))
+}
