@@ -563,6 +563,9 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 	case ws.entry && wd.m == nil:
 		// The recipient moves their entry within their tree: their view.
 	case ws.uid != wd.uid || ws.entry:
+		if err := ws.writable("drive.Move", src); err != nil && !ws.entry {
+			return err // a move out deletes: refused by a read-only share first
+		}
 		return errs.E("drive.Move", errs.CrossTree, src, errors.New("a move between your files and a share (or two owners' shares) is a copy and a delete"))
 	case ws.m != nil || wd.m != nil:
 		if err := ws.writable("drive.Move", src); err != nil {
