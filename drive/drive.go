@@ -1,6 +1,7 @@
 // Package drive is netdisk's protocol-neutral file core: users, each user's
 // namespace, files as chunk lists, the write path that cuts and deduplicates,
 // the read path, files' earlier versions and their retention (versions.go),
+// shares between users, resolved here for every surface (shares.go),
 // garbage collection and checks. It is the only package that
 // composes the chunk store (dedup) with the quota ledger (quota) and the
 // metadata store (meta); the WebDAV adapter, the HTTP API (with the upload
