@@ -10,7 +10,7 @@ import { fmtBytes } from './size.js';
 export { fmtBytes };
 
 const $ = (id) => document.getElementById(id);
-export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null };
+export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null, shared: new Map() };
 
 // ---------- API ----------
 export class APIError extends Error {
@@ -189,9 +189,13 @@ async function startApp(sess) {
 // ---------- browsing ----------
 export async function go(path) {
   try {
-    const r = await api('GET', '/api/v1/fs/list?path=' + encodeURIComponent(path));
+    const [r, sh] = await Promise.all([api('GET', '/api/v1/fs/list?path=' + encodeURIComponent(path)),
+      api('GET', '/api/v1/user-shares').catch(() => null)]);
     state.cwd = r.path || path;
     state.entries = r.entries || [];
+    // Entries of other users' shares, wherever the user put them: marked
+    // with their owner ("Shared with me").
+    state.shared = new Map(((sh && sh.sharedWithMe) || []).map(m => [m.path, m]));
   } catch (e) {
     if (e.status === 401) return;
     if (path !== '/') { toast(e.message, true); return go('/'); }
@@ -278,6 +282,14 @@ function render() {
     a.tabIndex = -1;
     a.onclick = (e) => { e.preventDefault(); open(n); };
     wrap.appendChild(a);
+    const sh = state.shared.get(n.path);
+    if (sh) {
+      const badge = document.createElement('span');
+      badge.className = 'shared-badge';
+      badge.textContent = 'Shared by ' + sh.owner + (sh.write ? '' : ' · read-only');
+      badge.title = 'Shared with me by ' + sh.owner + (sh.write ? '; you may change it' : '; read-only');
+      wrap.appendChild(badge);
+    }
     tdn.appendChild(wrap);
     const tds = document.createElement('td');
     tds.className = 'c-size';
@@ -318,6 +330,7 @@ function renderSelection() {
   $('selbar').hidden = n === 0;
   $('sel-count').textContent = n === 1 ? '1 selected' : n + ' selected';
   $('act-rename').hidden = n !== 1;
+  $('act-share').hidden = n !== 1 || selectedNodes().some(e => state.shared.has(e.path));
   $('check-all').checked = n > 0 && n === state.entries.length;
   $('check-all').indeterminate = n > 0 && n < state.entries.length;
 }
@@ -424,6 +437,30 @@ function mkdir() {
     await api('POST', '/api/v1/fs/mkdir', { path: join(state.cwd, name) });
     await refresh();
     toast('Folder created');
+  } });
+}
+
+// share opens the Share-with-user dialog for the one selected item: a user
+// name, or group:NAME, and whether they may change it.
+function share() {
+  const [n] = selectedNodes();
+  if (!n) return;
+  const body = document.createElement('div');
+  const p = document.createElement('p');
+  p.textContent = 'Share "' + n.name + '" with a user (or group:NAME). It appears in their files.';
+  const lab = document.createElement('label');
+  lab.className = 'check';
+  const cb = document.createElement('input');
+  cb.type = 'checkbox';
+  cb.id = 'share-write';
+  lab.append(cb, document.createTextNode(' Allow changes'));
+  body.append(p, lab);
+  dialog({ title: 'Share', ok: 'Share', body, input: { value: '', label: 'User name' }, onOk: async (who) => {
+    if (!who) throw new Error('Enter a user name.');
+    const req = { path: n.path, write: cb.checked };
+    if (who.startsWith('group:')) req.group = who.slice(6); else req.user = who;
+    const s = await api('POST', '/api/v1/user-shares', req);
+    toast('Shared with ' + (req.group ? 'group ' : '') + s.to + (s.write ? ' (can change it)' : ' (read-only)'));
   } });
 }
 
@@ -600,6 +637,7 @@ function wire() {
   $('passwd').onclick = changePassword;
   $('btn-mkdir').onclick = mkdir;
   $('act-rename').onclick = rename;
+  $('act-share').onclick = share;
   $('act-move').onclick = move;
   $('act-delete').onclick = remove;
   $('act-download').onclick = () => selectedNodes().forEach(download);
