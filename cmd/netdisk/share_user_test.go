@@ -154,6 +154,18 @@ func shareUsersE2E(t *testing.T, d *testutil.Daemon) {
 	if n, err := alice.Stat(ctx, "/docs/new.txt"); err != nil || n.Size != int64(len("from bob")) {
 		t.Fatalf("alice's view of bob's write: %+v %v", n, err)
 	}
+	// Alice's WebDAV lock binds bob's writes: the lock table is keyed on
+	// the owner's resource, whoever writes through which path.
+	lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	if code, body := davDo(t, hc, d, "alice", "alice-pass", "LOCK", "/dav/docs/new.txt", lockBody, map[string]string{"Timeout": "Second-600"}); code != 200 {
+		t.Fatalf("alice's LOCK: %d %s", code, body)
+	}
+	if code, _ := dav("PUT", "/dav/docs/new.txt", "bob again", nil); code != http.StatusLocked {
+		t.Fatalf("bob's PUT on a file alice locked: %d, want 423", code)
+	}
+	if code, _ := dav("DELETE", "/dav/docs/new.txt", "", nil); code != http.StatusLocked {
+		t.Fatalf("bob's DELETE of a file alice locked: %d, want 423", code)
+	}
 	// Alice's quota bounds what bob writes there.
 	if code, _ := dav("PUT", "/dav/docs/big.bin", strings.Repeat("x", 1100<<10), nil); code != http.StatusInsufficientStorage {
 		t.Fatalf("bob's PUT past alice's quota: %d", code)
