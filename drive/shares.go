@@ -579,3 +579,15 @@ func (d *Drive) ChangeShare(ctx context.Context, owner int64, p, user, group str
 	}
 	return meta.Share{}, errs.E(op, errs.NotFound, p, errors.New("no such share"))
 }
+
+// Resource names the node at uid's path p in the tree it lies in, for
+// resources keyed on a path (the lock service's "path:"): through a share
+// it is the owner's id and path, so the owner and every recipient contend
+// for one key.
+func (d *Drive) Resource(ctx context.Context, uid int64, p string) (owner int64, path string, err error) {
+	_, w, err := d.resolvePath(ctx, "drive.Resource", uid, p, readAccess)
+	if err != nil {
+		return 0, "", err
+	}
+	return w.uid, w.path, nil
+}

@@ -244,3 +244,40 @@ func mustCLIEnv(t *testing.T, d *testutil.Daemon, env map[string]string, args ..
 	}
 	return r.stdout
 }
+
+// The lock service's "path:" resource names the owner's node through a
+// share: alice and bob, each by their own path, contend for one lock, and
+// each is answered with their own name of it.
+func TestSharePathLocks(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	ctx := context.Background()
+	for _, u := range []string{"alice", "bob"} {
+		mustCLI(t, d, "admin", "user", "add", u, "--password", u+"-pass")
+	}
+	alice := client.New(d.URL, "alice", "alice-pass")
+	bob := client.New(d.URL, "bob", "bob-pass")
+	if _, err := alice.Upload(ctx, "/work/docs/f.bin", strings.NewReader("data"), 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.ShareWith(ctx, apitype.NewUserShare{Path: "/work/docs", User: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := alice.TryLock(ctx, "pull", "path:/work/docs/f.bin", "alice-laptop", "")
+	if err != nil || a.Status != "acquired" {
+		t.Fatalf("alice's lock: %+v %v", a, err)
+	}
+	b, err := bob.TryLock(ctx, "pull", "path:/docs/f.bin", "bob-laptop", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Status == "acquired" || b.Resource != "path:/docs/f.bin" {
+		t.Fatalf("bob's lock on the same file through the share: %+v (granted beside alice's)", b)
+	}
+	// Bob's own file of the same name is another resource.
+	if _, err := bob.Upload(ctx, "/f.bin", strings.NewReader("mine"), 4); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := bob.TryLock(ctx, "pull", "path:/f.bin", "bob-laptop", ""); err != nil || b.Status != "acquired" {
+		t.Fatalf("bob's lock on his own file: %+v %v", b, err)
+	}
+}
