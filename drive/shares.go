@@ -200,16 +200,6 @@ func (d *Drive) withEntries(ctx context.Context, w where, ns []meta.Node) []meta
 	return out
 }
 
-// entryNode is the shared node for the asker's entry m, at the entry's path.
-func (d *Drive) entryNode(ctx context.Context, m meta.Mount) (meta.Node, error) {
-	t, err := d.meta.NodeByID(ctx, m.OwnerID, m.Target)
-	if err != nil {
-		return meta.Node{}, errs.E("drive.Stat", errs.NotFound, m.Path, nil)
-	}
-	t.Path = m.Path
-	return t, nil
-}
-
 // ---- managing shares
 
 // ShareWithUser shares owner's node at p with the user named to: the node
@@ -412,13 +402,12 @@ func (d *Drive) AddGroupMember(ctx context.Context, g, user string) error {
 		if has[s.ID] {
 			continue // a member again: their entry is there
 		}
-		name := vpath.Base(s.Path)
 		if s.Path == "" {
-			// In the owner's trash now: the entry waits, hidden, for a
-			// restore, named as the share's id says nothing better.
+			// In the owner's trash: nothing to show, and no name to give
+			// an entry; the member gets none for this share.
 			continue
 		}
-		if err := d.mount(ctx, s.ID, u.ID, name); err != nil {
+		if err := d.mount(ctx, s.ID, u.ID, vpath.Base(s.Path)); err != nil {
 			return err
 		}
 	}
