@@ -113,6 +113,7 @@ func (a *API) Routes() []Route {
 	rs = append(rs, a.asyncRoutes()...)
 	rs = append(rs, a.searchRoutes()...)
 	rs = append(rs, a.thumbRoutes()...)
+	rs = append(rs, a.userShareRoutes()...)
 	rs = append(rs, a.trashRoutes()...)
 	rs = append(rs, a.linkRoutes()...)
 	for i := range rs {

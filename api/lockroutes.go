@@ -140,7 +140,25 @@ func (a *API) lockRequest(w http.ResponseWriter, r *http.Request, u meta.User) (
 		a.WriteError(w, r, err)
 		return req, lockTarget{}, false
 	}
+	a.ownerKey(r, u, &t)
 	return req, t, true
+}
+
+// ownerKey keys a "path:" target on the tree the path lies in: a path in a
+// share of another user's is the owner's resource, so the owner and every
+// recipient contend for one lock. The caller keeps its own name of it
+// (wire). A path the drive cannot resolve (a share gone meanwhile) stays
+// the caller's own.
+func (a *API) ownerKey(r *http.Request, u meta.User, t *lockTarget) {
+	p, ok := strings.CutPrefix(t.wire, "path:")
+	if !ok {
+		return
+	}
+	owner, op, err := a.D.Resource(r.Context(), u.ID, p)
+	if err != nil {
+		return
+	}
+	t.resource = "user:" + strconv.FormatInt(owner, 10) + ":" + op
 }
 
 func (a *API) lockTry(w http.ResponseWriter, r *http.Request, u meta.User) {
@@ -229,6 +247,7 @@ func (a *API) lockState(w http.ResponseWriter, r *http.Request, u meta.User) {
 		a.WriteError(w, r, err)
 		return
 	}
+	a.ownerKey(r, u, &t)
 	res, err := a.Locks.Inspect(r.Context(), t.op, t.resource, t.node)
 	a.writeLockAnswer(w, r, t, res, err)
 }
@@ -257,6 +276,7 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 			a.WriteError(w, r, err)
 			return
 		}
+		a.ownerKey(r, u, &t)
 		targets = append(targets, t)
 	}
 	s, ok := a.newSSE(w, r, "api.lock")
@@ -305,9 +325,19 @@ func (a *API) lockEvents(w http.ResponseWriter, r *http.Request, u meta.User) {
 		}
 		return told
 	}
+	// Events name the manager's key; the client is told its own name of
+	// it (a share's path, not the owner's).
+	wires := map[string]string{}
+	for _, t := range targets {
+		wires[lock.Key(t.op, t.resource)] = t.wire
+	}
 	onEvent := func(ev lock.Event) {
 		op, res := lock.SplitKey(ev.Key)
-		wa := apitype.LockAnswer{Op: op, Resource: wireResource(res), Event: string(ev.Type),
+		wire, ok := wires[ev.Key]
+		if !ok {
+			wire = wireResource(res)
+		}
+		wa := apitype.LockAnswer{Op: op, Resource: wire, Event: string(ev.Type),
 			Status: string(lock.None), LeaseMs: a.Locks.Lease().Milliseconds()}
 		if ev.Type == lock.EventGranted {
 			wa.Status = string(lock.Granted)

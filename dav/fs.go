@@ -64,7 +64,7 @@ func toOS(op, name string, err error) error {
 		target = fs.ErrNotExist
 	case errs.Exists:
 		target = fs.ErrExist
-	case errs.Permission, errs.Invalid:
+	case errs.Permission, errs.Invalid, errs.ReadOnly:
 		target = fs.ErrPermission
 	default:
 		return err
@@ -264,6 +264,11 @@ func (p props) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 	if err := p.fs.D.PatchProps(p.ctx, p.fs.UID, p.path(), set, remove); err != nil {
 		if refused := refusedPatch(err, set, remove); refused != nil {
 			return refused, nil
+		}
+		if errs.Is(err, errs.ReadOnly) {
+			// A read-only share: every property refused (RFC 4918 §9.2).
+			st.Status, st.ResponseDescription = http.StatusForbidden, errs.Message(err)
+			return []webdav.Propstat{st}, nil
 		}
 		return nil, toOS("proppatch", p.path(), err)
 	}

@@ -1,6 +1,7 @@
 // Package drive is netdisk's protocol-neutral file core: users, each user's
 // namespace, files as chunk lists, the write path that cuts and deduplicates,
 // the read path, files' earlier versions and their retention (versions.go),
+// shares between users, resolved here for every surface (shares.go),
 // garbage collection and checks. It is the only package that
 // composes the chunk store (dedup) with the quota ledger (quota) and the
 // metadata store (meta); the WebDAV adapter, the HTTP API (with the upload
@@ -413,7 +414,12 @@ func (d *Drive) Stat(ctx context.Context, uid int64, p string) (meta.Node, error
 	if err != nil {
 		return meta.Node{}, err
 	}
-	return d.meta.Stat(ctx, uid, p)
+	ctx, w, err := d.resolve(ctx, "drive.Stat", uid, p, readAccess)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	n, err := d.meta.Stat(ctx, w.uid, w.path)
+	return w.node(n), w.err(err)
 }
 
 // TreeBytes returns the sizes of the files at or below p summed (a
@@ -438,7 +444,15 @@ func (d *Drive) List(ctx context.Context, uid int64, p string) ([]meta.Node, err
 	if err != nil {
 		return nil, err
 	}
-	return d.meta.List(ctx, uid, p)
+	ctx, w, err := d.resolve(ctx, "drive.List", uid, p, readAccess)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := d.meta.List(ctx, w.uid, w.path)
+	if err != nil {
+		return nil, w.err(err)
+	}
+	return d.withEntries(ctx, w, w.nodes(ns)), nil
 }
 
 // CountTree counts nodes below p, up to limit+1.
@@ -447,7 +461,12 @@ func (d *Drive) CountTree(ctx context.Context, uid int64, p string, limit int) (
 	if err != nil {
 		return 0, err
 	}
-	return d.meta.CountTree(ctx, uid, p, limit)
+	ctx, w, err := d.resolve(ctx, "drive.CountTree", uid, p, readAccess)
+	if err != nil {
+		return 0, err
+	}
+	n, err := d.meta.CountTree(ctx, w.uid, w.path, limit)
+	return n, w.err(err)
 }
 
 // Mkdir creates directory p; its parent must exist.
@@ -456,10 +475,15 @@ func (d *Drive) Mkdir(ctx context.Context, uid int64, p string) (meta.Node, erro
 	if err != nil {
 		return meta.Node{}, err
 	}
-	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Membership: true}); err != nil {
+	ctx, w, err := d.resolve(ctx, "drive.Mkdir", uid, p, writeAccess)
+	if err != nil {
 		return meta.Node{}, err
 	}
-	return d.mkdirCharged(ctx, "drive.Mkdir", uid, p, 0)
+	if err := d.checkLocks(ctx, w.uid, davlock.Target{Path: w.path, Membership: true}); err != nil {
+		return meta.Node{}, w.err(err)
+	}
+	n, err := d.mkdirCharged(ctx, "drive.Mkdir", w.uid, w.path, 0)
+	return w.node(n), w.err(err)
 }
 
 // MkdirAll creates p and any missing parents.
@@ -470,6 +494,16 @@ func (d *Drive) MkdirAll(ctx context.Context, uid int64, p string) error {
 	}
 	if p == "/" {
 		return nil
+	}
+	ctx, w, err := d.resolve(ctx, "drive.MkdirAll", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		if w.path == w.m.TargetAt {
+			return nil // the share's own folder: the top of what may be made
+		}
+		return w.err(d.MkdirAll(ctx, w.uid, w.path))
 	}
 	n, err := d.meta.Stat(ctx, uid, p)
 	if err == nil {
@@ -501,6 +535,20 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err != nil {
 		return err
 	}
+	ctx, w, err := d.resolve(ctx, "drive.Remove", uid, p, readAccess)
+	if err != nil {
+		return err
+	}
+	if w.entry {
+		// The recipient's entry: removing it leaves the share.
+		return d.leave(ctx, uid, *w.m)
+	}
+	if err := w.writable("drive.Remove", p); err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.Remove(ctx, w.uid, w.path))
+	}
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p, Deep: true, Membership: true}); err != nil {
 		return err
 	}
@@ -524,6 +572,32 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 	}
 	if dst, err = clean("drive.Move", dst); err != nil {
 		return err
+	}
+	rctx, ws, err := d.resolve(ctx, "drive.Move", uid, src, readAccess)
+	if err != nil {
+		return err
+	}
+	_, wd, err := d.resolve(ctx, "drive.Move", uid, dst, writeAccess)
+	if err != nil {
+		return err
+	}
+	ctx = rctx
+	switch {
+	case ws.entry && wd.m == nil:
+		// The recipient moves their entry within their tree: their view.
+	case ws.uid != wd.uid || ws.entry:
+		if err := ws.writable("drive.Move", src); err != nil && !ws.entry {
+			return err // a move out deletes: refused by a read-only share first
+		}
+		return errs.E("drive.Move", errs.CrossTree, src, errors.New("a move between your files and a share (or two owners' shares) is a copy and a delete"))
+	case ws.m != nil || wd.m != nil:
+		if err := ws.writable("drive.Move", src); err != nil {
+			return err
+		}
+		if ws.m != nil {
+			return ws.err(d.Move(ctx, ws.uid, ws.path, wd.path, overwrite))
+		}
+		return wd.err(d.Move(ctx, wd.uid, ws.path, wd.path, overwrite))
 	}
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: src, Deep: true, Membership: true},
 		davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
@@ -553,6 +627,24 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 	if dst, err = clean("drive.Copy", dst); err != nil {
 		return err
 	}
+	rctx, ws, err := d.resolve(ctx, "drive.Copy", uid, src, readAccess)
+	if err != nil {
+		return err
+	}
+	_, wd, err := d.resolve(ctx, "drive.Copy", uid, dst, writeAccess)
+	if err != nil {
+		return err
+	}
+	ctx = rctx
+	if ws.uid != wd.uid {
+		return wd.err(d.copyAcross(ctx, ws, wd, overwrite, recursive))
+	}
+	if ws.m != nil || wd.m != nil {
+		if ws.m != nil {
+			return ws.err(d.Copy(ctx, ws.uid, ws.path, wd.path, overwrite, recursive))
+		}
+		return wd.err(d.Copy(ctx, wd.uid, ws.path, wd.path, overwrite, recursive))
+	}
 	// The source is only read: just the destination needs tokens.
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: dst, Deep: true, Membership: true}); err != nil {
 		return err
@@ -570,6 +662,13 @@ func (d *Drive) Copy(ctx context.Context, uid int64, src, dst string, overwrite,
 
 // SetModTime sets p's modification time.
 func (d *Drive) SetModTime(ctx context.Context, uid int64, p string, t time.Time) error {
+	ctx, w, err := d.resolvePath(ctx, "drive.SetModTime", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.SetModTime(ctx, w.uid, w.path, t))
+	}
 	return d.setAttr(ctx, "drive.SetModTime", uid, p, func(p string) error { return d.meta.SetModTime(ctx, uid, p, t) })
 }
 
@@ -597,6 +696,13 @@ func (d *Drive) Props(ctx context.Context, uid int64, p string) ([]meta.Prop, er
 
 // PatchProps sets and removes dead properties of p in one transaction.
 func (d *Drive) PatchProps(ctx context.Context, uid int64, p string, set, remove []meta.Prop) error {
+	ctx, w, err := d.resolvePath(ctx, "drive.PatchProps", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.PatchProps(ctx, w.uid, w.path, set, remove))
+	}
 	n, err := d.Stat(ctx, uid, p)
 	if err != nil {
 		return err

@@ -43,6 +43,14 @@ func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 	if meta.ContentSHA256(fcs) != fileSHA {
 		return n, false, nil // replaced since it was found: the caller reads the body
 	}
+	return d.commitContent(ctx, op, uid, p, fcs, fileHash, size, mtime)
+}
+
+// commitContent makes p a new version of user uid's made of chunks fcs,
+// which a file held when they were read: the chunk references are taken,
+// no byte is read or written. ok is false, with nothing changed, when a
+// chunk was collected meanwhile. The bytes are charged to uid.
+func (d *Drive) commitContent(ctx context.Context, op string, uid int64, p string, fcs []meta.FileChunk, fileHash string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
 	// Pinned, GC cannot delete the chunks before the commit; their records
 	// are re-checked under the pins (as CommitSession does): one collected
 	// before the pin means the bytes are read instead.

@@ -33,6 +33,13 @@ func (d *Drive) CheckWrite(ctx context.Context, uid int64, p string) error {
 	if err != nil {
 		return err
 	}
+	ctx, w, err := d.resolve(ctx, "drive.CheckWrite", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.CheckWrite(ctx, w.uid, w.path))
+	}
 	_, err = d.meta.Stat(ctx, uid, p)
 	if err != nil && !errs.Is(err, errs.NotFound) {
 		return err

@@ -13,7 +13,15 @@ func (d *Drive) Tree(ctx context.Context, uid int64, p string, limit int) ([]met
 	if err != nil {
 		return nil, err
 	}
-	return d.meta.Tree(ctx, uid, p, limit)
+	ctx, w, err := d.resolve(ctx, "drive.Tree", uid, p, readAccess)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := d.meta.Tree(ctx, w.uid, w.path, limit)
+	if err != nil {
+		return nil, w.err(err)
+	}
+	return d.withEntries(ctx, w, w.nodes(ns)), nil
 }
 
 // PropsUnder returns the dead properties of p and its children (or its whole
@@ -23,7 +31,12 @@ func (d *Drive) PropsUnder(ctx context.Context, uid int64, p string, recursive b
 	if err != nil {
 		return nil, err
 	}
-	return d.meta.PropsUnder(ctx, uid, p, recursive)
+	ctx, w, err := d.resolve(ctx, "drive.PropsUnder", uid, p, readAccess)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := d.meta.PropsUnder(ctx, w.uid, w.path, recursive)
+	return ps, w.err(err)
 }
 
 // ListDir returns the node at p and, if it is a directory, its children.
@@ -32,5 +45,13 @@ func (d *Drive) ListDir(ctx context.Context, uid int64, p string) (meta.Node, []
 	if err != nil {
 		return meta.Node{}, nil, err
 	}
-	return d.meta.ListDir(ctx, uid, p)
+	ctx, w, err := d.resolve(ctx, "drive.ListDir", uid, p, readAccess)
+	if err != nil {
+		return meta.Node{}, nil, err
+	}
+	n, ns, err := d.meta.ListDir(ctx, w.uid, w.path)
+	if err != nil {
+		return meta.Node{}, nil, w.err(err)
+	}
+	return w.node(n), d.withEntries(ctx, w, w.nodes(ns)), nil
 }

@@ -49,6 +49,18 @@ func (d *Drive) PutFile(ctx context.Context, uid int64, p string, o PutOptions, 
 	if p == "/" {
 		return n, false, errs.E(op, errs.IsDir, p, nil)
 	}
+	ctx, wh, err := d.resolve(ctx, op, uid, p, writeAccess)
+	if err != nil {
+		return n, false, err
+	}
+	if wh.m != nil {
+		// Through a share the recipient proves nothing by naming content
+		// the owner holds: never instant, so the answer tells nothing of
+		// what the owner has.
+		o.FileSHA256 = ""
+		n, instant, err = d.PutFile(ctx, wh.uid, wh.path, o, body)
+		return wh.node(n), instant, wh.err(err)
+	}
 	wo := WriteOptions{ExpectedSize: o.Size, WantFileHash: o.FileHash, ModTime: o.ModTime}
 	if o.Mode != nil {
 		wo.Mode = meta.StoredMode(*o.Mode)

@@ -253,6 +253,13 @@ func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f
 	if f.ModTime.IsZero() {
 		f.ModTime = d.now()
 	}
+	ctx, w, err := d.resolvePath(ctx, "drive.CommitSession", uid, path, writeAccess)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	if w.m != nil {
+		return d.commitSessionAcross(ctx, w, uid, id, f, now)
+	}
 	// Reserved before the Step, committed in it, released after it if the
 	// merge failed (defers run in reverse).
 	entries, err := d.reserveEntries(ctx, uid, path)

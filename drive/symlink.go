@@ -28,6 +28,14 @@ func (d *Drive) Symlink(ctx context.Context, uid int64, p, target string) (meta.
 	if err != nil {
 		return meta.Node{}, err
 	}
+	ctx, w, err := d.resolve(ctx, op, uid, p, writeAccess)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	if w.m != nil {
+		n, err := d.Symlink(ctx, w.uid, w.path, target)
+		return w.node(n), w.err(err)
+	}
 	switch {
 	case target == "":
 		return meta.Node{}, errs.E(op, errs.Invalid, p, errors.New("a symbolic link needs a target"))

@@ -22,6 +22,14 @@ func (d *Drive) FileVersions(ctx context.Context, uid int64, p string) (meta.Nod
 	if err != nil {
 		return meta.Node{}, nil, err
 	}
+	ctx, w, err := d.resolve(ctx, "drive.FileVersions", uid, p, readAccess)
+	if err != nil {
+		return meta.Node{}, nil, err
+	}
+	if w.m != nil {
+		n, vs, err := d.FileVersions(ctx, w.uid, w.path)
+		return w.node(n), vs, w.err(err)
+	}
 	return d.meta.FileVersions(ctx, uid, p)
 }
 
@@ -32,6 +40,17 @@ func (d *Drive) OpenFileVersion(ctx context.Context, uid int64, p string, vid in
 	p, err := clean("drive.OpenFileVersion", p)
 	if err != nil {
 		return nil, meta.Version{}, err
+	}
+	ctx, w, err := d.resolve(ctx, "drive.OpenFileVersion", uid, p, readAccess)
+	if err != nil {
+		return nil, meta.Version{}, err
+	}
+	if w.m != nil {
+		r, v, err := d.OpenFileVersion(ctx, w.uid, w.path, vid)
+		if r != nil {
+			r.node = w.node(r.node)
+		}
+		return r, v, w.err(err)
 	}
 	n, _, err := d.meta.FileVersions(ctx, uid, p)
 	if err != nil {
@@ -55,6 +74,14 @@ func (d *Drive) RestoreVersion(ctx context.Context, uid int64, p string, vid int
 	p, err := clean(op, p)
 	if err != nil {
 		return meta.Node{}, err
+	}
+	ctx, w, err := d.resolve(ctx, op, uid, p, writeAccess)
+	if err != nil {
+		return meta.Node{}, err
+	}
+	if w.m != nil {
+		n, err := d.RestoreVersion(ctx, w.uid, w.path, vid)
+		return w.node(n), w.err(err)
 	}
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p}); err != nil {
 		return meta.Node{}, err
@@ -91,6 +118,13 @@ func (d *Drive) DeleteVersion(ctx context.Context, uid int64, p string, vid int6
 	p, err := clean("drive.DeleteVersion", p)
 	if err != nil {
 		return err
+	}
+	ctx, w, err := d.resolve(ctx, "drive.DeleteVersion", uid, p, writeAccess)
+	if err != nil {
+		return err
+	}
+	if w.m != nil {
+		return w.err(d.DeleteVersion(ctx, w.uid, w.path, vid))
 	}
 	if err := d.checkLocks(ctx, uid, davlock.Target{Path: p}); err != nil {
 		return err

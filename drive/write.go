@@ -31,6 +31,7 @@ type Writer struct {
 	cancel context.CancelFunc
 	uid    int64
 	path   string
+	view   where // maps what Commit returns into the asker's view (a share's)
 	mtime  time.Time
 	mode   uint32
 
@@ -128,6 +129,17 @@ func (d *Drive) Create(ctx context.Context, uid int64, p string, o WriteOptions)
 	p, err := clean(op, p)
 	if err != nil {
 		return nil, err
+	}
+	ctx, w, err := d.resolve(ctx, op, uid, p, writeAccess)
+	if err != nil {
+		return nil, err
+	}
+	if w.m != nil {
+		wr, err := d.Create(ctx, w.uid, w.path, o)
+		if wr != nil {
+			wr.view = w
+		}
+		return wr, w.err(err)
 	}
 	if p == "/" {
 		return nil, errs.E(op, errs.IsDir, p, nil)
@@ -354,6 +366,11 @@ func (w *Writer) reserve() error {
 
 // Commit stores the last chunk and makes the new version visible atomically.
 func (w *Writer) Commit() (meta.Node, error) {
+	n, err := w.commit()
+	return w.view.node(n), w.view.err(err)
+}
+
+func (w *Writer) commit() (meta.Node, error) {
 	if err := w.failed(); err != nil {
 		w.finish()
 		return meta.Node{}, err

@@ -41,6 +41,8 @@ const (
 	Throttled                   // too many failed sign-ins, retry later: 429 (with Retry-After) / EIO
 	TooMany                     // a bound on waiters or queues is reached, retry later: 429 / EIO
 	Unsupported                 // content the operation cannot take (not an image, or one refused for a thumbnail): 415 / EIO
+	ReadOnly                    // a write through a read-only share: 403 / EROFS
+	CrossTree                   // a move between two users' trees (a share and another tree): 502 / EXDEV, so tools copy and delete
 )
 
 // StatusClientClosed is the status recorded for a request whose client went
@@ -52,7 +54,7 @@ var kindNames = [...]string{"other", "not found", "exists", "not a directory", "
 	"parent missing", "invalid", "permission denied", "quota exceeded", "conflict",
 	"unauthenticated", "unavailable", "too large", "not empty", "hash mismatch", "locked",
 	"precondition failed", "canceled", "no space left on the server", "too many attempts", "too many requests",
-	"unsupported media"}
+	"unsupported media", "read-only share", "cross-tree move"}
 
 // kindCodes are the machine-readable codes of the API's error bodies
 // ({"error": ..., "code": ...}, shared/API.md); clients decide on them, never
@@ -61,7 +63,7 @@ var kindCodes = [...]string{"internal", "not_found", "exists", "not_a_directory"
 	"parent_missing", "invalid", "permission_denied", "quota_exceeded", "conflict",
 	"unauthenticated", "unavailable", "too_large", "not_empty", "hash_mismatch", "locked",
 	"precondition_failed", "canceled", "no_space", "throttled", "too_many_requests",
-	"unsupported_media_type"}
+	"unsupported_media_type", "read_only", "cross_tree"}
 
 // Code returns the machine-readable code of err's kind.
 func Code(err error) string { return KindOf(err).Code() }

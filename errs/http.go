@@ -16,8 +16,11 @@ func HTTPStatus(k Kind) int {
 		return http.StatusConflict
 	case Invalid:
 		return http.StatusBadRequest
-	case Permission:
+	case Permission, ReadOnly:
 		return http.StatusForbidden
+	case CrossTree:
+		// RFC 4918 §9.9.4: the destination is on another server's space.
+		return http.StatusBadGateway
 	case Quota, NoSpace:
 		return http.StatusInsufficientStorage
 	case Unauthenticated:

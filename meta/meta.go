@@ -4,9 +4,10 @@
 // chunk records, WebDAV dead properties, upload sessions with
 // their chunks and challenges, the quota ledger's flush records, the web
 // page's sign-in sessions, the users' app passwords, the files' earlier
-// versions and the users' trash. Store is the contract, split by role
+// versions, the users' trash and the shares between users with the groups
+// they name. Store is the contract, split by role
 // (Users, Tree, Props, Checksums, Chunks, Sessions, QuotaRecords,
-// WebSessions, AppTokens, NameSearch, Versions, Trash) so each caller
+// WebSessions, AppTokens, NameSearch, Versions, Trash, SharesStore) so each caller
 // depends on what it uses; SQLStore implements it on a SQLite file or on a
 // PostgreSQL database shared by several nodes, the same methods on either,
 // and metatest is the conformance suite every implementation passes.
@@ -464,6 +465,7 @@ type Store interface {
 	Trash
 	ACMECache
 	Links
+	SharesStore
 }
 
 func baseName(p string) string {

@@ -172,7 +172,7 @@ var pgCache sync.Map // string → pgStatement
 var (
 	nocaseRe   = regexp.MustCompile(`(\w+) = \? COLLATE NOCASE`)
 	ifnullRe   = regexp.MustCompile(`\bifnull\(`)
-	insertIDRe = regexp.MustCompile(`^\s*INSERT INTO (users|nodes|chunks|trash_items|file_versions|links)\b`)
+	insertIDRe = regexp.MustCompile(`^\s*INSERT INTO (users|nodes|chunks|trash_items|file_versions|links|shares|user_groups)\b`)
 )
 
 // pgSQL adapts one statement of the shared subset to PostgreSQL.

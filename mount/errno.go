@@ -80,6 +80,10 @@ func kindErrno(k errs.Kind) syscall.Errno {
 		// EAGAIN would make some retry in a loop on a blocking descriptor,
 		// EBUSY reads as a busy mount point.
 		return syscall.EACCES
+	case errs.ReadOnly:
+		return syscall.EROFS // a read-only share: as a read-only mount answers
+	case errs.CrossTree:
+		return syscall.EXDEV // mv then copies and deletes
 	case errs.Quota:
 		return syscall.EDQUOT // the user's quota
 	case errs.NoSpace:

@@ -71,7 +71,7 @@ func TestErrnoMatchesErrsComments(t *testing.T) {
 	errnos := map[string]syscall.Errno{"ENOENT": syscall.ENOENT, "EEXIST": syscall.EEXIST, "ENOTDIR": syscall.ENOTDIR,
 		"EISDIR": syscall.EISDIR, "EINVAL": syscall.EINVAL, "EACCES": syscall.EACCES, "EDQUOT": syscall.EDQUOT,
 		"EIO": syscall.EIO, "EFBIG": syscall.EFBIG, "ENOTEMPTY": syscall.ENOTEMPTY, "ESTALE": syscall.ESTALE,
-		"EINTR": syscall.EINTR, "ENOSPC": syscall.ENOSPC}
+		"EINTR": syscall.EINTR, "ENOSPC": syscall.ENOSPC, "EROFS": syscall.EROFS, "EXDEV": syscall.EXDEV}
 	checked := 0
 	for i, n := range names {
 		k := errs.Kind(i)

@@ -551,6 +551,12 @@ func (n *fileNode) upload(ctx context.Context, stage *os.File, a *ahead, mtime *
 		n.fsys.o.Logger.Warn("mount: write refused by a WebDAV lock; the new version is discarded", "path", logName(p))
 		return Entry{}, Errno(err), false, true
 	}
+	if err != nil && Errno(err) == syscall.EROFS {
+		// A read-only share: final, as a lock's refusal; a retry would
+		// only be refused again.
+		n.fsys.o.Logger.Warn("mount: write refused by a read-only share; the new version is discarded", "path", logName(p))
+		return Entry{}, syscall.EROFS, false, true
+	}
 	if err != nil {
 		if offline(err) {
 			// Said once for all files by the link (link.go); the upload is

@@ -62,7 +62,7 @@ Sizes are written as people write them: 500MB, 10GiB, 1.5TB (0 or
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	env.conn.addFlags(cmd)
-	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd(), newAdminTLSCmd(), newAdminTrashCmd(env))
+	cmd.AddCommand(newAdminUserCmd(env), newAdminStatsCmd(env), newAdminGCCmd(env), newAdminFsckCmd(env), newAdminMigrateCmd(), newAdminTLSCmd(), newAdminTrashCmd(env), newAdminGroupCmd(env))
 	friendlyErrors(cmd)
 	return cmd
 }

@@ -14,16 +14,11 @@ import (
 
 func init() { extraCommands = append(extraCommands, newShareCmd) }
 
-// shareCommands are the children of `netdisk share` beyond the links' own
-// (link, ls, rm): a file adding one appends its constructor in its init,
-// and gets the parent's client flags.
-var shareCommands []func(cf *clientFlags) *cobra.Command
-
 func newShareCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "share",
-		Short: "Share files and folders: public links",
+		Short: "Share files and folders: public links, and shares with users and groups",
 		Long: `A public link lets whoever holds its URL, without an account, reach one file
 or folder of yours: download it (a folder: browse it, download a file or the
 whole folder as a zip), or, with --upload-only, only drop files into the
@@ -34,19 +29,24 @@ you move or rename it, and ends when you delete it, when it expires, or when
 you revoke it (netdisk share rm), on every node at once.
 
 The URL holds a random token, shown once, when the link is made, and stored
-only hashed.`,
+only hashed.
+
+A share with a user or a group (share user, share group) puts the file or
+folder in their own drive, read-only or, with --write, writable; share users
+lists them, share unshare revokes one, and a recipient leaves one with share
+leave.`,
 		Example: `  netdisk share link /photos/2024 --password 'p' --expire 7d
   netdisk share link /inbox --upload-only
   netdisk share ls
-  netdisk share rm 3`,
+  netdisk share rm 3
+  netdisk share user /projects/report bob --write
+  netdisk share group /projects team`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cf.register(cmd)
 	cmd.AddCommand(newShareLinkCmd(&cf), newShareLsCmd(&cf), newShareRmCmd(&cf))
-	for _, add := range shareCommands {
-		cmd.AddCommand(add(&cf))
-	}
+	addUserShareCmds(cmd, &cf)
 	return cmd
 }
 

@@ -167,6 +167,8 @@ func Run(t *testing.T, open Open) {
 		{"TrashFoldsLeafFirst", testTrashFoldsLeafFirst},
 		{"ACMECache", testACMECache},
 		{"TreeSeq", testTreeSeq},
+		{"Shares", testShares},
+		{"Groups", testGroups},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })

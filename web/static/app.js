@@ -10,7 +10,7 @@ import { fmtBytes } from './size.js';
 export { fmtBytes };
 
 const $ = (id) => document.getElementById(id);
-export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null };
+export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null, shared: new Map() };
 
 // ---------- API ----------
 export class APIError extends Error {
@@ -191,9 +191,13 @@ async function startApp(sess) {
 // ---------- browsing ----------
 export async function go(path) {
   try {
-    const r = await api('GET', '/api/v1/fs/list?path=' + encodeURIComponent(path));
+    const [r, sh] = await Promise.all([api('GET', '/api/v1/fs/list?path=' + encodeURIComponent(path)),
+      api('GET', '/api/v1/user-shares').catch(() => null)]);
     state.cwd = r.path || path;
     state.entries = r.entries || [];
+    // Entries of other users' shares, wherever the user put them: marked
+    // with their owner ("Shared with me").
+    state.shared = new Map(((sh && sh.sharedWithMe) || []).map(m => [m.path, m]));
   } catch (e) {
     if (e.status === 401) return;
     if (path !== '/') { toast(e.message, true); return go('/'); }
@@ -280,6 +284,14 @@ function render() {
     a.tabIndex = -1;
     a.onclick = (e) => { e.preventDefault(); open(n); };
     wrap.appendChild(a);
+    const sh = state.shared.get(n.path);
+    if (sh) {
+      const badge = document.createElement('span');
+      badge.className = 'shared-badge';
+      badge.textContent = 'Shared by ' + sh.owner + (sh.write ? '' : ' · read-only');
+      badge.title = 'Shared with me by ' + sh.owner + (sh.write ? '; you may change it' : '; read-only');
+      wrap.appendChild(badge);
+    }
     tdn.appendChild(wrap);
     const tds = document.createElement('td');
     tds.className = 'c-size';
@@ -323,7 +335,10 @@ function renderSelection() {
   // A folder has no versions: its content is its entries.
   const one = n === 1 ? selectedNodes()[0] : null;
   $('act-versions').hidden = !one || one.isDir;
-  $('act-share').hidden = n !== 1;
+  // Another user's share is theirs to share.
+  const notMine = selectedNodes().some(e => state.shared.has(e.path));
+  $('act-share').hidden = n !== 1 || notMine;
+  $('act-share-user').hidden = n !== 1 || notMine;
   $('check-all').checked = n > 0 && n === state.entries.length;
   $('check-all').indeterminate = n > 0 && n < state.entries.length;
 }
@@ -430,6 +445,30 @@ function mkdir() {
     await api('POST', '/api/v1/fs/mkdir', { path: join(state.cwd, name) });
     await refresh();
     toast('Folder created');
+  } });
+}
+
+// shareWithUser opens the Share-with-user dialog for the one selected item:
+// a user name, or group:NAME, and whether they may change it.
+function shareWithUser() {
+  const [n] = selectedNodes();
+  if (!n) return;
+  const body = document.createElement('div');
+  const p = document.createElement('p');
+  p.textContent = 'Share "' + n.name + '" with a user (or group:NAME). It appears in their files.';
+  const lab = document.createElement('label');
+  lab.className = 'check';
+  const cb = document.createElement('input');
+  cb.type = 'checkbox';
+  cb.id = 'share-write';
+  lab.append(cb, document.createTextNode(' Allow changes'));
+  body.append(p, lab);
+  dialog({ title: 'Share', ok: 'Share', body, input: { value: '', label: 'User name' }, onOk: async (who) => {
+    if (!who) throw new Error('Enter a user name.');
+    const req = { path: n.path, write: cb.checked };
+    if (who.startsWith('group:')) req.group = who.slice(6); else req.user = who;
+    const s = await api('POST', '/api/v1/user-shares', req);
+    toast('Shared with ' + (req.group ? 'group ' : '') + s.to + (s.write ? ' (can change it)' : ' (read-only)'));
   } });
 }
 
@@ -695,6 +734,7 @@ function wire() {
   $('btn-mkdir').onclick = mkdir;
   $('act-rename').onclick = rename;
   $('act-share').onclick = share;
+  $('act-share-user').onclick = shareWithUser;
   $('act-move').onclick = move;
   $('act-delete').onclick = remove;
   $('act-download').onclick = () => selectedNodes().forEach(download);
