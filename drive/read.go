@@ -38,6 +38,18 @@ func (d *Drive) Open(ctx context.Context, uid int64, p string) (*Reader, error) 
 	if err != nil {
 		return nil, err
 	}
+	ctx, w, err := d.resolve(ctx, op, uid, p, readAccess)
+	if err != nil {
+		return nil, err
+	}
+	if w.m != nil {
+		// Through a share: the owner's file, shown in the reader's terms.
+		r, err := d.Open(ctx, w.uid, w.path)
+		if r != nil {
+			r.node = w.node(r.node)
+		}
+		return r, w.err(err)
+	}
 	// One query for the node, its chunks and a small file's bytes: a GET of
 	// a small file asks the store nothing else.
 	n, cs, err := d.meta.OpenFile(ctx, uid, p)
