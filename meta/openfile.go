@@ -69,7 +69,7 @@ func (s *SQLStore) OpenFile(ctx context.Context, uid int64, path string) (Node, 
 
 // openFileCols are nodeCols of the nodes aliased n (the joined tables have
 // columns of the same names).
-const openFileCols = `n.id, n.user_id, n.path, n.is_dir, n.size, n.mode, n.mtime_ns, n.file_hash, ifnull(n.content_md5, ''), ifnull(n.content_sha1, ''), ifnull(n.link_target, '')`
+const openFileCols = `n.id, n.user_id, n.path, n.is_dir, n.size, n.mode, n.mtime_ns, n.file_hash, ifnull(n.content_md5, ''), ifnull(n.content_sha1, ''), ifnull(n.link_target, ''), n.tree_seq`
 
 // rowFunc is a rowScanner made of a function: it lets scanNode read the
 // node's columns of a row that carries more.
