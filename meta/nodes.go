@@ -407,7 +407,7 @@ func removeTx(ctx context.Context, tx *sql.Tx, op string, uid int64, path string
 			return err
 		}
 		freed = sz.Int64
-		if _, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE user_id = ? AND `+cond, a...); err != nil {
+		if err := deleteRows(ctx, tx, uid, path); err != nil {
 			return err
 		}
 	}
@@ -472,11 +472,7 @@ func moveTx(ctx context.Context, tx *sql.Tx, op string, uid int64, src, dst stri
 			return err
 		}
 		if sn.IsDir {
-			cond, args := subtree(src)
-			// Rewrite the prefix of every descendant's path and parent.
-			q := `UPDATE nodes SET path = ? || substr(path, ?), parent = ? || substr(parent, ?) WHERE user_id = ? AND ` + cond
-			a := append([]any{dst, len(src) + 1, dst, len(src) + 1, uid}, args...)
-			if _, err := tx.ExecContext(ctx, q, a...); err != nil {
+			if err := moveRows(ctx, tx, uid, src, dst); err != nil {
 				return err
 			}
 		}

@@ -128,7 +128,7 @@ func trashTx(ctx context.Context, tx *sql.Tx, op string, uid int64, p string, no
 	}
 	root := trashRoot(id)
 	if n.IsDir {
-		if err := reroot(ctx, tx, uid, p, root); err != nil {
+		if err := moveRows(ctx, tx, uid, p, root); err != nil {
 			return err
 		}
 	}
@@ -189,7 +189,7 @@ func foldTx(ctx context.Context, tx *sql.Tx, uid, id int64, p string, now time.T
 		}
 		from := trashRoot(it.ID)
 		if it.IsDir {
-			if err := reroot(ctx, tx, uid, from, dst); err != nil {
+			if err := moveRows(ctx, tx, uid, from, dst); err != nil {
 				return err
 			}
 		}
@@ -236,15 +236,6 @@ func itemFigures(ctx context.Context, tx *sql.Tx, uid int64, n Node) (charge, si
 		return 0, 0, err
 	}
 	return EntryCharge(n.Name()) + props + count*EntryBytes + names + below, bytes, nil
-}
-
-// reroot rewrites the paths of everything strictly below from so that it
-// lies below to instead: one statement whatever the subtree's size.
-func reroot(ctx context.Context, tx *sql.Tx, uid int64, from, to string) error {
-	cond, args := subtree(from)
-	q := `UPDATE nodes SET path = ? || substr(path, ?), parent = ? || substr(parent, ?) WHERE user_id = ? AND ` + cond
-	_, err := tx.ExecContext(ctx, q, append([]any{to, len(from) + 1, to, len(from) + 1, uid}, args...)...)
-	return err
 }
 
 // RestoredName returns the n-th name a restore tries for p when p is taken:
@@ -298,7 +289,7 @@ func restoreTx(ctx context.Context, tx *sql.Tx, op string, uid, id int64, now ti
 	}
 	root := trashRoot(id)
 	if it.IsDir {
-		if err := reroot(ctx, tx, uid, root, dst); err != nil {
+		if err := moveRows(ctx, tx, uid, root, dst); err != nil {
 			return "", err
 		}
 	}
@@ -370,8 +361,7 @@ func expungeTx(ctx context.Context, tx *sql.Tx, uid, id int64) (bool, error) {
 		return false, nil
 	}
 	root := trashRoot(id)
-	cond, args := subtree(root)
-	if _, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE user_id = ? AND `+cond, append([]any{uid}, args...)...); err != nil {
+	if err := deleteRows(ctx, tx, uid, root); err != nil {
 		return false, err
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM nodes WHERE user_id = ? AND path = ?`, uid, root)
@@ -491,8 +481,9 @@ func (s *SQLStore) EmptyTrash(ctx context.Context, uid int64) (int64, error) {
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM nodes WHERE user_id = ? AND NOT (`+LiveNodes+`)`, uid)
-		return err
+		// Whole trees of the trash go, nothing live changes: no folder's
+		// tree_seq needs a bump.
+		return treeBulk(ctx, tx, `DELETE FROM nodes WHERE user_id = ? AND NOT (`+LiveNodes+`)`, uid)
 	})
 	return n, wrap(op, "", err)
 }

@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"fmt"
 	"path"
 	"testing"
 	"time"
@@ -68,8 +69,106 @@ func testTreeSeq(t *testing.T, e *env) {
 	step("remove (to the trash)", []string{"/", "/x", "/x/y", "/x/y/z"}, func() { e.must(e.s.Remove(e.ctx, a, "/x/y/z/cp")) })
 	step("nothing", nil, func() { e.stat(a, "/x/y/z") })
 
+	testTreeSeqSubtree(t, e, a)
+
 	// Another user's changes move none of a's.
 	b := e.user("b", 0)
 	e.mkdir(b, "/x")
 	step("another user's change", nil, func() { e.commit(b, "/x/f", chunk("b", 1)) })
+}
+
+// A statement over a whole subtree (a folder's move, its trip to the trash
+// and back, the trash taking back a folder deleted from under it) changes
+// the chains above the subtree's old and new places once each, whatever the
+// subtree holds, and no folder inside it: its entries keep their ids and
+// their own ETags.
+func testTreeSeqSubtree(t *testing.T, e *env, a int64) {
+	e.mkdir(a, "/n")
+	e.mkdir(a, "/n/t")
+	e.mkdir(a, "/m")
+	e.mkdir(a, "/quiet")
+	inner := []string{"", "/b", "/b/deep", "/c"}
+	for _, d := range inner[1:] {
+		e.mkdir(a, "/n/t"+d)
+	}
+	for i := range 6 {
+		for _, d := range inner {
+			e.commit(a, fmt.Sprintf("/n/t%s/f%d", d, i), chunk(fmt.Sprintf("%s%d", d, i), 1))
+		}
+	}
+	seq := func(p string) int64 { return e.stat(a, p).TreeSeq }
+	snap := func(ps []string) []int64 {
+		out := make([]int64, len(ps))
+		for i, p := range ps {
+			out[i] = seq(p)
+		}
+		return out
+	}
+	// chains: the folders that change, by a few bumps whatever the subtree
+	// holds (the top's move and its folders' new times, per chain through
+	// them: at most four); still: those that must not change.
+	check := func(what string, chains []string, b4 []int64, still []string, s4 []int64) {
+		t.Helper()
+		for i, p := range chains {
+			if d := seq(p) - b4[i]; d < 1 || d > 4 {
+				t.Errorf("%s: TreeSeq of %s went up by %d, want 1 to 4 (not one per entry moved)", what, p, d)
+			}
+		}
+		for i, p := range still {
+			if got := seq(p); got != s4[i] {
+				t.Errorf("%s: TreeSeq of %s went %d → %d, want unchanged", what, p, s4[i], got)
+			}
+		}
+	}
+	under := func(top string, ds []string) []string {
+		out := make([]string, len(ds))
+		for i, d := range ds {
+			out[i] = top + d
+		}
+		return out
+	}
+
+	item := func(p string) int64 {
+		t.Helper()
+		for _, it := range e.trash(a) {
+			if it.Path == p {
+				return it.ID
+			}
+		}
+		t.Fatalf("%s is not in the trash: %+v", p, e.trash(a))
+		return 0
+	}
+
+	chains := []string{"/", "/n", "/m"}
+	b4, s4 := snap(chains), snap(append(under("/n/t", inner), "/quiet"))
+	e.must(e.s.Move(e.ctx, a, "/n/t", "/m/t", false))
+	check("move a folder", chains, b4, append(under("/m/t", inner), "/quiet"), s4)
+
+	chains = []string{"/", "/m"}
+	b4, s4 = snap(chains), snap(append(under("/m/t", inner), "/quiet"))
+	e.must(e.s.Move(e.ctx, a, "/m/t", "/m/u", false))
+	check("rename a folder", chains, b4, append(under("/m/u", inner), "/quiet"), s4)
+
+	// To the trash and back: the folders inside come back as they went.
+	b4, s4 = snap(chains), snap(append(under("/m/u", inner), "/quiet"))
+	e.must(e.s.Remove(e.ctx, a, "/m/u"))
+	check("remove a folder (to the trash)", chains, b4, []string{"/quiet"}, s4[len(s4)-1:])
+	b4 = snap(chains)
+	if _, err := e.restore(a, item("/m/u")); err != nil {
+		t.Fatal(err)
+	}
+	check("restore it", chains, b4, append(under("/m/u", inner), "/quiet"), s4)
+
+	// A subfolder trashed first is folded back into its folder's item when
+	// the folder goes: the subfolder's subtree moves within the trash, and
+	// comes back with the folder unchanged; the folder itself changed (its
+	// child went and came back).
+	c4 := snap([]string{"/m/u/b", "/m/u/b/deep"})
+	e.must(e.s.Remove(e.ctx, a, "/m/u/b"))
+	e.must(e.s.Remove(e.ctx, a, "/m/u"))
+	b4, s4 = snap(chains), snap([]string{"/quiet"})
+	if _, err := e.restore(a, item("/m/u")); err != nil {
+		t.Fatal(err)
+	}
+	check("restore a folder with a folded subfolder", chains, b4, append([]string{"/m/u/b", "/m/u/b/deep"}, "/quiet"), append(c4, s4...))
 }
