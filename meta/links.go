@@ -190,7 +190,10 @@ func (s *SQLStore) DeleteLink(ctx context.Context, uid, id int64) error {
 // back, not the links (whoever held one was told the file is gone).
 func dropLinksTx(ctx context.Context, tx *sql.Tx, uid int64, path string) error {
 	cond, args := subtree(path)
-	_, err := tx.ExecContext(ctx, `DELETE FROM links WHERE node_id IN (SELECT id FROM nodes WHERE user_id = ? AND (path = ? OR `+cond+`))`,
+	// From the user's links (few) to their nodes, not from the subtree's
+	// nodes (maybe 100,000) to their links: a folder's delete to the trash
+	// must not walk the folder once more for this.
+	_, err := tx.ExecContext(ctx, `DELETE FROM links WHERE user_id = ? AND EXISTS (SELECT 1 FROM nodes WHERE nodes.id = links.node_id AND (path = ? OR `+cond+`))`,
 		append([]any{uid, path}, args...)...)
 	return err
 }

@@ -515,7 +515,7 @@ function share() {
     }
     row('share-perm', 'Anyone with the link can', perm);
   }
-  dialog({ title: `Share “${n.name}”`, body, ok: 'Create link', onOk: async () => {
+  dialog({ title: `A public link to “${n.name}”`, body, ok: 'Create link', onOk: async () => {
     const req = { path: n.path };
     if (pw.value) req.password = pw.value;
     if (exp.value) {
