@@ -311,10 +311,4 @@ func wantLost(t *testing.T, err error) {
 	}
 }
 
-func forEachImpl(t *testing.T, f func(t *testing.T, e *env)) {
-	for _, im := range impls {
-		t.Run(im.name, func(t *testing.T) { f(t, newEnv(t, im)) })
-	}
-}
-
 func up(i int) string { return fmt.Sprintf("up-%d", i) }
