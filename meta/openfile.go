@@ -7,6 +7,15 @@ import (
 	"netdisk/errs"
 )
 
+// openFileSQL is OpenFile's one statement.
+const openFileSQL = `SELECT ` + openFileCols + `, fc.idx, c.id, c.sha256, c.md5, c.size, d.data
+	FROM nodes n
+	LEFT JOIN file_chunks fc ON fc.node_id = n.id
+	LEFT JOIN chunks c ON c.id = fc.chunk_id
+	LEFT JOIN chunk_data d ON d.chunk_id = c.id
+	WHERE n.user_id = ? AND n.path = ?
+	ORDER BY fc.idx`
+
 // OpenFile returns the node at path and, for a file, its chunks in order
 // with the bytes of those kept inline (Chunk.Data), in one statement: a
 // small GET needs all three, and each statement is a round trip through the
@@ -21,13 +30,7 @@ func (s *SQLStore) OpenFile(ctx context.Context, uid int64, path string) (Node, 
 	if err := ctx.Err(); err != nil {
 		return Node{}, nil, wrap(op, path, err)
 	}
-	rows, err := s.r.QueryContext(s.pointQuery(ctx), `SELECT `+openFileCols+`, fc.idx, c.id, c.sha256, c.md5, c.size, d.data
-		FROM nodes n
-		LEFT JOIN file_chunks fc ON fc.node_id = n.id
-		LEFT JOIN chunks c ON c.id = fc.chunk_id
-		LEFT JOIN chunk_data d ON d.chunk_id = c.id
-		WHERE n.user_id = ? AND n.path = ?
-		ORDER BY fc.idx`, uid, path)
+	rows, err := s.r.QueryContext(s.pointQuery(ctx), openFileSQL, uid, path)
 	if err != nil {
 		return Node{}, nil, wrap(op, path, err)
 	}

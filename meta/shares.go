@@ -462,6 +462,9 @@ const mountCols = `m.node_id, e.path, m.user_id, ifnull(s.id, 0), ifnull(s.owner
 	ifnull(s.node_id, 0), ifnull(t.is_dir, 0), ifnull(t.path, '#'), ifnull(s.can_write, 0),
 	CASE WHEN s.to_group IS NULL THEN 0 ELSE 1 END`
 
+// mountsSQL lists a user's mounts (Mounts), every request's first look-up.
+const mountsSQL = `SELECT ` + mountCols + mountFrom + ` WHERE m.user_id = ? ORDER BY m.node_id`
+
 const mountFrom = ` FROM share_mounts m JOIN nodes e ON e.id = m.node_id LEFT JOIN shares s ON s.id = m.share_id
 	LEFT JOIN users o ON o.id = s.owner_id LEFT JOIN nodes t ON t.id = s.node_id`
 
@@ -477,7 +480,7 @@ func mountRow(ctx context.Context, q querier, uid, nodeID int64) (Mount, error) 
 
 // Mounts lists a recipient's entries.
 func (s *SQLStore) Mounts(ctx context.Context, uid int64) ([]Mount, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+mountCols+mountFrom+` WHERE m.user_id = ? ORDER BY m.node_id`, uid)
+	rows, err := s.r.QueryContext(ctx, mountsSQL, uid)
 	out, err := scanAll(rows, err, scanMount)
 	return out, wrap("meta.Mounts", "", err)
 }

@@ -323,10 +323,28 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, name, pass string
 		s.log.Info("auth throttled", "user", name, "addr", ip, "retry_after_s", secs)
 		deny(w, r, errs.Errorf(op, errs.Throttled, "too many failed logins: retry later"))
 	}
-	wait, ok, addrLocked := s.logins.admit(name, ip, known)
-	if !ok {
-		throttled(wait)
-		return meta.User{}, "", false
+	var addrLocked bool
+	for {
+		wait, ok, locked, turn := s.logins.admitQueued(name, ip, known)
+		if ok {
+			addrLocked = locked
+			break
+		}
+		if turn == nil {
+			throttled(wait)
+			return meta.User{}, "", false
+		}
+		// Held back only by attempts being evaluated (a client's first
+		// connections opened at once): wait for one to end. If it verified
+		// this very password, the remembered password lets this one in.
+		select {
+		case <-turn:
+		case <-r.Context().Done():
+			return meta.User{}, "", false // the client went away while waiting
+		}
+		if u, ok := s.d.AuthenticateCached(r.Context(), name, pass); ok && s.logins.admitVerified(name, ip) {
+			return u, "", true
+		}
 	}
 	u, err := s.d.Authenticate(r.Context(), name, pass)
 	switch {

@@ -33,7 +33,12 @@ import (
 //
 // Attempts being evaluated count against the limits too (inflight), so a
 // burst of parallel requests gets at most the limit evaluated, not one per
-// connection. Once locked, the lockout doubles with each further failure
+// connection. An attempt held back only by attempts in flight waits for one
+// of them to end and is decided then (admitQueued), rather than refused: a
+// client opening several connections at once with a right password (rclone
+// --transfers 8, a file manager) is let in once the first is verified, and
+// a burst of guesses still gets at most the limit evaluated before the
+// lockout refuses the rest. Once locked, the lockout doubles with each further failure
 // (LockBase to LockMax); failures are forgotten FailureWindow after the last
 // (the address and account sums after their own last failure).
 const (
@@ -52,17 +57,23 @@ type counter struct {
 	inflight int       // attempts admitted and being evaluated
 }
 
-// lockedFor says how long c blocks a new attempt (0: it does not).
-func (c *counter) lockedFor(limit int, now time.Time) time.Duration {
+// lockedFor says how long c blocks a new attempt (0: it does not); busy
+// says it blocks only because of attempts still being evaluated: those are
+// waited for rather than more evaluated in parallel.
+func (c *counter) lockedFor(limit int, now time.Time) (wait time.Duration, busy bool) {
 	if c == nil || c.n+c.inflight < limit {
-		return 0
+		return 0, false
 	}
-	if c.n < limit || c.inflight > 0 {
-		// The limit is reached only counting attempts still being evaluated:
-		// wait for them rather than evaluating more in parallel.
-		return time.Second
+	if c.n < limit {
+		return time.Second, true
 	}
-	return waitFrom(c.last, lockout(c.n, limit), now)
+	if d := waitFrom(c.last, lockout(c.n, limit), now); d > 0 {
+		return d, false
+	}
+	if c.inflight > 0 {
+		return time.Second, true
+	}
+	return 0, false
 }
 
 // lockout is how long n failures lock a key whose limit is limit (n ≥
@@ -96,6 +107,9 @@ type throttle struct {
 	// shared, when set, holds the failure counts every node sees
 	// (throttle_redis.go).
 	shared *sharedFailures
+	// turn is closed (and replaced) when an attempt in flight ends: the
+	// attempts waiting for one (admitQueued) are decided again.
+	turn chan struct{}
 }
 
 func newThrottle(now func() time.Time) *throttle {
@@ -130,20 +144,36 @@ func ensure[K comparable](m map[K]*counter, k K) *counter {
 // wait. If so, the caller must call done with the outcome; addrLocked then
 // says the address was locked (a failure is answered 429, as a refusal).
 func (t *throttle) admit(account, addr string, known bool) (retry time.Duration, ok, addrLocked bool) {
+	retry, ok, addrLocked, _ = t.admitQueued(account, addr, known)
+	return retry, ok, addrLocked
+}
+
+// admitQueued is admit for an attempt that can wait its turn: when only
+// attempts in flight hold it back, turn is a channel closed as soon as one
+// of them ends; the caller waits for it (or gives up) and asks again. A
+// refusal by failures has no turn (nil): it is answered 429.
+func (t *throttle) admitQueued(account, addr string, known bool) (retry time.Duration, ok, addrLocked bool, turn <-chan struct{}) {
 	pk := pairKey{accountKey(account), addr}
 	sc := t.loadShared(pk)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	t.adopt(pk, sc)
-	if wait := t.lockWait(pk, now, asIs, known); wait > 0 {
-		return wait, false, true
+	if wait, busy := t.lockWait(pk, now, asIs, known); wait > 0 {
+		if busy {
+			if t.turn == nil {
+				t.turn = make(chan struct{})
+			}
+			turn = t.turn
+		}
+		return wait, false, true, turn
 	}
-	addrLocked = live(t.addrs, pk.addr, now).lockedFor(AddrLimit, now) > 0
+	wait, _ := live(t.addrs, pk.addr, now).lockedFor(AddrLimit, now)
+	addrLocked = wait > 0
 	for _, c := range t.counters(pk) {
 		c.inflight++
 	}
-	return 0, true, addrLocked
+	return 0, true, addrLocked, nil
 }
 
 // retryAfter is how long an attempt for account from addr would now wait
@@ -152,7 +182,8 @@ func (t *throttle) retryAfter(account, addr string, known bool) time.Duration {
 	pk := pairKey{accountKey(account), addr}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.lockWait(pk, t.now(), asIs, known)
+	wait, _ := t.lockWait(pk, t.now(), asIs, known)
+	return wait
 }
 
 func asIs(c *counter) *counter { return c }
@@ -196,31 +227,42 @@ func (t *throttle) adopt(pk pairKey, sc sharedCounts) {
 // account's count locks out only a pair that has failed itself, so a spray
 // at one account does not lock its owner out from elsewhere; the address's
 // count refuses only unknown names and accounts that failed from it (the
-// package comment's rules).
-func (t *throttle) lockWait(pk pairKey, now time.Time, view func(*counter) *counter, known bool) time.Duration {
+// package comment's rules). busy says only attempts in flight block it.
+func (t *throttle) lockWait(pk pairKey, now time.Time, view func(*counter) *counter, known bool) (wait time.Duration, busy bool) {
+	var locked, inFlight time.Duration // by failures; by attempts being evaluated
+	add := func(d time.Duration, busy bool) {
+		if busy {
+			inFlight = max(inFlight, d)
+		} else {
+			locked = max(locked, d)
+		}
+	}
 	pair := view(live(t.pairs, pk, now))
 	failing := pair != nil && pair.n > 0
-	wait := pair.lockedFor(PairLimit, now)
+	add(pair.lockedFor(PairLimit, now))
 	if failing {
-		wait = max(wait, view(live(t.accts, pk.account, now)).lockedFor(AcctLimit, now))
+		add(view(live(t.accts, pk.account, now)).lockedFor(AcctLimit, now))
 	}
 	a := view(live(t.addrs, pk.addr, now))
-	addrWait := a.lockedFor(AddrLimit, now)
+	addrWait, addrBusy := a.lockedFor(AddrLimit, now)
 	switch {
 	case addrWait == 0:
 	case !known:
-		wait = max(wait, addrWait)
+		add(addrWait, addrBusy)
 	case failing && a.n >= AddrLimit:
 		// One attempt per lockout of the address, from the account's own
 		// last failure: a real user who mistyped waits, a guesser gets a
 		// guess per period.
-		wait = max(wait, waitFrom(pair.last, lockout(a.n, AddrLimit), now))
+		add(waitFrom(pair.last, lockout(a.n, AddrLimit), now), false)
 	case failing || pair != nil && pair.inflight > 0:
 		// The address is at its limit counting attempts in flight, or this
 		// account already has one being evaluated: one at a time.
-		wait = max(wait, time.Second)
+		add(time.Second, true)
 	}
-	return wait
+	if locked > 0 {
+		return locked, false
+	}
+	return inFlight, inFlight > 0
 }
 
 // clearPair takes a success: the pair's failures are cleared and taken off
@@ -276,7 +318,7 @@ func (t *throttle) admitVerifiedLocal(pk pairKey, sc sharedCounts) (ok, cleared 
 		return &counter{n: c.n, last: c.last}
 	}
 	// known: the password was verified, so the account exists.
-	if t.lockWait(pk, now, settled, true) > 0 {
+	if wait, _ := t.lockWait(pk, now, settled, true); wait > 0 {
 		return false, false
 	}
 	if pair := live(t.pairs, pk, now); pair != nil && pair.n > 0 {
@@ -301,6 +343,10 @@ func (t *throttle) done(account, addr string, evaluated, success bool) {
 	now := t.now()
 	for _, c := range t.counters(pk) {
 		c.inflight--
+	}
+	if t.turn != nil {
+		close(t.turn)
+		t.turn = nil
 	}
 	switch {
 	case evaluated && success:

@@ -209,3 +209,67 @@ func TestThrottleVerifiedParallel(t *testing.T) {
 	e.want(429, x, "dave", "pw-dave")
 	e.want(200, "10.0.0.21", "dave", "pw-dave")
 }
+
+// TestThrottleFirstParallelLogins: a client's first connections opened at
+// once, all with the right password not verified yet, are all let in: the
+// attempts beyond the limit of attempts in flight wait for their turn
+// instead of being refused (the first verified password lets the rest in).
+func TestThrottleFirstParallelLogins(t *testing.T) {
+	e := newThrottleEnv(t)
+	const x = "10.0.0.30"
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			code, _ := e.login(x, "erin", "pw-erin")
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if codes[401]+codes[429]+codes[403] != 0 {
+		t.Fatalf("50 parallel first logins with the right password: %v, want none refused", codes)
+	}
+}
+
+// TestThrottleQueuedTurn: an attempt held back only by attempts in flight
+// gets a turn (closed when one of them ends) and is admitted then; one
+// held back by failures gets no turn (refused, 429).
+func TestThrottleQueuedTurn(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	th := newThrottle(clock.Now)
+	const x = "10.0.0.31"
+	for range PairLimit {
+		if _, ok, _, _ := th.admitQueued("frank", x, true); !ok {
+			t.Fatal("an attempt under the limit was not admitted")
+		}
+	}
+	_, ok, _, turn := th.admitQueued("frank", x, true)
+	if ok || turn == nil {
+		t.Fatalf("attempt past the attempts in flight: admitted %v, turn %v; want a turn to wait for", ok, turn != nil)
+	}
+	select {
+	case <-turn:
+		t.Fatal("turn came before any attempt ended")
+	default:
+	}
+	th.done("frank", x, true, true)
+	<-turn
+	if _, ok, _, _ := th.admitQueued("frank", x, true); !ok {
+		t.Fatal("not admitted after an attempt in flight ended")
+	}
+	// Failures lock: no turn.
+	for range PairLimit {
+		th.done("frank", x, true, false)
+	}
+	if _, ok, _, turn := th.admitQueued("frank", x, true); ok || turn != nil {
+		t.Fatalf("locked pair: admitted %v, turn %v; want a refusal", ok, turn != nil)
+	}
+}
