@@ -197,6 +197,16 @@ func TestNextcloudOCSShares(t *testing.T) {
 	if l := e.ocs("GET", "", "alice", "alice-pw", nil).list(t); len(l) != 4 {
 		t.Fatalf("alice's shares: %+v", l)
 	}
+	// The same list in XML (v2 without format=json): one <element> each.
+	st, b, _ = e.call("GET", "/ocs/v2.php/apps/files_sharing/api/v1/shares", "alice", "alice-pw", nil, map[string]string{"OCS-APIRequest": "true"})
+	var xl struct {
+		StatusCode int      `xml:"meta>statuscode"`
+		IDs        []string `xml:"data>element>id"`
+		Types      []int    `xml:"data>element>share_type"`
+	}
+	if st != http.StatusOK || xml.Unmarshal(b, &xl) != nil || xl.StatusCode != 200 || len(xl.IDs) != 4 || len(xl.Types) != 4 {
+		t.Fatalf("the list in XML: %d %s", st, b)
+	}
 	if l := e.ocs("GET", "?path=/projects/docs", "alice", "alice-pw", nil).list(t); len(l) != 1 || l[0].ID != link.ID || l[0].Token != nil {
 		t.Fatalf("shares of /projects/docs (no token once made): %+v", l)
 	}

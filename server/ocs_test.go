@@ -40,7 +40,9 @@ func TestOCSCookieNeedsAPIRequestHeader(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(resp.Body)
-		var env struct{ OCS struct{ Meta struct{ StatusCode int } } }
+		var env struct {
+			OCS struct{ Meta struct{ StatusCode int } }
+		}
 		json.Unmarshal(raw, &env)
 		return resp.StatusCode, resp.Header, env.OCS.Meta.StatusCode
 	}
