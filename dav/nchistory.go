@@ -266,13 +266,15 @@ func (h *Handler) versions(w http.ResponseWriter, r *http.Request, u meta.User, 
 	case parts[0] != "versions" || len(parts) > 3:
 		return 0, errs.Errorf(op, errs.NotFound, "no such versions folder")
 	}
-	// A file id names one of the user's own files, never another user's
-	// (NodeByID answers those as unknown): ids are guessable.
+	// A file id names one of the user's own files or one shared with
+	// them, never anyone else's (answered as unknown): ids are guessable.
+	// Through a share, the drive decides as on every path: reading the
+	// versions needs the share, restoring one a writable share.
 	fileID, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || fileID <= 0 {
 		return 0, errs.Errorf(op, errs.NotFound, "no such file id")
 	}
-	n, err := h.D.NodeByID(ctx, u.ID, fileID)
+	n, err := h.D.NodeByIDInView(ctx, u.ID, fileID)
 	if err != nil {
 		return 0, err
 	}

@@ -285,4 +285,29 @@ func TestNextcloudVersionsView(t *testing.T) {
 		t.Fatalf("bob restoring alice's version: %d", st)
 	}
 	e.mustGet("alice", "alice-pw", "/dav/v.txt", []byte("six"))
+
+	// Shared with bob, read-only: he reads the versions by the id he sees
+	// in his own view, and cannot restore one; carol still cannot.
+	e.addUser("carol", "carol-pw")
+	body := []byte(`{"path":"/v.txt","user":"bob"}`)
+	if st, msg, _ := e.call("POST", "/api/v1/user-shares", "alice", "alice-pw", body, nil); st != http.StatusCreated {
+		t.Fatalf("share: %d %s", st, msg)
+	}
+	_, b, _ := e.call("PROPFIND", "/remote.php/dav/files/bob/v.txt", "bob", "bob-pw",
+		[]byte(`<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:fileid/></d:prop></d:propfind>`), map[string]string{"Depth": "0"})
+	if !strings.Contains(string(b), ">"+id+"</fileid>") {
+		t.Fatalf("bob's view of the file id: %s", b)
+	}
+	bobs := "/remote.php/dav/versions/bob/versions/" + id
+	if got := e.ncList("bob", "bob-pw", bobs, "1"); len(got) != len(e.ncList("alice", "alice-pw", base, "1")) {
+		t.Fatalf("bob's listing of the versions: %+v", got)
+	}
+	e.mustGet("bob", "bob-pw", bobs+"/1700000200", []byte("three"))
+	if st := e.status("MOVE", bobs+"/1700000200", "bob", "bob-pw", map[string]string{"Destination": "/remote.php/dav/versions/bob/restore/target"}); st != http.StatusForbidden {
+		t.Fatalf("bob restoring through a read-only share: %d", st)
+	}
+	e.mustGet("alice", "alice-pw", "/dav/v.txt", []byte("six"))
+	if st := e.status("PROPFIND", "/remote.php/dav/versions/carol/versions/"+id, "carol", "carol-pw", map[string]string{"Depth": "1"}); st != http.StatusNotFound {
+		t.Fatalf("carol: %d", st)
+	}
 }
