@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 
+	"netdisk/errs"
 	"netdisk/meta"
 )
 
@@ -61,20 +62,58 @@ type ocsEnvelope struct {
 // XML otherwise, as the OCS API does. v1 says success with status code 100,
 // v2 with the HTTP status.
 func writeOCS(w http.ResponseWriter, r *http.Request, data any) {
-	code := 100
-	if strings.HasPrefix(r.URL.Path, "/ocs/v2.php/") {
-		code = http.StatusOK
+	writeOCSResult(w, r, http.StatusOK, "OK", data)
+}
+
+// writeOCSError answers an OCS call that failed with err, with the status
+// codes the clients read: 404 for what does not exist (or is not the
+// user's), 403 for what is refused, 400 for the rest of the caller's
+// mistakes; v2 as the HTTP status too, v1 only in the body (its HTTP
+// status is 200 but for 401), as Nextcloud answers.
+func writeOCSError(w http.ResponseWriter, r *http.Request, err error) {
+	code := Status(err)
+	switch {
+	case code == http.StatusNotFound, code == http.StatusForbidden, code == http.StatusUnauthorized:
+	case code >= 400 && code < 500 && code != http.StatusTooManyRequests:
+		code = http.StatusBadRequest
 	}
-	env := ocsEnvelope{Meta: ocsMeta{Status: "ok", StatusCode: code, Message: "OK"}, Data: data}
+	errs.SetErrorHeaders(w.Header(), code)
+	writeOCSResult(w, r, code, errs.Message(err), ocsEmpty{})
+}
+
+// WriteOCSError answers an OCS call refused before its handler (the
+// server's sign-in rules).
+func WriteOCSError(w http.ResponseWriter, r *http.Request, err error) { writeOCSError(w, r, err) }
+
+// ocsEmpty is an error's data: [] in JSON, an empty element in XML.
+type ocsEmpty struct{}
+
+func (ocsEmpty) MarshalJSON() ([]byte, error) { return []byte("[]"), nil }
+
+func writeOCSResult(w http.ResponseWriter, r *http.Request, code int, message string, data any) {
+	status, httpStatus, metaCode := "ok", code, code
+	if code >= 300 {
+		status = "failure"
+	}
+	if !strings.HasPrefix(r.URL.Path, "/ocs/v2.php/") {
+		httpStatus = http.StatusOK
+		if code == http.StatusUnauthorized {
+			httpStatus = code
+		}
+		if code == http.StatusOK {
+			metaCode = 100
+		}
+	}
+	env := ocsEnvelope{Meta: ocsMeta{Status: status, StatusCode: metaCode, Message: message}, Data: data}
 	if r.URL.Query().Get("format") == "json" ||
 		(r.URL.Query().Get("format") == "" && strings.Contains(r.Header.Get("Accept"), "application/json")) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(httpStatus)
 		json.NewEncoder(w).Encode(map[string]any{"ocs": env})
 		return
 	}
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(httpStatus)
 	w.Write([]byte(xml.Header))
 	xml.NewEncoder(w).Encode(env) // the status is out; a broken connection has no one to tell
 }
@@ -94,7 +133,11 @@ type ocsServerVersion struct {
 //   - checksums: the content sums a PUT's OC-Checksum may carry (verified)
 //     and listings give in oc:checksums; SHA1 preferred, the one always
 //     kept beside MD5;
-//   - files.undelete and versioning: the trash and the versions exist.
+//   - files.undelete and versioning: the trash and the versions exist
+//     (/remote.php/dav/trashbin/ and versions/);
+//   - files_sharing: the OCS share API (ocsshares.go) over public links
+//     and shares with users and groups; no resharing, no mail, no
+//     enforced password or default expiry.
 type ocsCapabilities struct {
 	Core struct {
 		PollInterval int    `json:"pollinterval" xml:"pollinterval"`
@@ -112,6 +155,42 @@ type ocsCapabilities struct {
 		Undelete        bool `json:"undelete" xml:"undelete"`
 		Versioning      bool `json:"versioning" xml:"versioning"`
 	} `json:"files" xml:"files"`
+	FilesSharing ocsSharingCaps `json:"files_sharing" xml:"files_sharing"`
+}
+
+type ocsEnabled struct {
+	Enabled bool `json:"enabled" xml:"enabled"`
+}
+
+type ocsSharingCaps struct {
+	APIEnabled bool `json:"api_enabled" xml:"api_enabled"`
+	Public     struct {
+		Enabled  bool `json:"enabled" xml:"enabled"`
+		Password struct {
+			Enforced               bool `json:"enforced" xml:"enforced"`
+			AskForOptionalPassword bool `json:"askForOptionalPassword" xml:"askForOptionalPassword"`
+		} `json:"password" xml:"password"`
+		ExpireDate      ocsEnabled `json:"expire_date" xml:"expire_date"`
+		MultipleLinks   bool       `json:"multiple_links" xml:"multiple_links"`
+		SendMail        bool       `json:"send_mail" xml:"send_mail"`
+		Upload          bool       `json:"upload" xml:"upload"`
+		UploadFilesDrop bool       `json:"upload_files_drop" xml:"upload_files_drop"`
+	} `json:"public" xml:"public"`
+	Resharing bool `json:"resharing" xml:"resharing"`
+	User      struct {
+		SendMail   bool       `json:"send_mail" xml:"send_mail"`
+		ExpireDate ocsEnabled `json:"expire_date" xml:"expire_date"`
+	} `json:"user" xml:"user"`
+	GroupSharing bool `json:"group_sharing" xml:"group_sharing"`
+	Group        struct {
+		Enabled    bool       `json:"enabled" xml:"enabled"`
+		ExpireDate ocsEnabled `json:"expire_date" xml:"expire_date"`
+	} `json:"group" xml:"group"`
+	DefaultPermissions int `json:"default_permissions" xml:"default_permissions"`
+	Federation         struct {
+		Outgoing bool `json:"outgoing" xml:"outgoing"`
+		Incoming bool `json:"incoming" xml:"incoming"`
+	} `json:"federation" xml:"federation"`
 }
 
 type ocsCapabilitiesData struct {
@@ -130,6 +209,15 @@ func (a *API) OCSCapabilities(w http.ResponseWriter, r *http.Request, _ meta.Use
 	c.Files.BigFileChunking = true
 	c.Files.Undelete = true
 	c.Files.Versioning = true
+	sh := &c.FilesSharing
+	sh.APIEnabled, sh.Public.Enabled, sh.Public.MultipleLinks = true, true, true
+	// A link's expiry may be set (it is not by default, so expire_date,
+	// which says a default applies, is off); upload-only links accept
+	// nothing yet (the file drop is not built), read-write links take
+	// uploads over WebDAV.
+	sh.Public.Upload = true
+	sh.GroupSharing, sh.Group.Enabled = true, true
+	sh.DefaultPermissions = ocsPermRead
 	writeOCS(w, r, ocsCapabilitiesData{
 		Version:      ocsServerVersion{Major: ocsMajor, String: ocsVersionString},
 		Capabilities: c,

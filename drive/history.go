@@ -319,3 +319,37 @@ func (d *Drive) expungeOldestHistory(ctx context.Context) (bool, error) {
 	d.log.Warn("chunk store full: expunged the oldest history item to make room", "bytes", its[0].bytes, "since", its[0].when)
 	return true, nil
 }
+
+// OpenTrash opens a reader over the bytes of uid's trash item id, a file,
+// as it was deleted, without restoring it (the Nextcloud clients' trash
+// download). A folder item is IsDir; another user's item is NotFound, as
+// an unknown one is.
+func (d *Drive) OpenTrash(ctx context.Context, uid, id int64) (*Reader, meta.TrashItem, error) {
+	it, err := d.meta.TrashItem(ctx, uid, id)
+	if err != nil {
+		return nil, meta.TrashItem{}, err
+	}
+	if it.IsDir {
+		return nil, meta.TrashItem{}, errs.E("drive.OpenTrash", errs.IsDir, it.Path, nil)
+	}
+	n, cs, err := d.meta.OpenFile(ctx, uid, meta.TrashRoot(id))
+	if err != nil {
+		// Restored or expunged since the item was read.
+		return nil, meta.TrashItem{}, err
+	}
+	if n.IsSymlink() {
+		return &Reader{d: d, ctx: ctx, node: n, curIdx: -1}, it, nil
+	}
+	// Pinned, as any reader's: an expunge meanwhile leaves the chunks to GC
+	// only once the reader is closed.
+	return d.OpenVersion(ctx, n, cs), it, nil
+}
+
+// TrashNode returns the node of uid's trash item id as it lies in the
+// trash (its id is the one the node had in the tree).
+func (d *Drive) TrashNode(ctx context.Context, uid, id int64) (meta.Node, error) {
+	if _, err := d.meta.TrashItem(ctx, uid, id); err != nil {
+		return meta.Node{}, err
+	}
+	return d.meta.Stat(ctx, uid, meta.TrashRoot(id))
+}

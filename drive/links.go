@@ -191,3 +191,61 @@ func (d *Drive) CountLinkDownload(ctx context.Context, l meta.Link) error {
 	}
 	return err
 }
+
+// LinkChange is what UpdateLink changes; a nil field stays as it is.
+type LinkChange struct {
+	Password *string        // "" removes the password
+	Expires  *time.Time     // the zero time removes the expiry
+	Perm     *meta.LinkPerm // upload-only and read-write only for a folder
+}
+
+// UpdateLink changes user uid's link id as c says, with CreateLink's rules
+// (an expiry not in the future, or a folder's permission on a file, is
+// Invalid); the token stays. NotFound when uid has no link by that id.
+func (d *Drive) UpdateLink(ctx context.Context, uid, id int64, c LinkChange) (meta.Link, error) {
+	const op = "drive.UpdateLink"
+	ls, err := d.meta.UserLinks(ctx, uid)
+	if err != nil {
+		return meta.Link{}, err
+	}
+	var l meta.Link
+	for _, x := range ls {
+		if x.ID == id {
+			l = x
+		}
+	}
+	if l.ID == 0 {
+		return meta.Link{}, errs.E(op, errs.NotFound, "", errors.New("no such link"))
+	}
+	if c.Perm != nil {
+		switch *c.Perm {
+		case meta.LinkRead:
+		case meta.LinkUpload, meta.LinkReadWrite:
+			n, err := d.meta.NodeByID(ctx, uid, l.NodeID)
+			if err != nil {
+				return meta.Link{}, err
+			}
+			if !n.IsDir {
+				return meta.Link{}, errs.Errorf(op, errs.Invalid, "an %s link is for a folder", *c.Perm)
+			}
+		default:
+			return meta.Link{}, errs.Errorf(op, errs.Invalid, "unknown link permission %d", *c.Perm)
+		}
+		l.Perm = *c.Perm
+	}
+	if c.Expires != nil {
+		if !c.Expires.IsZero() && !c.Expires.After(d.now()) {
+			return meta.Link{}, errs.Errorf(op, errs.Invalid, "the expiry %s is not in the future", c.Expires.UTC().Format(time.RFC3339))
+		}
+		l.Expires = *c.Expires
+	}
+	if c.Password != nil {
+		l.PassHash = ""
+		if *c.Password != "" {
+			if l.PassHash, err = HashPassword(*c.Password); err != nil {
+				return meta.Link{}, err
+			}
+		}
+	}
+	return d.meta.UpdateLink(ctx, uid, id, l)
+}

@@ -580,3 +580,29 @@ func (d *Drive) Resource(ctx context.Context, uid int64, p string) (owner int64,
 	}
 	return w.uid, w.path, nil
 }
+
+// NodeByIDInView returns the node id as user uid sees it: one of their
+// own, or one inside a share made with them (shown at their entry's path,
+// as their listings show it: its id is the owner's node id). Any other id
+// is NotFound, as an unknown one is: ids are guessable.
+func (d *Drive) NodeByIDInView(ctx context.Context, uid, id int64) (meta.Node, error) {
+	n, err := d.meta.NodeByID(ctx, uid, id)
+	if !errs.Is(err, errs.NotFound) {
+		return n, err
+	}
+	ms, merr := d.SharedWithMe(ctx, uid)
+	if merr != nil {
+		return meta.Node{}, merr
+	}
+	for _, m := range ms {
+		on, oerr := d.meta.NodeByID(ctx, m.OwnerID, id)
+		if oerr != nil {
+			continue
+		}
+		if on.Path == m.TargetAt || vpath.IsBelow(on.Path, m.TargetAt) {
+			on.Path = m.Path + strings.TrimPrefix(on.Path, m.TargetAt)
+			return on, nil
+		}
+	}
+	return meta.Node{}, err
+}

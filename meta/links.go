@@ -79,6 +79,10 @@ type Links interface {
 	// DeleteLink revokes user uid's link id; NotFound when they have none
 	// by that id (another user's link included).
 	DeleteLink(ctx context.Context, uid, id int64) error
+	// UpdateLink sets the password hash, permission and expiry of user
+	// uid's link id to l's (the rest stays) and returns the link as
+	// stored; NotFound when they have none by that id.
+	UpdateLink(ctx context.Context, uid, id int64, l Link) (Link, error)
 }
 
 var _ Links = (*SQLStore)(nil)
@@ -183,6 +187,28 @@ func (s *SQLStore) DeleteLink(ctx context.Context, uid, id int64) error {
 		return errs.E(op, errs.NotFound, "", errors.New("no such link"))
 	}
 	return nil
+}
+
+// UpdateLink changes a link's password, permission and expiry (Links).
+func (s *SQLStore) UpdateLink(ctx context.Context, uid, id int64, l Link) (Link, error) {
+	const op = "meta.UpdateLink"
+	var expires int64
+	if !l.Expires.IsZero() {
+		expires = l.Expires.UnixNano()
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE links SET pass_hash = ?, perm = ?, expires_ns = ? WHERE user_id = ? AND id = ?`,
+		l.PassHash, int64(l.Perm), expires, uid, id)
+	if err != nil {
+		return Link{}, wrap(op, "", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return Link{}, errs.E(op, errs.NotFound, "", errors.New("no such link"))
+	}
+	out, err := scanLink(s.r.QueryRowContext(ctx, `SELECT `+linkCols+` FROM links l JOIN nodes n ON n.id = l.node_id WHERE l.user_id = ? AND l.id = ?`, uid, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Link{}, errs.E(op, errs.NotFound, "", errors.New("no such link")) // revoked meanwhile
+	}
+	return out, wrap(op, "", err)
 }
 
 // dropLinksTx ends the links to path and to everything below it, as the

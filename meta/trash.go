@@ -90,6 +90,11 @@ type Trash interface {
 // trashRoot is the hidden path an item's node lives at.
 func trashRoot(id int64) string { return "#" + strconv.FormatInt(id, 10) }
 
+// TrashRoot is the path at which OpenFile and Stat find item id's node
+// (of its user's), for reading a trashed file's bytes without restoring
+// it. No path a user can name reaches it.
+func TrashRoot(id int64) string { return trashRoot(id) }
+
 const trashCols = `id, user_id, path, is_dir, size, deleted_ns, deleted_by, charge`
 
 func scanTrash(r rowScanner) (TrashItem, error) {

@@ -53,6 +53,9 @@ func (s *Server) Web() *web.Handler { return s.web }
 // credentials and carries one. handled is false when the cookie does not
 // apply (then Basic auth decides, as for a client that has no cookie).
 func (s *Server) cookieUser(w http.ResponseWriter, r *http.Request) (u meta.User, ok, handled bool) {
+	if s.web != nil && isOCS(r.URL.Path) {
+		return s.ocsCookieUser(w, r) // nextcloud.go: Nextcloud's own rule
+	}
 	if s.web == nil || !cookieRoute(r.URL.Path) {
 		return meta.User{}, false, false
 	}

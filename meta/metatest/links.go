@@ -75,6 +75,25 @@ func testLinks(t *testing.T, e *env) {
 		t.Fatalf("bob's links = %+v, %v", ls, err)
 	}
 
+	// A change of password, permission and expiry: by the owner only; the
+	// token, the counts and the node stay.
+	_, err = e.s.UpdateLink(e.ctx, b, lf.ID, meta.Link{Perm: meta.LinkRead})
+	wantKind(t, "bob changing alice's link", err, errs.NotFound)
+	_, err = e.s.UpdateLink(e.ctx, a, lf.ID+1000, meta.Link{Perm: meta.LinkRead})
+	wantKind(t, "changing no link", err, errs.NotFound)
+	up, err := e.s.UpdateLink(e.ctx, a, lf.ID, meta.Link{PassHash: "ph-new", Perm: meta.LinkUpload})
+	e.must(err)
+	if up.ID != lf.ID || up.PassHash != "ph-new" || up.Perm != meta.LinkUpload || !up.Expires.IsZero() ||
+		up.Downloads != 2 || up.MaxDownloads != 2 || up.Path != "/moved/sub/f" || up.TokenHash != "h-f" {
+		t.Fatalf("UpdateLink = %+v", up)
+	}
+	exp := e.clock.Now().Add(48 * time.Hour)
+	up, err = e.s.UpdateLink(e.ctx, a, lf.ID, meta.Link{Perm: meta.LinkRead, Expires: exp})
+	e.must(err)
+	if got, err := e.s.LinkByToken(e.ctx, "h-f"); err != nil || got.PassHash != "" || got.Perm != meta.LinkRead || !got.Expires.Equal(exp) || !up.Expires.Equal(exp) {
+		t.Fatalf("after a second change: %+v, %v (answered %+v)", got, err, up)
+	}
+
 	// Revocation: by the owner only.
 	wantKind(t, "bob revoking alice's link", e.s.DeleteLink(e.ctx, b, ld.ID), errs.NotFound)
 	e.must(e.s.DeleteLink(e.ctx, a, ld.ID))
