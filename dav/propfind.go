@@ -138,13 +138,13 @@ type propWriter struct {
 	req   propfindReq
 	dead  map[int64][]meta.Prop
 	quota *drive.Quota
-	locks bool   // the user holds locks: lockdiscovery must look
+	locks bool // the user holds locks: lockdiscovery must look
 	// member is set while the members of the answer's target are written
 	// (a Depth 1 or infinity listing): allprop leaves out what only
 	// repeats the target's (propfind_write.go).
 	member bool
-	buf   []byte // the response being built, reused
-	miss  []xml.Name
+	buf    []byte // the response being built, reused
+	miss   []xml.Name
 
 	// Entries of a folder often share a modification second: the formatted
 	// dates of the last one are reused.
