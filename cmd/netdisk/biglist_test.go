@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"netdisk/apitype"
 	"netdisk/testutil"
 )
 
@@ -208,5 +210,39 @@ func TestBigFolderPaged(t *testing.T) {
 		if c.max > 0 && c.mib > c.max {
 			t.Errorf("%s: peak RSS %.0f MiB, want ≤ %.0f", c.what, c.mib, c.max)
 		}
+	}
+}
+
+// netdisk ls of a folder of several pages prints every entry once, by name,
+// and --json is one array, byte for byte what the whole listing encoded at
+// once gives (an empty folder: []).
+func TestLsPages(t *testing.T) {
+	const n = 2500
+	d := testutil.StartDaemon(t)
+	d.Stop()
+	fillBigFolder(t, d, n)
+	d.Restart()
+	r := mustCLI(t, d, "ls", "/big")
+	lines := strings.Split(strings.TrimSuffix(r, "\n"), "\n")
+	if len(lines) != n {
+		t.Fatalf("ls: %d lines, want %d", len(lines), n)
+	}
+	for i, l := range lines {
+		if !strings.HasSuffix(l, fmt.Sprintf("  file-%06d.txt", i)) {
+			t.Fatalf("line %d: %q", i, l)
+		}
+	}
+	js := mustCLI(t, d, "ls", "--json", "/big")
+	var nodes []apitype.Node
+	if err := json.Unmarshal([]byte(js), &nodes); err != nil || len(nodes) != n || nodes[n-1].Name != fmt.Sprintf("file-%06d.txt", n-1) {
+		t.Fatalf("ls --json: %d nodes, %v", len(nodes), err)
+	}
+	var whole strings.Builder
+	if err := writeJSON(&whole, nodes); err != nil || whole.String() != js {
+		t.Fatalf("ls --json differs from the array encoded at once (%v)", err)
+	}
+	mustCLI(t, d, "mkdir", "/empty")
+	if js := mustCLI(t, d, "ls", "--json", "/empty"); js != "[]\n" {
+		t.Fatalf("ls --json of an empty folder: %q", js)
 	}
 }
