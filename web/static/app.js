@@ -305,9 +305,11 @@ function render() {
 }
 
 // fillWindow makes rows until the last one is well below the window's
-// bottom (or there are no more).
+// bottom (or there are no more). A hidden table (search results, the
+// gallery) has no bottom to reach: it gets rows when it shows again.
 function fillWindow() {
   const tbody = $('rows');
+  if (!tbody.offsetParent) return;
   while (state.shown < state.view.length) {
     const last = tbody.lastElementChild;
     if (last && last.getBoundingClientRect().bottom > window.innerHeight + 800) return;
