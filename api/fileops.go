@@ -42,24 +42,6 @@ func queryPath(r *http.Request) (string, error) {
 	return p, nil
 }
 
-func (a *API) fsList(w http.ResponseWriter, r *http.Request, u meta.User) {
-	p, err := queryPath(r)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	ns, err := a.D.List(r.Context(), u.ID, p)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	out := make([]apitype.Node, len(ns))
-	for i, n := range ns {
-		out[i] = NodeOf(n)
-	}
-	WriteJSON(w, http.StatusOK, apitype.Listing{Path: p, Entries: out})
-}
-
 func (a *API) fsStat(w http.ResponseWriter, r *http.Request, u meta.User) {
 	p, err := queryPath(r)
 	if err != nil {

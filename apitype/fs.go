@@ -41,11 +41,21 @@ type SymlinkRequest struct {
 	Target string `json:"target"`
 }
 
-// Listing answers GET /api/v1/fs/list: the entries by name.
+// Listing answers GET /api/v1/fs/list: the entries by name. Asked with a
+// limit or a cursor it is one page of them, and Next, when not "", is the
+// cursor of the page that follows (an opaque string; absent on the last).
 type Listing struct {
 	Path    string `json:"path"`
 	Entries []Node `json:"entries"`
+	Next    string `json:"next,omitempty"`
 }
+
+// List pages: the entries a page holds when the call gives a cursor and no
+// limit, and the most one page holds (a larger limit is this one).
+const (
+	ListPageDefault = 1000
+	ListPageMax     = 5000
+)
 
 // MkdirRequest is the body of POST /api/v1/fs/mkdir. With Parents missing
 // parents are created and an existing directory is success (mkdir -p);

@@ -13,11 +13,54 @@ import (
 // File operations of docs/API.md (/api/v1/fs/…) and the user's quota: the
 // only way the CLI and the mount reach them.
 
-// List returns the entries of directory p, by name.
+// List returns the entries of directory p, by name, read a page at a time.
+// A caller that can use the entries as they come (print them, fill a
+// table) uses ListPages and never holds the folder.
 func (c *Client) List(ctx context.Context, p string) ([]apitype.Node, error) {
+	var out []apitype.Node
+	err := c.ListPages(ctx, p, 0, func(ns []apitype.Node) error {
+		out = append(out, ns...)
+		return nil
+	})
+	return out, err
+}
+
+// ListPage returns one page of directory p's entries, by name: the first
+// for cursor "", else the one after the page whose Next was cursor. limit
+// ≤ 0 is apitype.ListPageDefault; the server holds a page to
+// apitype.ListPageMax.
+func (c *Client) ListPage(ctx context.Context, p, cursor string, limit int) (apitype.Listing, error) {
+	if limit <= 0 {
+		limit = apitype.ListPageDefault
+	}
+	q := url.Values{"path": {p}, "limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
 	var l apitype.Listing
-	err := c.JSON(ctx, http.MethodGet, "/api/v1/fs/list", url.Values{"path": {p}}, nil, &l)
-	return l.Entries, err
+	err := c.JSON(ctx, http.MethodGet, "/api/v1/fs/list", q, nil, &l)
+	return l, err
+}
+
+// ListPages calls fn with each page of directory p's entries in order (limit
+// as ListPage's) until the last page or fn's error, which it returns. An
+// entry that exists throughout shows exactly once; one added or removed
+// meanwhile at most once.
+func (c *Client) ListPages(ctx context.Context, p string, limit int, fn func([]apitype.Node) error) error {
+	cursor := ""
+	for {
+		l, err := c.ListPage(ctx, p, cursor, limit)
+		if err != nil {
+			return err
+		}
+		if err := fn(l.Entries); err != nil {
+			return err
+		}
+		if l.Next == "" {
+			return nil
+		}
+		cursor = l.Next
+	}
 }
 
 // Stat describes p.

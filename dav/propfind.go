@@ -110,7 +110,8 @@ func (p *propWriter) stream(w http.ResponseWriter, first, more []meta.Node, tail
 	w.WriteHeader(http.StatusMultiStatus)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:multistatus xmlns:D="DAV:">`)
-	for _, list := range [][]meta.Node{first, more} {
+	for i, list := range [][]meta.Node{first, more} {
+		p.member = i == 1
 		for _, n := range list {
 			p.response(n)
 			if _, err := bw.Write(p.buf); err != nil {
@@ -137,9 +138,13 @@ type propWriter struct {
 	req   propfindReq
 	dead  map[int64][]meta.Prop
 	quota *drive.Quota
-	locks bool   // the user holds locks: lockdiscovery must look
-	buf   []byte // the response being built, reused
-	miss  []xml.Name
+	locks bool // the user holds locks: lockdiscovery must look
+	// member is set while the members of the answer's target are written
+	// (a Depth 1 or infinity listing): allprop leaves out what only
+	// repeats the target's (propfind_write.go).
+	member bool
+	buf    []byte // the response being built, reused
+	miss   []xml.Name
 
 	// Entries of a folder often share a modification second: the formatted
 	// dates of the last one are reused.
@@ -235,10 +240,15 @@ func (p *propWriter) appendLive(b []byte, n meta.Node, l string) ([]byte, bool) 
 		b = append(b, supportedLock...)
 		return close(b), true
 	case "lockdiscovery":
-		b = open(b)
+		var locks string
 		if p.locks {
-			b = append(b, p.h.lockDiscoveryXML(p.fs.UID, n.Path)...)
+			locks = p.h.lockDiscoveryXML(p.fs.UID, n.Path)
 		}
+		if locks == "" {
+			return append(b, "<D:lockdiscovery/>"...), true
+		}
+		b = open(b)
+		b = append(b, locks...)
 		return close(b), true
 	case "quota-used-bytes":
 		// What the user has: their files and what their entries cost

@@ -84,6 +84,27 @@ const (
 		`<D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>`
 )
 
+// An allprop listing (Depth 1 or infinity) leaves two live properties out
+// of the members' responses, which made a third of each one's bytes: a
+// member's DAV:supportedlock is the target's (every resource of this server
+// takes the same exclusive and shared write locks), and its
+// DAV:lockdiscovery is written only when the member is locked (empty says
+// nothing an absent one does not). RFC 4918 §9.1 says allprop need not
+// return every live property; the target's response keeps both, and a
+// client that wants them per member names them (prop, or allprop with
+// include), as lock-aware clients do.
+
+// appendLockedOnly appends n's DAV:lockdiscovery when n is locked.
+func (p *propWriter) appendLockedOnly(b []byte, n meta.Node) []byte {
+	locks := p.h.lockDiscoveryXML(p.fs.UID, n.Path)
+	if locks == "" {
+		return b
+	}
+	b = append(b, "<D:lockdiscovery>"...)
+	b = append(b, locks...)
+	return append(b, "</D:lockdiscovery>"...)
+}
+
 // response builds one D:response for n into p.buf.
 func (p *propWriter) response(n meta.Node) {
 	b := append(p.buf[:0], "<D:response><D:href>"...)
@@ -107,7 +128,14 @@ func (p *propWriter) response(n meta.Node) {
 		}
 	case modeAllProp:
 		for _, l := range liveProps {
-			if l != "quota-available-bytes" && l != "quota-used-bytes" {
+			switch {
+			case l == "quota-available-bytes" || l == "quota-used-bytes":
+			case p.member && l == "supportedlock":
+			case p.member && l == "lockdiscovery":
+				if p.locks {
+					b = p.appendLockedOnly(b, n)
+				}
+			default:
 				b, _ = p.appendLive(b, n, l)
 			}
 		}
@@ -118,7 +146,10 @@ func (p *propWriter) response(n meta.Node) {
 			}
 		}
 		for _, name := range p.req.names { // include: live ones not in allprop
-			if isLive(name) && (name.Local == "quota-available-bytes" || name.Local == "quota-used-bytes") {
+			switch {
+			case !isLive(name):
+			case name.Local == "quota-available-bytes" || name.Local == "quota-used-bytes",
+				p.member && (name.Local == "supportedlock" || name.Local == "lockdiscovery"):
 				b, _ = p.appendLive(b, n, name.Local)
 			}
 		}

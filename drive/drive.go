@@ -455,6 +455,35 @@ func (d *Drive) List(ctx context.Context, uid int64, p string) ([]meta.Node, err
 	return d.withEntries(ctx, w, w.nodes(ns)), nil
 }
 
+// ListPage returns up to limit children of directory p whose names sort
+// after after (byte order; "" for the first page), by name, and the name to
+// ask after for the next page ("" when this is the last). A share's entry
+// shows once, at its name in the asker's tree, as the shared node; an entry
+// whose share is gone is left out, so a page may hold fewer than limit.
+func (d *Drive) ListPage(ctx context.Context, uid int64, p, after string, limit int) ([]meta.Node, string, error) {
+	p, err := clean("drive.ListPage", p)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, w, err := d.resolve(ctx, "drive.ListPage", uid, p, readAccess)
+	if err != nil {
+		return nil, "", err
+	}
+	limit = max(limit, 1)
+	ns, err := d.meta.ListPage(ctx, w.uid, w.path, after, limit)
+	if err != nil {
+		return nil, "", w.err(err)
+	}
+	next := ""
+	if len(ns) > limit {
+		// The cursor is the store's own name, taken before the entries
+		// are replaced (withEntries drops dead ones).
+		ns = ns[:limit]
+		next = ns[len(ns)-1].Name()
+	}
+	return d.withEntries(ctx, w, w.nodes(ns)), next, nil
+}
+
 // CountTree counts nodes below p, up to limit+1.
 func (d *Drive) CountTree(ctx context.Context, uid int64, p string, limit int) (int, error) {
 	p, err := clean("drive.CountTree", p)

@@ -220,6 +220,12 @@ type Tree interface {
 	List(ctx context.Context, uid int64, dir string) ([]Node, error)
 	// ListDir returns the node at dir and, if it is a directory, its children.
 	ListDir(ctx context.Context, uid int64, dir string) (Node, []Node, error)
+	// ListPage returns up to limit+1 children of dir whose names sort
+	// after after in byte order ("" starts at the first), by name; more
+	// than limit says another page follows. Paging by name lists every
+	// entry that exists throughout exactly once, whatever is added or
+	// removed between pages (NotDir for a file).
+	ListPage(ctx context.Context, uid int64, dir, after string, limit int) ([]Node, error)
 	// Tree returns the nodes below dir in path order, at most limit+1.
 	Tree(ctx context.Context, uid int64, dir string, limit int) ([]Node, error)
 	// CountTree returns how many nodes lie below dir (bounded by limit+1, so

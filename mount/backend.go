@@ -73,7 +73,11 @@ type Quota struct {
 // found, exists, quota…); transport failures as anything else.
 type Backend interface {
 	Stat(ctx context.Context, path string) (Entry, error)
-	List(ctx context.Context, dir string) ([]Entry, error)
+	// ListPage returns up to limit entries of dir by name, after the page
+	// whose next cursor is cursor ("" for the first), and the cursor of
+	// the page after this one ("" on the last). A folder is read a page at
+	// a time so the mount never holds it but in the listing it keeps.
+	ListPage(ctx context.Context, dir, cursor string, limit int) (es []Entry, next string, err error)
 	ChunkList(ctx context.Context, path string) (ChunkList, error)
 	// ReadRange reads [off, off+len(dest)) of the version whose file hash is
 	// fileHash; a different current version is ErrStale.

@@ -5,6 +5,8 @@ package mount
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -310,15 +312,18 @@ func attrsOf(in *fuse.SetAttrIn) (Attrs, bool) {
 func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ctx, cancel := d.fsys.opCtx(ctx)
 	defer cancel()
-	es, errno := d.list(ctx, d.path())
+	listing, errno := d.list(ctx, d.path())
 	if errno == syscall.EHOSTDOWN {
-		es, errno = d.staleListing(errno)
+		listing, errno = d.staleListing(errno)
 	}
 	if errno != 0 {
 		return nil, errno
 	}
-	out := make([]fuse.DirEntry, 0, len(es))
-	for _, e := range es {
+	// The listing may be the one kept (noteChild changes it): read under
+	// the lock. The names are the listing's own strings, not copies.
+	d.mu.Lock()
+	out := make([]fuse.DirEntry, 0, len(listing))
+	for name, e := range listing {
 		mode := uint32(syscall.S_IFREG)
 		switch {
 		case e.IsDir:
@@ -326,14 +331,17 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		case e.Target != "":
 			mode = syscall.S_IFLNK
 		}
-		out = append(out, fuse.DirEntry{Name: e.Name, Mode: mode})
+		out = append(out, fuse.DirEntry{Name: name, Mode: mode})
 	}
+	d.mu.Unlock()
+	slices.SortFunc(out, func(a, b fuse.DirEntry) int { return strings.Compare(a.Name, b.Name) })
 	return fs.NewListDirStream(out), 0
 }
 
 // staleListing is the listing last seen, with the files created here since
-// (write-back), while the server is out of reach; with none, errno.
-func (d *dirNode) staleListing(errno syscall.Errno) ([]Entry, syscall.Errno) {
+// (write-back), while the server is out of reach; with none, errno. It is
+// the listing kept: read it under d.mu.
+func (d *dirNode) staleListing(errno syscall.Errno) (map[string]Entry, syscall.Errno) {
 	// The files' attributes first: a file's lock is taken before its
 	// folder's (uploadLocked), never after.
 	var local []Entry
@@ -353,29 +361,36 @@ func (d *dirNode) staleListing(errno syscall.Errno) ([]Entry, syscall.Errno) {
 	for _, e := range local {
 		d.listing[e.Name] = e
 	}
-	es := make([]Entry, 0, len(d.listing))
-	for _, e := range d.listing {
-		es = append(es, e)
-	}
-	return es, 0
+	return d.listing, 0
 }
 
-// list asks the server for the children of d, at path p, and keeps them as
-// the listing.
-func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
+// listPage is how many entries a listing asks the server for at once: a
+// page is all the mount holds besides the listing it builds.
+var listPage = 1000
+
+// list asks the server for the children of d, at path p, a page at a time,
+// and keeps them as the listing, which it returns (read it under d.mu: it
+// may be the one kept).
+func (d *dirNode) list(ctx context.Context, p string) (map[string]Entry, syscall.Errno) {
 	d.mu.Lock()
 	changes := d.changes
 	d.mu.Unlock()
 	// Taken before asking: a file whose upload lands while we ask is then
 	// in one of the two.
 	local := d.localChildren()
-	es, err := d.fsys.o.Backend.List(ctx, p)
-	if err != nil {
-		return nil, Errno(err)
-	}
-	listing := make(map[string]Entry, len(es))
-	for _, e := range es {
-		listing[e.Name] = e
+	listing := map[string]Entry{}
+	for cursor := ""; ; {
+		es, next, err := d.fsys.o.Backend.ListPage(ctx, p, cursor, listPage)
+		if err != nil {
+			return nil, Errno(err)
+		}
+		for _, e := range es {
+			listing[e.Name] = e
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
 	}
 	// Files created here whose upload is still queued exist for this
 	// mount's users (close-to-open consistency, writeback.go).
@@ -385,9 +400,7 @@ func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
 		}
 		var a fuse.Attr
 		n.getattr(&a)
-		e := Entry{Name: name, Size: int64(a.Size), ModTime: a.ModTime(), Mode: a.Mode&0o7777 | ModeValid}
-		listing[name] = e
-		es = append(es, e)
+		listing[name] = Entry{Name: name, Size: int64(a.Size), ModTime: a.ModTime(), Mode: a.Mode&0o7777 | ModeValid}
 	}
 	d.mu.Lock()
 	if d.changes == changes {
@@ -399,7 +412,7 @@ func (d *dirNode) list(ctx context.Context, p string) ([]Entry, syscall.Errno) {
 	// make the next create at that name fail with EEXIST. The listing
 	// kept in step by noteChild stays; the next lookup asks the server.
 	d.mu.Unlock()
-	return es, 0
+	return listing, 0
 }
 
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -657,7 +670,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 		case de.IsDir:
 			// POSIX replaces only an empty directory; the server would
 			// replace a whole tree.
-			kids, err := be.List(ctx, dst)
+			kids, _, err := be.ListPage(ctx, dst, "", 1)
 			if err != nil {
 				return Errno(err)
 			}

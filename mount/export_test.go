@@ -32,3 +32,10 @@ func ListDir(ctx context.Context, n fs.InodeEmbedder) error {
 	}
 	return nil
 }
+
+// SetListPage makes folder listings ask for n entries a page until restore.
+func SetListPage(n int) (restore func()) {
+	old := listPage
+	listPage = n
+	return func() { listPage = old }
+}

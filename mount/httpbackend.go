@@ -131,16 +131,16 @@ func (b *HTTPBackend) Stat(ctx context.Context, p string) (Entry, error) {
 	return entryOf(n), err
 }
 
-func (b *HTTPBackend) List(ctx context.Context, dir string) ([]Entry, error) {
-	ns, err := b.C.List(ctx, dir)
+func (b *HTTPBackend) ListPage(ctx context.Context, dir, cursor string, limit int) ([]Entry, string, error) {
+	l, err := b.C.ListPage(ctx, dir, cursor, limit)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	es := make([]Entry, len(ns))
-	for i, n := range ns {
+	es := make([]Entry, len(l.Entries))
+	for i, n := range l.Entries {
 		es[i] = entryOf(n)
 	}
-	return es, nil
+	return es, l.Next, nil
 }
 
 func (b *HTTPBackend) ChunkList(ctx context.Context, p string) (ChunkList, error) {

@@ -227,8 +227,13 @@ func (l *link) Stat(ctx context.Context, p string) (Entry, error) {
 	return call(l, ctx, func() (Entry, error) { return l.inner.Stat(ctx, p) })
 }
 
-func (l *link) List(ctx context.Context, dir string) ([]Entry, error) {
-	return call(l, ctx, func() ([]Entry, error) { return l.inner.List(ctx, dir) })
+func (l *link) ListPage(ctx context.Context, dir, cursor string, limit int) ([]Entry, string, error) {
+	var next string
+	es, err := call(l, ctx, func() (es []Entry, err error) {
+		es, next, err = l.inner.ListPage(ctx, dir, cursor, limit)
+		return es, err
+	})
+	return es, next, err
 }
 
 func (l *link) ChunkList(ctx context.Context, p string) (ChunkList, error) {

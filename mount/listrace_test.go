@@ -28,8 +28,11 @@ type listGate struct {
 	release chan struct{}
 }
 
-func (g *listGate) List(ctx context.Context, dir string) ([]mount.Entry, error) {
-	es, err := g.HTTPBackend.List(ctx, dir)
+func (g *listGate) ListPage(ctx context.Context, dir, cursor string, limit int) ([]mount.Entry, string, error) {
+	es, next, err := g.HTTPBackend.ListPage(ctx, dir, cursor, limit)
+	if next != "" {
+		return es, next, err // the listing is not over
+	}
 	g.mu.Lock()
 	armed := g.armed
 	g.armed = false
@@ -38,7 +41,7 @@ func (g *listGate) List(ctx context.Context, dir string) ([]mount.Entry, error) 
 		close(g.listed)
 		<-g.release
 	}
-	return es, err
+	return es, next, err
 }
 
 func (g *listGate) Upload(ctx context.Context, r io.ReaderAt, size int64, sums []chunker.Sum, p string, a mount.Attrs) (mount.Entry, error) {

@@ -130,7 +130,7 @@ func TestLockedFileThroughMount(t *testing.T) {
 	wantEACCES("create in a locked folder", os.WriteFile(filepath.Join(dir, "new"), []byte("x"), 0o644))
 	wantEACCES("mkdir in a locked folder", os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	wantEACCES("rename into a locked folder", os.Rename(other, filepath.Join(dir, "other")))
-	if es, err := e.be.List(ctx, "/dir"); err != nil || len(es) != 0 {
+	if es, _, err := e.be.ListPage(ctx, "/dir", "", 10); err != nil || len(es) != 0 {
 		t.Fatalf("locked folder changed on the server: %v %v", es, err)
 	}
 	e.davUnlock("/dir", dtok)

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,7 +24,9 @@ func newLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls [REMOTE]",
 		Short: "List a remote directory (or describe a file)",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `List a remote directory (or describe a file): size, modification time and name of
+each entry, by name. A large folder is read a page at a time and printed as it comes.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := "/"
 			if len(args) == 1 {
@@ -36,30 +38,78 @@ func newLsCmd() *cobra.Command {
 			if err != nil {
 				return cliError(ctx, err)
 			}
-			nodes := []apitype.Node{n}
-			if n.IsDir {
-				if nodes, err = c.List(ctx, p); err != nil {
-					return cliError(ctx, err)
-				}
-			}
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			var w lsWriter = &lsText{w: out}
 			if jsonOut {
-				return writeJSON(cmd.OutOrStdout(), nodes)
+				w = &lsJSON{w: out}
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			for _, e := range nodes {
-				name, size := e.Name, ibytes(e.Size)
-				switch {
-				case e.IsDir:
-					name, size = name+"/", "-"
-				case e.IsSymlink():
-					name = name + " -> " + e.Target // as ls -l shows a link
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", size, e.MTime.Local().Format(time.DateTime), name)
+			if !n.IsDir {
+				w.page([]apitype.Node{n})
+			} else if err := c.ListPages(ctx, p, 0, func(ns []apitype.Node) error {
+				w.page(ns)
+				return out.Flush()
+			}); err != nil {
+				out.Flush()
+				return cliError(ctx, err)
 			}
-			return tw.Flush()
+			w.end()
+			return out.Flush()
 		},
 	}
 	cf.register(cmd)
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the entries as JSON")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the entries as a JSON array")
 	return cmd
+}
+
+// lsWriter prints a listing a page at a time: nothing waits for the end of
+// the folder, so a folder of any size prints at once and in little memory.
+type lsWriter interface {
+	page(ns []apitype.Node)
+	end()
+}
+
+// lsText prints one line per entry in fixed columns (a table aligned on the
+// whole folder would have to hold it).
+type lsText struct{ w io.Writer }
+
+func (l *lsText) page(ns []apitype.Node) {
+	for _, e := range ns {
+		name, size := e.Name, ibytes(e.Size)
+		switch {
+		case e.IsDir:
+			name, size = name+"/", "-"
+		case e.IsSymlink():
+			name = name + " -> " + e.Target // as ls -l shows a link
+		}
+		fmt.Fprintf(l.w, "%-10s  %s  %s\n", size, e.MTime.Local().Format(time.DateTime), name)
+	}
+}
+
+func (l *lsText) end() {}
+
+// lsJSON prints the entries as one indented JSON array, entry by entry.
+type lsJSON struct {
+	w     io.Writer
+	count int
+}
+
+func (l *lsJSON) page(ns []apitype.Node) {
+	for _, e := range ns {
+		b, _ := json.MarshalIndent(e, "  ", "  ")
+		if l.count == 0 {
+			io.WriteString(l.w, "[\n  ")
+		} else {
+			io.WriteString(l.w, ",\n  ")
+		}
+		l.w.Write(b)
+		l.count++
+	}
+}
+
+func (l *lsJSON) end() {
+	if l.count == 0 {
+		io.WriteString(l.w, "[]\n")
+		return
+	}
+	io.WriteString(l.w, "\n]\n")
 }

@@ -139,6 +139,7 @@ func Run(t *testing.T, open Open) {
 		{"TreeTx", testTreeTx},
 		{"GroupTx", testGroupTx},
 		{"ListingsAndLimits", testListings},
+		{"ListPages", testListPages},
 		{"ModesAndTimes", testModes},
 		{"Props", testProps},
 		{"MetadataCharge", testCharge},

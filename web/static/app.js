@@ -10,7 +10,8 @@ import { fmtBytes } from './size.js';
 export { fmtBytes };
 
 const $ = (id) => document.getElementById(id);
-export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null, shared: new Map() };
+export const state = { csrf: '', user: null, cwd: '/', entries: [], sort: { key: 'name', dir: 'asc' }, selected: new Set(), quota: null, shared: new Map(),
+  view: [], shown: 0, listGen: 0 };
 
 // ---------- API ----------
 export class APIError extends Error {
@@ -189,12 +190,25 @@ async function startApp(sess) {
 }
 
 // ---------- browsing ----------
+// A folder is read a page at a time (LIST_PAGE entries) and shown from its
+// first page on; its rows are made as they come into view (ROWS at a time),
+// so a folder of 100,000 entries costs the page a few hundred rows, not
+// 100,000. Sort, selection and the keys work on every entry read.
+const LIST_PAGE = 1000;
+const ROWS = 200;
+const listURL = (path, cursor) => '/api/v1/fs/list?limit=' + LIST_PAGE + '&path=' + encodeURIComponent(path) +
+  (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+
 export async function go(path) {
+  const gen = ++state.listGen;
+  let next = '';
   try {
-    const [r, sh] = await Promise.all([api('GET', '/api/v1/fs/list?path=' + encodeURIComponent(path)),
+    const [r, sh] = await Promise.all([api('GET', listURL(path)),
       api('GET', '/api/v1/user-shares').catch(() => null)]);
+    if (gen !== state.listGen) return; // another folder was asked for meanwhile
     state.cwd = r.path || path;
     state.entries = r.entries || [];
+    next = r.next || '';
     // Entries of other users' shares, wherever the user put them: marked
     // with their owner ("Shared with me").
     state.shared = new Map(((sh && sh.sharedWithMe) || []).map(m => [m.path, m]));
@@ -205,9 +219,25 @@ export async function go(path) {
     state.entries = [];
   }
   state.selected.clear();
+  state.shown = 0;
   if (location.hash.slice(1) !== encodeURIComponent(state.cwd)) history.replaceState(null, '', '#' + encodeURIComponent(state.cwd));
   renderCrumbs();
   render();
+  // The rest of the folder, page by page: shown again after pages 2, 4, 8…
+  // and the last (each showing sorts every entry read so far).
+  for (let pages = 1; next && gen === state.listGen; pages++) {
+    let r;
+    try {
+      r = await api('GET', listURL(state.cwd, next));
+    } catch (e) {
+      if (gen === state.listGen && e.status !== 401) toast(e.message, true);
+      return;
+    }
+    if (gen !== state.listGen) return;
+    for (const n of r.entries || []) state.entries.push(n);
+    next = r.next || '';
+    if (!next || (pages & (pages + 1)) === 0) render();
+  }
 }
 
 export const refresh = () => go(state.cwd);
@@ -239,6 +269,10 @@ function renderCrumbs() {
   $('drop-target').textContent = state.cwd === '/' ? 'My drive' : base(state.cwd);
 }
 
+// One collator for every comparison: localeCompare with options builds one
+// per call, which made sorting a large folder take seconds.
+const byName = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
 function sorted() {
   const { key, dir } = state.sort;
   const m = dir === 'asc' ? 1 : -1;
@@ -246,8 +280,8 @@ function sorted() {
     if (a.isDir !== b.isDir) return a.isDir ? -1 : 1; // folders first, as every file manager
     let c = 0;
     if (key === 'size') c = a.size - b.size;
-    else if (key === 'mtime') c = new Date(a.mtime) - new Date(b.mtime);
-    if (c === 0) c = a.name.localeCompare(b.name, undefined, { numeric: true, sensitivity: 'base' });
+    else if (key === 'mtime') c = Date.parse(a.mtime) - Date.parse(b.mtime);
+    if (c === 0) c = byName.compare(a.name, b.name);
     return c * m;
   });
 }
@@ -256,7 +290,40 @@ function render() {
   const tbody = $('rows');
   const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.path : null;
   tbody.textContent = '';
-  for (const n of sorted()) {
+  state.view = sorted();
+  const upTo = Math.max(state.shown, ROWS);
+  state.shown = 0;
+  appendRows(upTo, focused);
+  fillWindow();
+  $('empty').hidden = state.entries.length > 0;
+  $('files').querySelector('thead').hidden = state.entries.length === 0;
+  for (const b of document.querySelectorAll('.sort')) {
+    if (b.dataset.sort === state.sort.key) b.dataset.dir = state.sort.dir; else delete b.dataset.dir;
+  }
+  renderGallery(state.view);
+  renderSelection();
+}
+
+// fillWindow makes rows until the last one is well below the window's
+// bottom (or there are no more). A hidden table (search results, the
+// gallery) has no bottom to reach: it gets rows when it shows again.
+function fillWindow() {
+  const tbody = $('rows');
+  if (!tbody.offsetParent) return;
+  while (state.shown < state.view.length) {
+    const last = tbody.lastElementChild;
+    if (last && last.getBoundingClientRect().bottom > window.innerHeight + 800) return;
+    appendRows(state.shown + ROWS);
+  }
+}
+
+// appendRows makes the rows of state.view up to upTo (exclusive); false
+// when every row is made already.
+function appendRows(upTo, focused) {
+  const tbody = $('rows');
+  const end = Math.min(upTo, state.view.length);
+  if (state.shown >= end) return false;
+  for (const n of state.view.slice(state.shown, end)) {
     const tr = document.createElement('tr');
     tr.tabIndex = 0;
     tr.dataset.path = n.path;
@@ -308,13 +375,8 @@ function render() {
     tbody.appendChild(tr);
     if (focused === n.path) tr.focus();
   }
-  $('empty').hidden = state.entries.length > 0;
-  $('files').querySelector('thead').hidden = state.entries.length === 0;
-  for (const b of document.querySelectorAll('.sort')) {
-    if (b.dataset.sort === state.sort.key) b.dataset.dir = state.sort.dir; else delete b.dataset.dir;
-  }
-  renderGallery(sorted());
-  renderSelection();
+  state.shown = end;
+  return true;
 }
 
 function toggle(path, on) {
@@ -685,6 +747,8 @@ const hasFiles = (e) => e.dataTransfer && [...(e.dataTransfer.types || [])].incl
 
 // ---------- keyboard ----------
 function setupKeys() {
+  window.addEventListener('scroll', fillWindow, { passive: true });
+  window.addEventListener('resize', fillWindow);
   document.addEventListener('keydown', (e) => {
     // In the trash the listing's keys have nothing to act on.
     if (!state.user || document.querySelector('dialog[open]') || !$('trash-view').hidden) return;
@@ -696,7 +760,9 @@ function setupKeys() {
     const idx = tr ? rows.indexOf(tr) : -1;
     switch (e.key) {
       case 'ArrowDown': case 'j':
-        e.preventDefault(); (rows[idx + 1] || rows[0])?.focus(); break;
+        e.preventDefault();
+        if (idx === rows.length - 1 && appendRows(state.shown + ROWS)) rows.push(...[...$('rows').children].slice(rows.length));
+        (rows[idx + 1] || rows[0])?.focus(); break;
       case 'ArrowUp': case 'k':
         e.preventDefault(); (rows[idx - 1] || rows[rows.length - 1])?.focus(); break;
       case 'Enter':
