@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -125,116 +124,6 @@ func sameTree(t *testing.T, what string, got, want map[string][]byte) {
 		if !bytes.Equal(got[n], b) {
 			t.Fatalf("%s: %s has %d bytes, want %d (contents differ)", what, n, len(got[n]), len(b))
 		}
-	}
-}
-
-// The real Nextcloud and ownCloud command-line clients sync a tree up to
-// the drive and down to a second folder, carry edits and deletes both ways,
-// keep both sides of a conflict, pull nothing again after a rename on the
-// server, and spend a handful of requests on a sync with nothing to do.
-func TestNextcloudClientsSync(t *testing.T) {
-	for _, tool := range []string{"nextcloudcmd", "owncloudcmd"} {
-		t.Run(tool, func(t *testing.T) { testClientSync(t, tool) })
-	}
-}
-
-func testClientSync(t *testing.T, tool string) {
-	testutil.RequireTool(t, tool)
-	e := start(t)
-	e.addUser("alice", "alice-pw")
-	st, b, _ := e.call("POST", "/api/v1/account/tokens", "alice", "alice-pw", []byte(`{"name":"laptop"}`), map[string]string{"Content-Type": "application/json"})
-	var tok struct{ Token string }
-	if st != http.StatusCreated || json.Unmarshal(b, &tok) != nil || tok.Token == "" {
-		t.Fatalf("make a token: %d %s", st, b)
-	}
-
-	root := t.TempDir()
-	a, bdir := filepath.Join(root, "a"), filepath.Join(root, "b")
-	for _, d := range []string{a, bdir} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tree := map[string][]byte{
-		"empty.txt":          {},
-		"top.txt":            []byte("top"),
-		"photos/big.bin":     testutil.RandBytes(20 << 20), // above the clients' chunk size: chunked upload
-		"deep/a/b/c/leaf.md": []byte("leaf"),
-		"deep/a/shared.txt":  []byte("v1"),
-		"Ελληνικά/файл.txt":  []byte("non-latin"),
-	}
-	for i := range 120 {
-		tree[fmt.Sprintf("many/d%d/f%03d.bin", i%7, i)] = testutil.RandBytes(i * 517)
-	}
-	writeTree(t, a, tree)
-
-	// First sync up with the password, then down with an app token.
-	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw")
-	e.mustGet("alice", "alice-pw", "/dav/photos/big.bin", tree["photos/big.bin"])
-	e.mustGet("alice", "alice-pw", "/remote.php/dav/files/alice/deep/a/b/c/leaf.md", tree["deep/a/b/c/leaf.md"])
-	syncClient(t, tool, bdir, e.d.URL, "alice", tok.Token)
-	sameTree(t, "b after the first sync down", localTree(t, bdir), tree)
-
-	// Edits: deep on the server, and in b; a delete on each side.
-	e.put("alice", "alice-pw", "/dav/deep/a/b/c/leaf.md", []byte("leaf, edited on the server"))
-	tree["deep/a/b/c/leaf.md"] = []byte("leaf, edited on the server")
-	if st := e.status("DELETE", "/dav/many/d1/f001.bin", "alice", "alice-pw", nil); st != http.StatusNoContent {
-		t.Fatalf("DELETE on the server: %d", st)
-	}
-	delete(tree, "many/d1/f001.bin")
-	tree["top.txt"] = []byte("top, edited in b")
-	tree["new/in-b.txt"] = []byte("made in b")
-	writeTree(t, bdir, map[string][]byte{"top.txt": tree["top.txt"], "new/in-b.txt": tree["new/in-b.txt"]})
-	if err := os.Remove(filepath.Join(bdir, "many/d2/f002.bin")); err != nil {
-		t.Fatal(err)
-	}
-	delete(tree, "many/d2/f002.bin")
-	syncClient(t, tool, bdir, e.d.URL, "alice", tok.Token)
-	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw")
-	sameTree(t, "a after the edits", localTree(t, a), tree)
-	sameTree(t, "b after the edits", localTree(t, bdir), tree)
-
-	// A conflict: the same file changed on the server and in a.
-	e.put("alice", "alice-pw", "/dav/deep/a/shared.txt", []byte("v2 from the server"))
-	writeTree(t, a, map[string][]byte{"deep/a/shared.txt": []byte("v2 from a, longer")})
-	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw")
-	got := localTree(t, a)
-	var conflict string
-	for n := range got {
-		if strings.HasPrefix(n, "deep/a/shared") && strings.Contains(strings.ToLower(n), "conflict") {
-			conflict = n
-		}
-	}
-	if conflict == "" || !bytes.Equal(got[conflict], []byte("v2 from a, longer")) || !bytes.Equal(got["deep/a/shared.txt"], []byte("v2 from the server")) {
-		t.Fatalf("after a conflict a holds %q (conflict copy %q)", slices.Sorted(maps.Keys(got)), conflict)
-	}
-	delete(got, conflict)
-	tree["deep/a/shared.txt"] = []byte("v2 from the server")
-	sameTree(t, "a after the conflict", got, tree)
-
-	// A rename of a folder on the server: the next sync moves, it does
-	// not download again.
-	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw") // settle the conflict copy's upload
-	if st := e.status("MOVE", "/dav/photos", "alice", "alice-pw", map[string]string{"Destination": "/dav/pictures"}); st != http.StatusCreated {
-		t.Fatalf("MOVE on the server: %d", st)
-	}
-	_, before := e.traffic()
-	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw")
-	_, after := e.traffic()
-	got = localTree(t, a)
-	if !bytes.Equal(got["pictures/big.bin"], tree["photos/big.bin"]) || got["photos/big.bin"] != nil {
-		t.Fatalf("after the rename a holds %q", slices.Sorted(maps.Keys(got)))
-	}
-	if after-before > 1<<20 {
-		t.Fatalf("the sync after a rename of 20 MiB moved %d bytes", after-before)
-	}
-
-	// Nothing changed: the root's ETag says so.
-	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw")
-	r0, _ := e.traffic()
-	syncClient(t, tool, a, e.d.URL, "alice", "alice-pw")
-	if r1, _ := e.traffic(); r1-r0 > 8 {
-		t.Fatalf("a sync with nothing to do made %d requests", r1-r0)
 	}
 }
 

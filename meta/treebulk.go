@@ -31,10 +31,14 @@ func treeBulk(ctx context.Context, tx *sql.Tx, q string, args ...any) error {
 // moveRows rewrites the paths of everything strictly below from so that it
 // lies below to instead: one statement whatever the subtree's size. The
 // caller moves from's own row next (treeBulk says why).
+//
+// substr counts characters in both databases, where Go's len counts bytes:
+// the offset is from's length as the database itself counts it, so that a
+// path with letters of several bytes is cut exactly where from ends.
 func moveRows(ctx context.Context, tx *sql.Tx, uid int64, from, to string) error {
 	cond, args := subtree(from)
-	q := `UPDATE nodes SET path = ? || substr(path, ?), parent = ? || substr(parent, ?) WHERE user_id = ? AND ` + cond
-	return treeBulk(ctx, tx, q, append([]any{to, len(from) + 1, to, len(from) + 1, uid}, args...)...)
+	q := `UPDATE nodes SET path = ? || substr(path, length(CAST(? AS TEXT)) + 1), parent = ? || substr(parent, length(CAST(? AS TEXT)) + 1) WHERE user_id = ? AND ` + cond
+	return treeBulk(ctx, tx, q, append([]any{to, from, to, from, uid}, args...)...)
 }
 
 // deleteRows deletes everything strictly below dir; the caller deletes

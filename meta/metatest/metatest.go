@@ -170,6 +170,7 @@ func Run(t *testing.T, open Open) {
 		{"TreeSeq", testTreeSeq},
 		{"Shares", testShares},
 		{"Groups", testGroups},
+		{"MultiByteFolders", testMultiByteFolders},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, open)) })
