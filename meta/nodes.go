@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -368,9 +369,15 @@ const maxFreeNames = 1000
 // and the insert are one step of the transaction: two commits racing for
 // one name cannot both have it.
 func putFreeNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, now time.Time) (n, old Node, err error) {
-	dir, name := vpath.Parent(path), vpath.Base(path)
-	for i := 1; i <= maxFreeNames; i++ {
-		p := vpath.Join(dir, NumberedName(name, i))
+	dir := vpath.Parent(path)
+	// A name that is already numbered ("a (3).txt", an uploader's choice
+	// of a name that was free then) goes on as "a (4).txt".
+	stem, k := splitNumbered(vpath.Base(path))
+	for i := 0; i < maxFreeNames; i++ {
+		p := path
+		if i > 0 {
+			p = vpath.Join(dir, NumberedName(stem, k+i))
+		}
 		n, inserted, err := insertFile(ctx, tx, op, uid, p, f, now)
 		if err != nil {
 			return n, Node{}, err
@@ -381,6 +388,24 @@ func putFreeNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path str
 		}
 	}
 	return n, Node{}, errs.E(op, errs.Exists, path, errors.New("no free name left for the file"))
+}
+
+// splitNumbered undoes NumberedName: "a (3).txt" is ("a.txt", 3), a name
+// without a number (name, 1).
+func splitNumbered(name string) (string, int) {
+	base, ext := name, ""
+	if j := strings.LastIndexByte(name, '.'); j > 0 {
+		base, ext = name[:j], name[j:]
+	}
+	open := strings.LastIndex(base, " (")
+	if open <= 0 || !strings.HasSuffix(base, ")") {
+		return name, 1
+	}
+	k, err := strconv.Atoi(base[open+2 : len(base)-1])
+	if err != nil || k < 2 || strconv.Itoa(k) != base[open+2:len(base)-1] {
+		return name, 1
+	}
+	return base[:open] + ext, k
 }
 
 // NumberedName is name for i <= 1, else name with " (i)" before its
