@@ -57,6 +57,7 @@ func (s *Server) mountPublic() {
 	s.mux.HandleFunc("GET /s/{token}/zip", s.publicZip)
 	s.mux.HandleFunc("GET /s/{token}/raw", s.publicRaw)
 	s.mux.HandleFunc(publicDAVPrefix, s.publicDAV)
+	s.mountPublicUpload()
 }
 
 // publicHeaders are on every public answer: the page shows names chosen by
