@@ -191,13 +191,13 @@ type publicView struct {
 	// Write is the link's base (/s/TOKEN) on a page that writes: a file
 	// drop (Drop), or a read-write folder (IsFolder); Dir is the folder
 	// shown, relative to the link's.
-	Write, Dir string
-	Password, WrongPassword       bool
-	IsFile, IsFolder, Drop        bool
-	Name, Size, Download, Zip     string
-	Image, Text                   string // the file's preview: an image's URL, or the start of a text
-	Crumbs                        []publicCrumb
-	Entries                       []publicEntry
+	Write, Dir                string
+	Password, WrongPassword   bool
+	IsFile, IsFolder, Drop    bool
+	Name, Size, Download, Zip string
+	Image, Text               string // the file's preview: an image's URL, or the start of a text
+	Crumbs                    []publicCrumb
+	Entries                   []publicEntry
 }
 
 // publicStyle is the page's only style, allowed by the answer's nonce.

@@ -175,7 +175,9 @@ func (x *linkRig) upload(link, dir, name string, b []byte) ([]step, int) {
 	return steps, sent
 }
 
-func done(steps []step) bool { return len(steps) > 0 && steps[len(steps)-1] == step{"merge", 200, steps[len(steps)-1].Body} }
+func done(steps []step) bool {
+	return len(steps) > 0 && steps[len(steps)-1] == step{"merge", 200, steps[len(steps)-1].Body}
+}
 
 func random(t *testing.T, n int) []byte {
 	b := make([]byte, n)
