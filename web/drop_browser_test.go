@@ -190,7 +190,7 @@ func TestBrowserLinkReadWrite(t *testing.T) {
 	shots.both("public-rw-rename")
 	b.Run(t, "save the name", 20*time.Second,
 		chromedp.SetValue(`form.rename input`, "final.txt", chromedp.ByQuery),
-		chromedp.Submit(`form.rename`, chromedp.ByQuery),
+		chromedp.Click(`form.rename button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`tr[data-path="specs/final.txt"]`, chromedp.ByQuery))
 	if got := string(f.owners("/team/specs/final.txt")); got != "draft" {
 		t.Fatalf("renamed: %q", got)
