@@ -218,8 +218,8 @@ h2{font-size:1.05rem;margin:1.5rem 0 .5rem}.muted{color:#666}
 .bar{flex:1 1 100%;height:6px;background:#e6e6e6;border-radius:3px;overflow:hidden}.bar span{display:block;height:100%;width:0;background:#0b57d0}
 .ups li[data-state=done] .bar span{background:#188038}.ups li[data-state=error] .up-meta{color:#b00020}
 button.small{font:inherit;font-size:.9rem;padding:.2rem .6rem;border:1px solid #9aa7b8;border-radius:4px;background:#fff;cursor:pointer}
-td.acts{white-space:nowrap;text-align:right}td.acts button{margin-left:.25rem}
-form.rename{display:flex;flex-wrap:wrap;gap:.25rem}form.rename input{font:inherit;flex:1 1 8rem;min-width:0;padding:.2rem}
+td.acts{text-align:right}td.acts button{margin:.1rem 0 .1rem .25rem}
+form.rename{display:flex;flex-wrap:wrap;gap:.25rem}form.rename input{font:inherit;flex:1 1 6rem;width:6rem;min-width:0;padding:.2rem}
 `
 
 // writeHTML writes the page of v. It is built by hand, every value through
@@ -266,7 +266,7 @@ func (v *publicView) writeHTML(w io.Writer) error {
 		}
 		b.WriteString("</p>\n" + `<p><a class="btn" href="` + e(v.Zip) + `">Download all as zip</a></p>` + "\n")
 		if v.Write != "" {
-			v.writeDrop(&b, "Add files to this folder")
+			v.writeDrop(&b, "Sent from this browser to this folder")
 		}
 		b.WriteString("<table>")
 		for _, en := range v.Entries {

@@ -187,6 +187,7 @@ func TestBrowserLinkReadWrite(t *testing.T) {
 	b.Run(t, "rename", 20*time.Second,
 		chromedp.Click(`tr[data-path="specs/draft.txt"] button.rename`, chromedp.ByQuery),
 		chromedp.WaitVisible(`form.rename input`, chromedp.ByQuery))
+	fitsAt(t, b, 400, "form.rename input, form.rename button, tr:not(:has(form)) td.acts button", "#none")
 	shots.both("public-rw-rename")
 	b.Run(t, "save the name", 20*time.Second,
 		chromedp.SetValue(`form.rename input`, "final.txt", chromedp.ByQuery),
