@@ -94,7 +94,7 @@ func waitSent(t *testing.T, b *browsertest.Browser, name string, n int, timeout 
 }
 
 func jsString(s string) string { b, _ := json.Marshal(s); return string(b) }
-func jsInt(n int) string      { b, _ := json.Marshal(n); return string(b) }
+func jsInt(n int) string       { b, _ := json.Marshal(n); return string(b) }
 
 // TestBrowserFileDrop: an upload-only link's page in a browser without an
 // account shows an upload area and nothing of the folder; a 20 MiB file
