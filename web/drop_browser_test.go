@@ -210,3 +210,68 @@ func TestBrowserLinkReadWrite(t *testing.T) {
 	fitsAt(t, b, 1400, "#drop-zone, label.btn, td.acts button", "#none")
 	shots.both("public-rw")
 }
+
+// TestBrowserFileDropResume: a drop upload interrupted by reloading the
+// page is listed as interrupted and resumes when the same file is chosen
+// again (the session found by the id the page kept): only the chunks the
+// server lacks are sent. Past the owner's quota, the page says so in one
+// line and nothing is written.
+func TestBrowserFileDropResume(t *testing.T) {
+	b := browsertest.Start(t, browsertest.Chromium(t))
+	f := linkFixture{t: t, d: testutil.StartDaemon(t, "--chunk-size", "64KiB")}
+	if st, body := f.do("POST", "/api/v1/admin/users", "admin", f.d.AdminPass, []byte(`{"name":"alice","password":"alice-pw"}`)); st != 201 {
+		t.Fatalf("add alice: %d %s", st, body)
+	}
+	if st, _ := f.do("MKCOL", "/dav/inbox", "alice", "alice-pw", nil); st != 201 {
+		t.Fatalf("MKCOL: %d", st)
+	}
+	p := browsertest.NewProxy(t, f.d.URL)
+	url := p.URL + strings.TrimPrefix(f.link("/inbox", apitype.LinkUpload), f.d.URL)
+	const n = 20
+	data := randomBytes(9, n*chunk)
+	file := writeFile(t, t.TempDir(), "scan.pdf", data)
+
+	p.Hold(4) // the daemon gets 4 chunks, the rest wait
+	b.Run(t, "the drop page", 20*time.Second, chromedp.Navigate(url), chromedp.WaitVisible("#drop-zone", chromedp.ByQuery),
+		chromedp.SetUploadFiles("#drop-pick", []string{file}, chromedp.ByQuery))
+	p.WaitChunksOK(t, 4, 60*time.Second)
+	before := p.Bytes()
+	b.Run(t, "reload", 20*time.Second, chromedp.Reload(),
+		chromedp.WaitVisible(`#drop-list li[data-name="scan.pdf"][data-state="interrupted"]`, chromedp.ByQuery))
+	p.Release()
+	b.Run(t, "choose the same file again", 20*time.Second, chromedp.SetUploadFiles("#drop-pick", []string{file}, chromedp.ByQuery))
+	waitSent(t, b, "scan.pdf", 1, time.Minute)
+	// The 4 chunks let through are not sent again (of the 3 held when the
+	// page went, some may still have reached the daemon).
+	if after := p.Bytes() - before; after > int64((n-4)*chunk) || after < int64((n-4-3)*chunk) {
+		t.Fatalf("the daemon received %d bytes after the reload, want the %d missing chunks at most (%d)", after, n-4, (n-4)*chunk)
+	}
+	if got := f.owners("/inbox/scan.pdf"); !bytes.Equal(got, data) {
+		t.Fatalf("the resumed file: %d bytes, equal %v", len(got), bytes.Equal(got, data))
+	}
+	var interrupted int
+	b.Run(t, "no longer interrupted", 10*time.Second, chromedp.Reload(), chromedp.WaitVisible("#drop-list li", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('#drop-list li[data-state=interrupted]').length`, &interrupted))
+	if interrupted != 0 {
+		t.Fatalf("%d rows still interrupted after the upload finished", interrupted)
+	}
+
+	if st, body := f.do("PUT", "/api/v1/admin/users/alice/quota", "admin", f.d.AdminPass, []byte(`{"quota":2000000}`)); st >= 300 {
+		t.Fatalf("set the quota: %d %s", st, body)
+	}
+	big := writeFile(t, t.TempDir(), "too-big.bin", randomBytes(10, 2<<20))
+	var msg string
+	b.Run(t, "past the quota", 30*time.Second, chromedp.SetUploadFiles("#drop-pick", []string{big}, chromedp.ByQuery),
+		chromedp.WaitVisible(`#drop-list li[data-name="too-big.bin"][data-state="error"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#drop-msg", chromedp.ByQuery),
+		chromedp.Text("#drop-msg", &msg, chromedp.ByQuery))
+	if msg != "Not enough space: the folder's owner has no room left for this file." {
+		t.Fatalf("the page's quota message: %q", msg)
+	}
+	if st, _ := f.do("GET", "/dav/inbox/too-big.bin", "alice", "alice-pw", nil); st != http.StatusNotFound {
+		t.Fatalf("the refused file: %d", st)
+	}
+	shots := shooter{t: t, b: b, dir: os.Getenv("NETDISK_SCREENSHOTS")}
+	fitsAt(t, b, 400, "#drop-zone, label.btn, .up-name, #drop-msg", ".up-name")
+	shots.both("public-drop-quota")
+}
