@@ -305,6 +305,8 @@ func (s *Server) linkError(w http.ResponseWriter, r *http.Request, err error) {
 		msg = "this link does not allow that"
 	case errs.Exists:
 		msg = "that name is taken"
+	case errs.NotDir, errs.NoParent, errs.IsDir:
+		msg = "no such folder"
 	case errs.Mismatch:
 		msg = "the file changed while it was being uploaded"
 	case errs.TooLarge:
