@@ -116,7 +116,7 @@ func TestBrowserFileDrop(t *testing.T) {
 	note1 := writeFile(t, tmp, "note.txt", []byte("first note"))
 
 	var page string
-	b.Run(t, "the drop page", 20*time.Second, chromedp.Navigate(url), chromedp.WaitVisible("#drop-zone", chromedp.ByQuery),
+	b.Run(t, "the drop page", 20*time.Second, chromedp.Navigate(url), chromedp.WaitVisible(`#drop[data-ready="1"]`, chromedp.ByQuery),
 		chromedp.Text("body", &page, chromedp.ByQuery))
 	if strings.Contains(page, "private-plans") {
 		t.Fatalf("the drop page shows the folder: %q", page)
@@ -178,9 +178,9 @@ func TestBrowserLinkReadWrite(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "plan.bin", data)
 	b.Run(t, "the folder page", 20*time.Second, chromedp.Navigate(url), chromedp.WaitVisible(`tr[data-path="specs"]`, chromedp.ByQuery),
 		chromedp.Click(`tr[data-path="specs"] a`, chromedp.ByQuery),
-		chromedp.WaitVisible(`tr[data-path="specs/draft.txt"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-path="specs/draft.txt"]`, chromedp.ByQuery), chromedp.WaitVisible(`#drop[data-ready="1"]`, chromedp.ByQuery),
 		chromedp.SetUploadFiles("#drop-pick", []string{p}, chromedp.ByQuery))
-	b.Run(t, "the upload is listed", 2*time.Minute, chromedp.WaitVisible(`tr[data-path="specs/plan.bin"]`, chromedp.ByQuery))
+	b.Run(t, "the upload is listed", 2*time.Minute, chromedp.WaitVisible(`tr[data-path="specs/plan.bin"]`, chromedp.ByQuery), chromedp.WaitVisible(`#drop[data-ready="1"]`, chromedp.ByQuery))
 	if got := f.owners("/team/specs/plan.bin"); !bytes.Equal(got, data) {
 		t.Fatalf("the owner reads %d bytes", len(got))
 	}
@@ -192,7 +192,7 @@ func TestBrowserLinkReadWrite(t *testing.T) {
 	b.Run(t, "save the name", 20*time.Second,
 		chromedp.SetValue(`form.rename input`, "final.txt", chromedp.ByQuery),
 		chromedp.Click(`form.rename button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`tr[data-path="specs/final.txt"]`, chromedp.ByQuery))
+		chromedp.WaitVisible(`tr[data-path="specs/final.txt"]`, chromedp.ByQuery), chromedp.WaitVisible(`#drop[data-ready="1"]`, chromedp.ByQuery))
 	if got := string(f.owners("/team/specs/final.txt")); got != "draft" {
 		t.Fatalf("renamed: %q", got)
 	}
@@ -232,12 +232,12 @@ func TestBrowserFileDropResume(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "scan.pdf", data)
 
 	p.Hold(4) // the daemon gets 4 chunks, the rest wait
-	b.Run(t, "the drop page", 20*time.Second, chromedp.Navigate(url), chromedp.WaitVisible("#drop-zone", chromedp.ByQuery),
+	b.Run(t, "the drop page", 20*time.Second, chromedp.Navigate(url), chromedp.WaitVisible(`#drop[data-ready="1"]`, chromedp.ByQuery),
 		chromedp.SetUploadFiles("#drop-pick", []string{file}, chromedp.ByQuery))
 	p.WaitChunksOK(t, 4, 60*time.Second)
 	before := p.Bytes()
 	b.Run(t, "reload", 20*time.Second, chromedp.Reload(),
-		chromedp.WaitVisible(`#drop-list li[data-name="scan.pdf"][data-state="interrupted"]`, chromedp.ByQuery))
+		chromedp.WaitVisible(`#drop-list li[data-name="scan.pdf"][data-state="interrupted"]`, chromedp.ByQuery), chromedp.WaitVisible(`#drop[data-ready="1"]`, chromedp.ByQuery))
 	p.Release()
 	b.Run(t, "choose the same file again", 20*time.Second, chromedp.SetUploadFiles("#drop-pick", []string{file}, chromedp.ByQuery))
 	waitSent(t, b, "scan.pdf", 1, time.Minute)
@@ -250,7 +250,7 @@ func TestBrowserFileDropResume(t *testing.T) {
 		t.Fatalf("the resumed file: %d bytes, equal %v", len(got), bytes.Equal(got, data))
 	}
 	var interrupted int
-	b.Run(t, "no longer interrupted", 10*time.Second, chromedp.Reload(), chromedp.WaitVisible("#drop-list li", chromedp.ByQuery),
+	b.Run(t, "no longer interrupted", 10*time.Second, chromedp.Reload(), chromedp.WaitVisible(`#drop[data-ready="1"]`, chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelectorAll('#drop-list li[data-state=interrupted]').length`, &interrupted))
 	if interrupted != 0 {
 		t.Fatalf("%d rows still interrupted after the upload finished", interrupted)

@@ -229,3 +229,7 @@ if (rw) {
     };
   }
 }
+
+// Every handler is in place: the page's controls work from here on (a
+// module runs after the page is shown, so a click before this is lost).
+root.dataset.ready = '1';
