@@ -41,3 +41,44 @@ type Link struct {
 type LinkList struct {
 	Links []Link `json:"links"`
 }
+
+// The link-scoped endpoints under /s/TOKEN/api/ (docs/API.md "Uploads
+// through a link"): whoever holds an upload-only or read-write link adds
+// files to its folder; a read-write link also renames and deletes. Paths
+// are relative to the linked folder ("" or "/" is the folder itself).
+
+// LinkInit is the body of POST /s/TOKEN/api/init; it is answered with a
+// Session. A file never replaces another: a taken name is given a free
+// one ("name (2).ext") that is not told.
+type LinkInit struct {
+	Name string `json:"name"` // one name, no "/"
+	Size int64  `json:"size"`
+	Dir  string `json:"dir,omitempty"` // read-write links: the folder below the link's
+}
+
+// LinkMerge is the body of POST /s/TOKEN/api/merge.
+type LinkMerge struct {
+	UploadID   string `json:"uploadId"`
+	FileHash   string `json:"fileHash"`
+	FileSHA256 string `json:"fileSha256,omitempty"`
+}
+
+// LinkUploaded answers a link's merge: the size and hash committed, and
+// nothing of where (the folder's names are not the uploader's to see).
+type LinkUploaded struct {
+	Size     int64  `json:"size"`
+	FileHash string `json:"fileHash"`
+}
+
+// LinkRename is the body of POST /s/TOKEN/api/rename (read-write links):
+// Path gets the name Name in the same folder.
+type LinkRename struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+// LinkDelete is the body of POST /s/TOKEN/api/delete (read-write links):
+// Path goes to the owner's trash.
+type LinkDelete struct {
+	Path string `json:"path"`
+}

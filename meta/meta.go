@@ -154,6 +154,12 @@ type NewFile struct {
 	// new one first. Only the order of statements follows from it: either
 	// way the commit is correct.
 	Replacing bool
+	// FreeName commits a new file only: when the path is taken (by a file
+	// or a folder), the file goes in at the first free "name (2).ext",
+	// "name (3).ext"… of the same folder, chosen inside the commit's
+	// transaction, and the node returned has that path. Whoever writes
+	// through a file-drop link may not replace what they cannot see.
+	FreeName bool
 }
 
 // Prop is a WebDAV dead property.

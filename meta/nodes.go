@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"netdisk/errs"
 	"netdisk/vpath"
@@ -270,6 +272,9 @@ func (s *SQLStore) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid 
 		if n, old, err = putNode(ctx, tx, op, uid, path, f, s.now()); err != nil {
 			return err
 		}
+		if n.Path != "" {
+			path = n.Path // a free name (NewFile.FreeName)
+		}
 		delta = f.Size - old.Size
 		if err := addFinished(ctx, tx, op, uid, delta, path); err != nil {
 			return err
@@ -304,6 +309,9 @@ func (s *SQLStore) commitFileTx(ctx context.Context, tx *sql.Tx, op string, uid 
 // transaction (see chunkIDs). An overwrite (f.Replacing, or a name found
 // taken) looks the file and its parent up in one query.
 func putNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, now time.Time) (n, old Node, err error) {
+	if f.FreeName {
+		return putFreeNode(ctx, tx, op, uid, path, f, now)
+	}
 	if !f.Replacing {
 		n, inserted, err := insertFile(ctx, tx, op, uid, path, f, now)
 		if err != nil || inserted {
@@ -349,6 +357,84 @@ func putNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string,
 	n.Mode = mode
 	n.Target = "" // a file written over a link replaces the link
 	return n, old, nil
+}
+
+// maxFreeNames bounds the names a free-name commit tries: past it the
+// folder is full of that name, and the commit is refused as Exists.
+const maxFreeNames = 1000
+
+// putFreeNode inserts a new file at path or, when that is taken, at the
+// first free numbered name beside it (NumberedName); n.Path is the path
+// used. The insert that finds a name taken changes nothing, so the choice
+// and the insert are one step of the transaction: two commits racing for
+// one name cannot both have it.
+func putFreeNode(ctx context.Context, tx *sql.Tx, op string, uid int64, path string, f NewFile, now time.Time) (n, old Node, err error) {
+	dir := vpath.Parent(path)
+	// A name that is already numbered ("a (3).txt", an uploader's choice
+	// of a name that was free then) goes on as "a (4).txt".
+	stem, k := splitNumbered(vpath.Base(path))
+	for i := 0; i < maxFreeNames; i++ {
+		p := path
+		if i > 0 {
+			p = vpath.Join(dir, NumberedName(stem, k+i))
+		}
+		n, inserted, err := insertFile(ctx, tx, op, uid, p, f, now)
+		if err != nil {
+			return n, Node{}, err
+		}
+		if inserted {
+			n.Path = p
+			return n, Node{}, nil
+		}
+	}
+	return n, Node{}, errs.E(op, errs.Exists, path, errors.New("no free name left for the file"))
+}
+
+// splitNumbered undoes NumberedName: "a (3).txt" is ("a.txt", 3), a name
+// without a number (name, 1).
+func splitNumbered(name string) (string, int) {
+	base, ext := name, ""
+	if j := strings.LastIndexByte(name, '.'); j > 0 {
+		base, ext = name[:j], name[j:]
+	}
+	open := strings.LastIndex(base, " (")
+	if open <= 0 || !strings.HasSuffix(base, ")") {
+		return name, 1
+	}
+	k, err := strconv.Atoi(base[open+2 : len(base)-1])
+	if err != nil || k < 2 || strconv.Itoa(k) != base[open+2:len(base)-1] {
+		return name, 1
+	}
+	return base[:open] + ext, k
+}
+
+// NumberedName is name for i <= 1, else name with " (i)" before its
+// extension ("a (2).txt"; ".bashrc (2)" as a leading dot starts no
+// extension). The base is shortened, on a character boundary, so the result
+// stays within vpath.MaxNameLen.
+func NumberedName(name string, i int) string {
+	if i <= 1 {
+		return name
+	}
+	base, ext := name, ""
+	if j := strings.LastIndexByte(name, '.'); j > 0 {
+		base, ext = name[:j], name[j:]
+	}
+	tag := fmt.Sprintf(" (%d)", i)
+	if over := len(base) + len(tag) + len(ext) - vpath.MaxNameLen; over > 0 {
+		if over > len(base) {
+			ext = ext[:max(0, len(ext)-(over-len(base)))]
+			over = len(base)
+		}
+		base = base[:len(base)-over]
+		for len(base) > 0 && !utf8.ValidString(base) {
+			base = base[:len(base)-1]
+		}
+		for len(ext) > 0 && !utf8.ValidString(ext) {
+			ext = ext[:len(ext)-1]
+		}
+	}
+	return base + tag + ext
 }
 
 // insertFile inserts a new file's node at path unless the name is taken

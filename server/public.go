@@ -57,17 +57,28 @@ func (s *Server) mountPublic() {
 	s.mux.HandleFunc("GET /s/{token}/zip", s.publicZip)
 	s.mux.HandleFunc("GET /s/{token}/raw", s.publicRaw)
 	s.mux.HandleFunc(publicDAVPrefix, s.publicDAV)
+	s.mountPublicUpload()
 }
 
 // publicHeaders are on every public answer: the page shows names chosen by
 // someone else to whoever opens it, so nothing it shows may run, load from
 // elsewhere, or be framed.
 func publicHeaders(w http.ResponseWriter, nonce string) {
+	publicHeadersScript(w, nonce, false)
+}
+
+// publicHeadersScript is publicHeaders for a page that writes (a file
+// drop, a read-write folder): its one script, by nonce (its module
+// imports nothing), the upload Worker, and calls to this origin.
+func publicHeadersScript(w http.ResponseWriter, nonce string, script bool) {
 	hd := w.Header()
 	csp := "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	if nonce != "" {
 		// The page: its one style, and the preview of an image from here.
 		csp += "; style-src 'nonce-" + nonce + "'; img-src 'self'"
+	}
+	if nonce != "" && script {
+		csp += "; script-src 'nonce-" + nonce + "'; worker-src 'self'; connect-src 'self'"
 	}
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Frame-Options", "DENY")
@@ -169,6 +180,7 @@ func (s *Server) publicTarget(w http.ResponseWriter, r *http.Request, pl drive.P
 
 type publicEntry struct {
 	Name, Href, Size string
+	Rel              string // the path below the link's folder (read-write pages)
 	IsDir            bool
 }
 
@@ -176,12 +188,16 @@ type publicCrumb struct{ Name, Href string }
 
 type publicView struct {
 	Nonce, Title, Message, Action string
-	Password, WrongPassword       bool
-	IsFile, IsFolder, Drop        bool
-	Name, Size, Download, Zip     string
-	Image, Text                   string // the file's preview: an image's URL, or the start of a text
-	Crumbs                        []publicCrumb
-	Entries                       []publicEntry
+	// Write is the link's base (/s/TOKEN) on a page that writes: a file
+	// drop (Drop), or a read-write folder (IsFolder); Dir is the folder
+	// shown, relative to the link's.
+	Write, Dir                string
+	Password, WrongPassword   bool
+	IsFile, IsFolder, Drop    bool
+	Name, Size, Download, Zip string
+	Image, Text               string // the file's preview: an image's URL, or the start of a text
+	Crumbs                    []publicCrumb
+	Entries                   []publicEntry
 }
 
 // publicStyle is the page's only style, allowed by the answer's nonce.
@@ -193,6 +209,17 @@ td.size{text-align:right;white-space:nowrap;color:#666}.crumbs{color:#666}
 .btn{display:inline-block;padding:.5rem 1rem;background:#0b57d0;color:#fff;border-radius:4px;text-decoration:none;border:0;font:inherit}
 input[type=password]{font:inherit;padding:.4rem}.err{color:#b00020}
 img.preview{max-width:100%;height:auto}pre.preview{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5rem}
+h2{font-size:1.05rem;margin:1.5rem 0 .5rem}.muted{color:#666}
+.zone{border:2px dashed #9aa7b8;border-radius:8px;padding:1.5rem 1rem;text-align:center;background:#f8fafd}
+.zone.over{border-color:#0b57d0;background:#e8f0fe}.zone p{margin:.4rem 0}
+.pick{position:absolute;width:1px;height:1px;opacity:0;overflow:hidden}label.btn{cursor:pointer}
+.ups{list-style:none;padding:0;margin:0}.ups li{padding:.5rem 0;border-bottom:1px solid #eee;display:flex;flex-wrap:wrap;gap:.25rem .75rem;align-items:center}
+.up-name{flex:1 1 12rem;min-width:0;word-break:break-word}.up-meta{color:#666;font-size:.9rem;flex:1 1 100%}
+.bar{flex:1 1 100%;height:6px;background:#e6e6e6;border-radius:3px;overflow:hidden}.bar span{display:block;height:100%;width:0;background:#0b57d0}
+.ups li[data-state=done] .bar span{background:#188038}.ups li[data-state=error] .up-meta{color:#b00020}
+button.small{font:inherit;font-size:.9rem;padding:.2rem .6rem;border:1px solid #9aa7b8;border-radius:4px;background:#fff;cursor:pointer}
+td.acts{text-align:right}td.acts button{margin:.1rem 0 .1rem .25rem}
+form.rename{display:flex;flex-wrap:wrap;gap:.25rem}form.rename input{font:inherit;flex:1 1 6rem;width:6rem;min-width:0;padding:.2rem}
 `
 
 // writeHTML writes the page of v. It is built by hand, every value through
@@ -237,29 +264,57 @@ func (v *publicView) writeHTML(w io.Writer) error {
 			}
 			b.WriteString(`<a href="` + e(c.Href) + `">` + e(c.Name) + "</a>")
 		}
-		b.WriteString("</p>\n" + `<p><a class="btn" href="` + e(v.Zip) + `">Download all as zip</a></p>` + "\n<table>")
+		b.WriteString("</p>\n" + `<p><a class="btn" href="` + e(v.Zip) + `">Download all as zip</a></p>` + "\n")
+		if v.Write != "" {
+			v.writeDrop(&b, "Sent from this browser to this folder")
+		}
+		b.WriteString("<table>")
 		for _, en := range v.Entries {
 			slash := ""
 			if en.IsDir {
 				slash = "/"
 			}
-			b.WriteString(`<tr><td><a href="` + e(en.Href) + `">` + e(en.Name) + slash + `</a></td><td class="size">` + e(en.Size) + "</td></tr>")
+			b.WriteString(`<tr data-path="` + e(en.Rel) + `" data-name="` + e(en.Name) + `"><td class="name"><a href="` + e(en.Href) + `">` + e(en.Name) + slash + `</a></td><td class="size">` + e(en.Size) + "</td>")
+			if v.Write != "" {
+				b.WriteString(`<td class="acts"><button type="button" class="small rename">Rename</button><button type="button" class="small delete">Delete</button></td>`)
+			}
+			b.WriteString("</tr>")
 		}
 		b.WriteString("</table>\n")
 	}
 	if v.Drop {
-		b.WriteString("<p>This link accepts files; it shows none.</p>\n")
+		b.WriteString("<p>Files you add here go to the owner of this folder. Nothing in it is shown: below is only what this browser sent.</p>\n")
+		v.writeDrop(&b, "Sent from this browser")
+	}
+	if v.Write != "" {
+		b.WriteString(`<script type="module" nonce="` + e(v.Nonce) + `" src="/static/public-upload.js"></script>` + "\n")
 	}
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// writeDrop writes the upload area of a page that writes: a drop zone with
+// a file picker, a one-line message, and the list of this browser's
+// uploads (filled by /static/public-upload.js, names as text only).
+func (v *publicView) writeDrop(b *strings.Builder, listTitle string) {
+	e := html.EscapeString
+	mode := "drop"
+	if !v.Drop {
+		mode = "rw"
+	}
+	b.WriteString(`<section id="drop" data-base="` + e(v.Write) + `" data-dir="` + e(v.Dir) + `" data-mode="` + mode + `">
+<div id="drop-zone" class="zone"><p>Drag files here, or</p><p><label class="btn" for="drop-pick">Choose files</label><input id="drop-pick" class="pick" type="file" multiple></p></div>
+<p id="drop-msg" class="err" role="alert" hidden></p>
+<h2>` + e(listTitle) + `</h2><p id="drop-empty" class="muted">Nothing yet.</p><ul id="drop-list" class="ups"></ul></section>
+`)
+}
+
 func (s *Server) renderPublic(w http.ResponseWriter, status int, v publicView) {
 	b := make([]byte, 16)
 	rand.Read(b) // crypto/rand.Read never fails (it panics if the OS cannot provide)
 	v.Nonce = base64.RawURLEncoding.EncodeToString(b)
-	publicHeaders(w, v.Nonce)
+	publicHeadersScript(w, v.Nonce, v.Write != "")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := v.writeHTML(w); err != nil {
@@ -280,7 +335,7 @@ func (s *Server) publicPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if pl.Perm == meta.LinkUpload {
-		s.renderPublic(w, http.StatusOK, publicView{Title: pl.Root.Name(), Drop: true})
+		s.renderPublic(w, http.StatusOK, publicView{Title: pl.Root.Name(), Drop: true, Write: base})
 		return
 	}
 	full, rel, ok := s.publicTarget(w, r, pl)
@@ -300,6 +355,9 @@ func (s *Server) publicPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := publicView{Title: n.Name(), IsFolder: true, Zip: base + "/zip" + q(rel)}
+	if pl.Perm == meta.LinkReadWrite {
+		v.Write, v.Dir = base, strings.TrimPrefix(rel, "/")
+	}
 	if rel == "/" {
 		v.Title = pl.Root.Name()
 	}
@@ -318,7 +376,7 @@ func (s *Server) publicPage(w http.ResponseWriter, r *http.Request) {
 		}
 		p += "/" + c.Name()
 		// A file's name opens its own page (its preview and Download).
-		e := publicEntry{Name: c.Name(), IsDir: c.IsDir, Href: base + q(p)}
+		e := publicEntry{Name: c.Name(), IsDir: c.IsDir, Href: base + q(p), Rel: strings.TrimPrefix(p, "/")}
 		if !c.IsDir {
 			e.Size = bytesize.Format(c.Size)
 		}

@@ -306,7 +306,7 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash, fileSH
 		return HashResult{}, nil
 	}
 	if h.Own {
-		res, err := s.commit(ctx, ss, chunks, fileHash)
+		res, err := s.commit(ctx, ss, chunks, fileHash, false)
 		if gone(err) {
 			return HashResult{}, nil
 		}

@@ -99,7 +99,7 @@ func (s *Service) Get(ctx context.Context, uid int64, id string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{UploadID: ss.ID, ChunkSize: ss.ChunkSize, TotalChunks: ss.total(), Uploaded: make([]int64, 0, len(held))}
+	info := Info{UploadID: ss.ID, ChunkSize: ss.ChunkSize, TotalChunks: ss.total(), Uploaded: make([]int64, 0, len(held)), Path: ss.Path}
 	for _, c := range held {
 		info.Uploaded = append(info.Uploaded, c.Index)
 	}

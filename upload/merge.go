@@ -16,6 +16,17 @@ import (
 // other content with the same MD5s, which only the SHA-256 tells apart. A
 // retried merge of a merged session answers the same result.
 func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash, fileSHA string) (Result, error) {
+	return s.merge(ctx, uid, id, fileHash, fileSHA, false)
+}
+
+// MergeFree is Merge that replaces nothing: when the session's path is
+// taken at the commit, the file goes in at the first free numbered name
+// beside it (meta.NewFile.FreeName), and Result.Path says where.
+func (s *Service) MergeFree(ctx context.Context, uid int64, id, fileHash, fileSHA string) (Result, error) {
+	return s.merge(ctx, uid, id, fileHash, fileSHA, true)
+}
+
+func (s *Service) merge(ctx context.Context, uid int64, id, fileHash, fileSHA string, free bool) (Result, error) {
 	const op = "upload.Merge"
 	if !chunker.ValidHash(fileHash) {
 		return Result{}, errs.Errorf(op, errs.Invalid, "fileHash must be 32 lowercase hex digits")
@@ -73,15 +84,15 @@ func (s *Service) Merge(ctx context.Context, uid int64, id, fileHash, fileSHA st
 	if fileSHA != "" && sha256Of(chunks) != fileSHA {
 		return Result{}, errs.E(op, errs.Mismatch, ss.Path, errors.New("the chunks held have the file's MD5s but other bytes (fileSha256 differs)"))
 	}
-	return s.commit(ctx, ss, chunks, fileHash)
+	return s.commit(ctx, ss, chunks, fileHash, free)
 }
 
 // commit makes chunks the file at the session's path and marks the session
 // merged: drive.CommitSession, one transaction with the quota settlement.
-func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, fileHash string) (Result, error) {
+func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, fileHash string, free bool) (Result, error) {
 	const op = "upload.Merge"
-	f := meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks}
-	_, err := s.d.CommitSession(ctx, ss.UserID, ss.Path, ss.ID, f, s.now())
+	f := meta.NewFile{Size: ss.Size, FileHash: fileHash, Chunks: chunks, FreeName: free}
+	n, err := s.d.CommitSession(ctx, ss.UserID, ss.Path, ss.ID, f, s.now())
 	if errors.Is(err, meta.ErrNoSession) {
 		return Result{}, errUnknown(op) // expired or aborted meanwhile
 	}
@@ -89,5 +100,11 @@ func (s *Service) commit(ctx context.Context, ss session, chunks []meta.Chunk, f
 		return Result{}, err
 	}
 	ss.ResultHash = fileHash
-	return ss.result(), nil
+	res := ss.result()
+	if free {
+		// Where the file went; otherwise the session's path, the caller's
+		// own terms (a commit through a share returns the owner's).
+		res.Path = n.Path
+	}
+	return res, nil
 }

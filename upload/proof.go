@@ -137,7 +137,7 @@ func (s *Service) Prove(ctx context.Context, uid int64, id string, index *int64,
 		ok, err := s.claim(ctx, ss, idx, t.Chunks[0])
 		return ProveResult{OK: ok}, err
 	}
-	res, err := s.commit(ctx, ss, t.Chunks, t.FileHash)
+	res, err := s.commit(ctx, ss, t.Chunks, t.FileHash, false)
 	if gone(err) {
 		return ProveResult{}, nil
 	}

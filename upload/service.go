@@ -128,6 +128,7 @@ type Info struct {
 	ChunkSize   int64
 	TotalChunks int64
 	Uploaded    []int64
+	Path        string // where the session commits (the caller's own path)
 }
 
 // Result is a committed upload.

@@ -22,9 +22,10 @@ func newShareCmd() *cobra.Command {
 		Long: `A public link lets whoever holds its URL, without an account, reach one file
 or folder of yours: download it (a folder: browse it, download a file or the
 whole folder as a zip), or, with --upload-only, only drop files into the
-folder, or, with --read-write, also upload, rename and delete there (over
-WebDAV only for now: the page does not take uploads yet, so an upload-only
-link shows and serves nothing). It follows the file or folder when
+folder (a file drop: its page takes files and shows none, and a taken name
+gets "name (2).ext"), or, with --read-write, also upload, rename and delete
+there, on the page and over WebDAV (deletes go to your trash). Bytes sent
+through a link count in your quota. It follows the file or folder when
 you move or rename it, and ends when you delete it, when it expires, or when
 you revoke it (netdisk share rm), on every node at once.
 

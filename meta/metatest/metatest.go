@@ -150,6 +150,7 @@ func Run(t *testing.T, open Open) {
 		{"Sessions", testSessions},
 		{"SessionChunks", testSessionChunks},
 		{"MergeSession", testMergeSession},
+		{"MergeFreeName", testMergeFreeName},
 		{"DropAndExpire", testDropAndExpire},
 		{"Challenges", testChallenges},
 		{"InstantUploadLookups", testLookups},

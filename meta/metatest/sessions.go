@@ -9,6 +9,7 @@ import (
 
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/vpath"
 )
 
 // Upload sessions, their chunks and challenges, and the quota flush records.
@@ -226,6 +227,51 @@ func testMergeSession(t *testing.T, e *env) {
 	f2 := file(t0, cs[0])
 	if _, growth, metaGrowth, err := e.s.MergeSession(e.ctx, "s2", f2, f2.FileHash, e.clock.Now()); err != nil || growth != -4 || metaGrowth != 0 || e.finished(a) != 4 {
 		t.Fatalf("replacing merge growth %d (entry %d), %v, finished %d", growth, metaGrowth, err, e.finished(a))
+	}
+}
+
+// testMergeFreeName: a merge asked to keep what is there commits at the
+// first free numbered name, whether a file or a folder holds the name, and
+// changes nothing already in the folder.
+func testMergeFreeName(t *testing.T, e *env) {
+	a := e.user("alice", 0)
+	e.mkdir(a, "/d")
+	old := e.commit(a, "/d/a.txt", chunk("old", 3))
+	e.commit(a, "/d/a (2).txt", chunk("old2", 5))
+	e.mkdir(a, "/d/b")
+	merge := func(id, p string, c meta.Chunk) meta.Node {
+		t.Helper()
+		e.session(a, id, p, c.Size, "")
+		e.must(e.s.AddSessionChunk(e.ctx, id, 0, c, e.clock.Now()))
+		f := file(t0, c)
+		f.FreeName = true
+		n, growth, metaGrowth, err := e.s.MergeSession(e.ctx, id, f, f.FileHash, e.clock.Now())
+		e.must(err)
+		if growth != c.Size || metaGrowth != meta.EntryCharge(vpath.Base(n.Path)) {
+			t.Fatalf("merge of %s at %s: growth %d, entry %d", p, n.Path, growth, metaGrowth)
+		}
+		return n
+	}
+	if n := merge("s1", "/d/a.txt", chunk("new", 4)); n.Path != "/d/a (3).txt" || n.Size != 4 {
+		t.Fatalf("merged over two taken names: %+v, want /d/a (3).txt", n)
+	}
+	if n := merge("s2", "/d/b", chunk("b", 2)); n.Path != "/d/b (2)" || n.IsDir {
+		t.Fatalf("merged at a folder's name: %+v, want the file /d/b (2)", n)
+	}
+	if n := merge("s3", "/d/c", chunk("c", 1)); n.Path != "/d/c" {
+		t.Fatalf("merged at a free name: %+v", n)
+	}
+	if n := e.stat(a, "/d/a.txt"); n.ID != old.ID || n.Size != 3 || n.FileHash != old.FileHash {
+		t.Fatalf("the taken file changed: %+v, was %+v", n, old)
+	}
+	if n := e.stat(a, "/d/b"); !n.IsDir {
+		t.Fatalf("the folder changed: %+v", n)
+	}
+	if _, v, err := e.s.FileVersions(e.ctx, a, "/d/a.txt"); err != nil || len(v) != 0 {
+		t.Fatalf("the taken file got versions %+v %v", v, err)
+	}
+	if e.finished(a) != 3+5+4+2+1 {
+		t.Fatalf("finished %d", e.finished(a))
 	}
 }
 

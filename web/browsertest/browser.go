@@ -278,6 +278,12 @@ type Proxy struct {
 	WholeOK    int
 }
 
+// isChunk reports a chunk upload: the API's, or a public link's (its page
+// uploads through /s/TOKEN/api/chunk).
+func isChunk(p string) bool {
+	return strings.HasSuffix(p, "/file/uploadChunk") || strings.HasPrefix(p, "/s/") && strings.HasSuffix(p, "/api/chunk")
+}
+
 // NewProxy starts a proxy to target, closed at test cleanup.
 func NewProxy(t testing.TB, target string) *Proxy {
 	u, err := url.Parse(target)
@@ -287,7 +293,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	p := &Proxy{okSignal: make(chan int, 1024)}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = func(resp *http.Response) error {
-		if strings.HasSuffix(resp.Request.URL.Path, "/file/uploadChunk") && resp.StatusCode == 200 {
+		if isChunk(resp.Request.URL.Path) && resp.StatusCode == 200 {
 			p.mu.Lock()
 			p.chunkOK++
 			p.ChunkBytes += resp.Request.ContentLength
@@ -319,7 +325,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 				return
 			}
 		}
-		if strings.HasSuffix(r.URL.Path, "/file/uploadChunk") {
+		if isChunk(r.URL.Path) {
 			p.mu.Lock()
 			p.chunkReqs++
 			n := p.chunkReqs

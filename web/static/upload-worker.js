@@ -16,6 +16,14 @@
 // crypto.subtle (only in secure contexts: https, localhost) the page sends
 // MD5s alone and the server answers "send the bytes".
 //
+// Link mode (a public link's page: a file drop, a read-write folder): the
+// page posts {type: 'link', base: '/s/TOKEN'} first, and every call goes to
+// the link's own endpoints under BASE/api/ (docs/API.md "Uploads through a
+// link"): init by name (and folder), then every chunk's bytes, then merge.
+// There is no patchHash, no proof and no one-request path there — an
+// anonymous uploader proves nothing, so nothing is instant — and a session
+// is resumed by its id (the page keeps it), never by name.
+//
 // Memory: a chunk is read with File.slice when it is hashed (one at a time)
 // and sent as a File slice (a Blob the browser streams from the file), so the
 // worker holds one chunk per file, whatever the file's size.
@@ -29,6 +37,7 @@ const BACKOFF_MS = 300;    // first retry delay, doubled each time (with jitter)
 
 let csrf = '';
 let info = null;
+let linkBase = ''; // link mode: '/s/TOKEN'
 const uploads = new Map(); // id -> Upload
 const waiting = [];        // ids not started yet, FIFO
 
@@ -54,7 +63,8 @@ function describe(e) {
     case 'unauthenticated': return 'Signed out: sign in again, then retry (the upload resumes).';
     // The server's sentence names the figures ("26.7 MiB free, 210 MiB
     // needed"); its "quota exceeded: " would only repeat this one's start.
-    case 'quota_exceeded': return 'Not enough space in your drive: ' + e.message.replace(/quota exceeded: /, '');
+    case 'quota_exceeded': return linkBase ? 'Not enough space: ' + e.message + '.'
+      : 'Not enough space in your drive: ' + e.message.replace(/quota exceeded: /, '');
     case 'no_space': return 'The server is out of disk space: ' + e.message;
     case 'hash_mismatch': return 'The file changed while it was being uploaded: retry to send the new version.';
   }
@@ -112,8 +122,11 @@ async function proof(nonce, ranges, read) {
 }
 
 class Upload {
-  constructor(id, file, path) {
+  constructor(id, file, path, dir, resume) {
     this.id = id; this.file = file; this.path = path;
+    // Link mode: path is the file's name, dir the folder below the link's,
+    // resume the id of this file's session from an earlier visit.
+    this.dir = dir || ''; this.resumeId = resume || '';
     this.paused = false; this.resumeWaiters = [];
   }
 
@@ -149,17 +162,20 @@ class Upload {
     this.checkStarted = false; this.checking = null;
     this.post({ type: 'state', state: 'running' });
     try {
+      if (linkBase) info = { smallFileLimit: 0 }; // every file in chunks: resumable by id
       if (!info) info = await this.retry(() => call('GET', '/api/v1/info', undefined, this.ctl.signal));
       const size = this.file.size;
       if (fresh && this.uploadId) {
-        await call('DELETE', '/api/v1/file/session?uploadId=' + encodeURIComponent(this.uploadId)).catch(() => {});
+        await call('DELETE', sessionURL(this.uploadId)).catch(() => {});
+        this.uploadId = null; this.resumeId = '';
       }
       // init is not aborted by Cancel: a session the server opened must be
       // known to be abandoned (and its reservation released) below.
-      const init = await this.retry(() => call('POST', '/api/v1/file/init', { path: this.path, size }));
+      const init = linkBase ? await this.linkInit(size)
+        : await this.retry(() => call('POST', '/api/v1/file/init', { path: this.path, size }));
       this.uploadId = init.uploadId;
       if (this.cancelled) {
-        await call('DELETE', '/api/v1/file/session?uploadId=' + encodeURIComponent(this.uploadId)).catch(() => {});
+        await call('DELETE', sessionURL(this.uploadId)).catch(() => {});
         throw new DOMException('cancelled', 'AbortError');
       }
       this.chunkSize = init.chunkSize;
@@ -183,7 +199,7 @@ class Upload {
       const res = await this.finish();
       this.stopped = true; this.ctl.abort(); this.wake();
       await Promise.allSettled(runners);
-      await this.keepMtime(res.path);
+      if (!linkBase) await this.keepMtime(res.path);
       this.progress();
       this.post({ type: 'done', instant: res.instant, result: res });
     } catch (e) {
@@ -200,6 +216,21 @@ class Upload {
     } finally {
       finished(this.id);
     }
+  }
+
+  // linkInit resumes this file's session of an earlier attempt or visit
+  // (its id; one the server no longer has starts over), else opens one.
+  async linkInit(size) {
+    const id = this.uploadId || this.resumeId;
+    if (id) {
+      try {
+        const s = await this.retry(() => call('GET', sessionURL(id), undefined, this.ctl.signal));
+        if (s.totalChunks === Math.ceil(size / s.chunkSize)) return s;
+      } catch (e) {
+        if (!(e instanceof HTTPError && e.status === 404)) throw e;
+      }
+    }
+    return this.retry(() => call('POST', linkBase + '/api/init', { name: this.path, size, dir: this.dir }));
   }
 
   // retry runs fn with backoff; it reports each retry to the page.
@@ -320,6 +351,14 @@ class Upload {
   async task(i) {
     const signal = this.ctl.signal;
     const hash = this.hashes[i];
+    if (linkBase) {
+      // Through a link every chunk's bytes go: nothing is asked first.
+      const off = i * this.chunkSize;
+      const len = Math.min(this.chunkSize, this.file.size - off);
+      await call('PUT', linkBase + '/api/chunk?uploadId=' + encodeURIComponent(this.uploadId) + '&index=' + i + '&hash=' + hash, this.file.slice(off, off + len), signal);
+      this.sentBytes += len;
+      return 'uploaded';
+    }
     const r = await call('POST', '/api/v1/file/patchHash', this.named({ uploadId: this.uploadId, index: i, hash }, 'sha256', this.shas[i]), signal);
     const len = Math.min(this.chunkSize, this.file.size - i * this.chunkSize);
     if (r.exists && !r.challenge) { this.skippedBytes += len; return 'exists'; }
@@ -352,7 +391,7 @@ class Upload {
     this.checking = new Promise(r => { checked = r; });
     this.checkStarted = true;
     try {
-      instant = await Promise.race([this.checkFile(fileHash), this.abortedP]);
+      instant = linkBase ? null : await Promise.race([this.checkFile(fileHash), this.abortedP]);
       if (instant) { this.stopped = true; this.ctl.abort(); this.wake(); }
       checked();
     } catch (e) {
@@ -368,7 +407,8 @@ class Upload {
       return { instant: true, path: instant.path || this.path, fileHash, size: this.file.size };
     }
     await Promise.race([this.drained, this.abortedP]);
-    const m = await this.retry(() => call('POST', '/api/v1/file/merge', this.named({ uploadId: this.uploadId, fileHash }, 'fileSha256', this.fileSha256), this.ctl.signal));
+    const mergeURL = linkBase ? linkBase + '/api/merge' : '/api/v1/file/merge';
+    const m = await this.retry(() => call('POST', mergeURL, this.named({ uploadId: this.uploadId, fileHash }, 'fileSha256', this.fileSha256), this.ctl.signal));
     this.emit('Merged', { hash: fileHash });
     return { instant: false, path: m.path, fileHash, size: m.size };
   }
@@ -472,8 +512,13 @@ class Upload {
     // the cancel and frees the slot for the next file).
     if (this.onAborted) this.onAborted(new DOMException('cancelled', 'AbortError'));
     const w = this.resumeWaiters; this.resumeWaiters = []; w.forEach(f => f());
-    if (this.uploadId) call('DELETE', '/api/v1/file/session?uploadId=' + encodeURIComponent(this.uploadId)).catch(() => {});
+    if (this.uploadId) call('DELETE', sessionURL(this.uploadId)).catch(() => {});
   }
+}
+
+// sessionURL is where session id is read or abandoned.
+function sessionURL(id) {
+  return (linkBase ? linkBase + '/api/session' : '/api/v1/file/session') + '?uploadId=' + encodeURIComponent(id);
 }
 
 let active = 0;
@@ -501,8 +546,11 @@ self.onmessage = (ev) => {
     case 'csrf':
       csrf = m.csrf;
       break;
+    case 'link':
+      linkBase = m.base;
+      break;
     case 'add':
-      uploads.set(m.id, new Upload(m.id, m.file, m.path));
+      uploads.set(m.id, new Upload(m.id, m.file, m.path, m.dir, m.resume));
       waiting.push(m.id);
       self.postMessage({ id: m.id, type: 'state', state: 'queued' });
       pump();
