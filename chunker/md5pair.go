@@ -1,5 +1,7 @@
 package chunker
 
+//go:generate python3 _asm/md5dual.py
+
 import (
 	"crypto/md5"
 	"encoding"
