@@ -14,7 +14,8 @@ import (
 )
 
 // Whole-content checksums (MD5, SHA-1) of file versions that were committed
-// without them: the upload API's merge and instant upload commit chunk lists
+// without them: instant upload, and the upload API's merges whose chunks did
+// not all reach this process in order (sessionsums.go), commit chunk lists
 // whose bytes the server never saw in order. The queue is the store itself
 // (files whose checksums are NULL), so it survives a restart; a pass reads
 // each such file's chunks and records the sums only if the file still holds

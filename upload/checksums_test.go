@@ -134,7 +134,7 @@ func TestMergeConcurrentChunksKeepOrder(t *testing.T) {
 		}
 		select {
 		case err := <-second:
-			t.Fatalf("chunk 1 answered (%v) before it was recorded", err)
+			t.Fatalf("chunk 1 answered (%v) while chunk 0 was still arriving", err)
 		case <-time.After(time.Millisecond):
 		}
 	}
