@@ -29,11 +29,11 @@ import (
 // this process: after a restart, or on a node that did not see the chunks,
 // the pass reads the whole file, as it would have anyway — the checksums are
 // recomputed, never wrong. The states are small (two hash states) and
-// bounded in number: past maxSessionSums a session simply has none.
+// bounded in number (maxSessionSums, the least recently used evicted).
 
-// maxSessionSums bounds the sessions (and the merged files waiting for the
-// pass) with a running state; a session beyond it gets its checksums from
-// the pass.
+// maxSessionSums bounds the sessions with a running state (and the merged
+// files waiting for the pass with a partial one); a session whose state was
+// evicted gets its checksums from the pass.
 const maxSessionSums = 4096
 
 // runningSums is one session's state: the MD5 and SHA-1 of chunks
@@ -48,6 +48,7 @@ type runningSums struct {
 	arriving map[int64]int // chunk bodies being received, by index
 	changed  chan struct{} // closed (and replaced) when next or arriving changes
 	dropped  bool          // the session ended: nothing more is added
+	used     uint64        // sessionSums.seq when last used (guarded by sessionSums.mu)
 }
 
 // sessionSums holds the running states by session id, and the partial ones
@@ -56,6 +57,7 @@ type sessionSums struct {
 	mu      sync.Mutex
 	running map[string]*runningSums
 	partial map[int64]partialSums
+	seq     uint64 // counts uses, to evict the least recently used state
 }
 
 // partialSums is what the pass resumes from: the states after the first
@@ -72,14 +74,35 @@ func newSessionSums() *sessionSums {
 	return &sessionSums{running: map[string]*runningSums{}, partial: map[int64]partialSums{}}
 }
 
-// get returns the state of session id, made when create and there is room.
+// get returns the state of session id, made when create. A new state past
+// maxSessionSums evicts the least recently used one: sessions that end on
+// another node (several daemons) are never merged or dropped here, and must
+// not keep the room forever.
 func (s *sessionSums) get(id string, create bool) *runningSums {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seq++
 	r := s.running[id]
-	if r == nil && create && len(s.running) < maxSessionSums {
+	if r == nil && create {
+		if len(s.running) >= maxSessionSums {
+			var oldID string
+			var old *runningSums
+			for k, v := range s.running {
+				if old == nil || v.used < old.used {
+					oldID, old = k, v
+				}
+			}
+			delete(s.running, oldID)
+			old.mu.Lock()
+			old.dropped = true
+			old.broadcast()
+			old.mu.Unlock()
+		}
 		r = &runningSums{md5: md5.New(), sha1: sha1.New(), arriving: map[int64]int{}, changed: make(chan struct{})}
 		s.running[id] = r
+	}
+	if r != nil {
+		r.used = s.seq
 	}
 	return r
 }
@@ -217,9 +240,15 @@ func (d *Drive) keepPartial(n meta.Node, p *partialSums) {
 	p.fileHash = n.FileHash
 	s := d.sums
 	s.mu.Lock()
-	if len(s.partial) < maxSessionSums {
-		s.partial[n.ID] = *p
+	if len(s.partial) >= maxSessionSums {
+		// One the pass never took (its file was replaced by a version
+		// with checksums): any goes, the pass reads that file whole.
+		for k := range s.partial {
+			delete(s.partial, k)
+			break
+		}
 	}
+	s.partial[n.ID] = *p
 	s.mu.Unlock()
 }
 
