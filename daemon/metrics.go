@@ -72,6 +72,7 @@ func (d *Daemon) registerMetrics(reg *prometheus.Registry) {
 		counter("netdisk_checksum_passes_total", "Checksum passes (SHA-1 and MD5 of files written through the upload API) completed.", func() float64 { return float64(p().SumPasses) }),
 		gauge("netdisk_checksum_running", "1 while a checksum pass runs.", func() float64 { return b2f(p().SumRunning) }),
 		counter("netdisk_checksum_files_total", "Files the checksum passes gave their checksums.", func() float64 { return float64(p().SumFiles) }),
+		counter("netdisk_checksum_read_bytes_total", "Bytes the checksum passes read back from the chunk store (files whose upload did not give them their checksums).", func() float64 { return float64(p().SumBytes) }),
 		counter("netdisk_checksum_skipped_total", "Files a checksum pass left for a later one (a chunk could not be read).", func() float64 { return float64(p().SumSkipped) }),
 		gauge("netdisk_lock_waiters", "Nodes waiting in the lock queues, all locks together (with --redis, of every daemon sharing it); -1 when the lock state does not answer.", func() float64 {
 			ctx, cancel := scrapeCtx()

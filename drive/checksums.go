@@ -2,8 +2,6 @@ package drive
 
 import (
 	"context"
-	"crypto/md5"
-	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -16,7 +14,8 @@ import (
 )
 
 // Whole-content checksums (MD5, SHA-1) of file versions that were committed
-// without them: the upload API's merge and instant upload commit chunk lists
+// without them: instant upload, and the upload API's merges whose chunks did
+// not all reach this process in order (sessionsums.go), commit chunk lists
 // whose bytes the server never saw in order. The queue is the store itself
 // (files whose checksums are NULL), so it survives a restart; a pass reads
 // each such file's chunks and records the sums only if the file still holds
@@ -176,12 +175,16 @@ func (d *Drive) fillOne(ctx context.Context, n meta.Node) (bool, error) {
 			d.pins.Unpin(ctx, dedup.Key(c.SHA256))
 		}
 	}()
-	hm, hs := md5.New(), sha1.New()
+	// A merge may have left the sums of the chunks that arrived in order
+	// (sessionsums.go): only the rest is read.
+	hm, hs, from, size := d.resumeFrom(n, chunks)
 	w := io.MultiWriter(hm, hs)
 	fh := chunker.NewFileHasher()
-	var size int64
+	for _, c := range chunks[:from] {
+		fh.Add(c.MD5)
+	}
 	deadline := time.Now().Add(d.sumDefer)
-	for _, c := range chunks {
+	for _, c := range chunks[from:] {
 		if err := d.yieldToUploads(ctx, deadline); err != nil {
 			return false, err
 		}
@@ -191,6 +194,7 @@ func (d *Drive) fillOne(ctx context.Context, n meta.Node) (bool, error) {
 		}
 		k, err := io.Copy(w, io.LimitReader(f, c.Size))
 		f.Close()
+		d.progress.sumBytes.Add(k)
 		if err == nil && k != c.Size {
 			err = fmt.Errorf("chunk %s: %d bytes, %d expected", c.SHA256, k, c.Size)
 		}

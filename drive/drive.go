@@ -117,6 +117,7 @@ type Drive struct {
 	progress progress      // the background work's counts, for metrics (progress.go)
 	sumKick  chan struct{} // wakes RunChecksums
 	recv     *receiving    // chunk bodies being received: the pass waits for them (checksums.go)
+	sums     *sessionSums  // sessions' running content checksums (sessionsums.go)
 	sumYield func()        // tests: called when the pass starts waiting for uploads
 	sumDefer time.Duration // how long the pass waits for uploads per file (checksums.go)
 	sumQuiet time.Duration // how long after the latest chunk it waits (checksums.go)
@@ -191,7 +192,7 @@ func (d *Drive) remember(name string, u meta.User, digest [32]byte, gen uint64) 
 func New(c Config) *Drive {
 	d := &Drive{meta: c.Meta, blobs: inlineStore(c.Blobs, c.Meta), pins: dedup.NewPins(), chunkSize: c.ChunkSize,
 		workers: c.HashWorkers, now: c.Now, log: c.Logger, authCache: map[string]authEntry{}, quota: c.Quota, locks: c.Locks,
-		sumKick: make(chan struct{}, 1), recv: newReceiving(), sumDefer: sumDefer, sumQuiet: sumQuiet}
+		sumKick: make(chan struct{}, 1), recv: newReceiving(), sums: newSessionSums(), sumDefer: sumDefer, sumQuiet: sumQuiet}
 	if c.Quota == nil {
 		panic("drive: Config.Quota is required (OpenLocal wires one)")
 	}

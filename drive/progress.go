@@ -19,6 +19,7 @@ type Progress struct {
 	SumRunning    bool      // a checksum pass is under way
 	SumFiles      int64     // files given their checksums
 	SumSkipped    int64     // files left for a later pass (a chunk unreadable)
+	SumBytes      int64     // bytes the passes read back from the chunk store
 	SumLastFilled time.Time // end of the last pass that filled a file
 }
 
@@ -28,6 +29,7 @@ type progress struct {
 	gcRuns, gcChunks, gcBytes, gcOrphans, gcLast atomic.Int64
 	gcRunning                                    atomic.Bool
 	sumPasses, sumFiles, sumSkipped, sumLast     atomic.Int64
+	sumBytes                                     atomic.Int64
 	sumRunning                                   atomic.Bool
 }
 
@@ -44,6 +46,6 @@ func (d *Drive) Progress() Progress {
 		GCRuns: p.gcRuns.Load(), GCRunning: p.gcRunning.Load(), GCChunks: p.gcChunks.Load(),
 		GCBytes: p.gcBytes.Load(), GCOrphans: p.gcOrphans.Load(), GCLast: unix(p.gcLast.Load()),
 		SumPasses: p.sumPasses.Load(), SumRunning: p.sumRunning.Load(), SumFiles: p.sumFiles.Load(),
-		SumSkipped: p.sumSkipped.Load(), SumLastFilled: unix(p.sumLast.Load()),
+		SumSkipped: p.sumSkipped.Load(), SumBytes: p.sumBytes.Load(), SumLastFilled: unix(p.sumLast.Load()),
 	}
 }

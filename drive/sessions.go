@@ -77,7 +77,9 @@ func (d *Drive) OpenSession(ctx context.Context, ss meta.Session, notBefore, now
 
 // PutSessionChunk stores b, the bytes of chunk c (its SHA-256, MD5 and size
 // computed by the caller from b), durably and records it as chunk idx of
-// uid's open session id, touched at now. The same chunk at the same index
+// uid's open session id, touched at now, and adds b to the session's running
+// content checksums (sessionsums.go; the caller notes the chunk's arrival
+// with ChunkArriving first, so that a later chunk waits for it). The same chunk at the same index
 // again is success; see above for the order and the errors. On success the
 // store is done with b; on failure it may not be (an HTTP transport, the S3
 // store, can still be reading it after its answer).
@@ -88,7 +90,11 @@ func (d *Drive) PutSessionChunk(ctx context.Context, uid int64, id string, idx i
 	if err := d.StoreBlob(ctx, key, b); err != nil {
 		return err
 	}
-	return d.recordSessionChunk(ctx, uid, id, idx, c, now)
+	if err := d.recordSessionChunk(ctx, uid, id, idx, c, now); err != nil {
+		return err
+	}
+	d.addSessionChunk(ctx, id, idx, c.SHA256, b) // the file's checksums (sessionsums.go)
+	return nil
 }
 
 // ReuseSessionChunk records the stored chunk c (c.ID set, as the metadata
@@ -122,14 +128,14 @@ func (d *Drive) recordSessionChunk(ctx context.Context, uid int64, id string, id
 // DropSession deletes session id and, when it was open, gives its
 // reservation back to the ledger; dropped reports whether it existed.
 func (d *Drive) DropSession(ctx context.Context, id string, now time.Time) (dropped bool, err error) {
-	return d.dropStep(ctx, func() (meta.Session, bool, error) { return d.meta.DropSession(ctx, id, now) })
+	return d.dropStep(ctx, id, func() (meta.Session, bool, error) { return d.meta.DropSession(ctx, id, now) })
 }
 
 // DropIdleSession is DropSession of a session still idle when the metadata
 // store looks (meta.Sessions.DropIdleSession): the caller decided it expired,
 // a chunk that touched it meanwhile keeps it.
 func (d *Drive) DropIdleSession(ctx context.Context, id string, openBefore, mergedBefore, now time.Time) (dropped bool, err error) {
-	return d.dropStep(ctx, func() (meta.Session, bool, error) {
+	return d.dropStep(ctx, id, func() (meta.Session, bool, error) {
 		return d.meta.DropIdleSession(ctx, id, openBefore, mergedBefore, now)
 	})
 }
@@ -137,9 +143,12 @@ func (d *Drive) DropIdleSession(ctx context.Context, id string, openBefore, merg
 // dropStep runs drop (a store call that deletes a session and settles an open
 // one's quota flushes in one transaction) in a Step, and releases the ledger's
 // reservation of a dropped open session after the commit.
-func (d *Drive) dropStep(ctx context.Context, drop func() (meta.Session, bool, error)) (bool, error) {
+func (d *Drive) dropStep(ctx context.Context, id string, drop func() (meta.Session, bool, error)) (bool, error) {
 	defer d.quota.Step()()
 	ss, dropped, err := drop()
+	if err == nil && dropped {
+		d.dropSessionSums(id)
+	}
 	if err == nil && dropped && ss.State == meta.SessionOpen {
 		d.releaseSession(context.WithoutCancel(ctx), ss.UserID, ss.ID)
 	}
@@ -260,6 +269,9 @@ func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f
 	if w.m != nil {
 		return d.commitSessionAcross(ctx, w, uid, id, f, now)
 	}
+	// The content checksums the chunks gave as they arrived: all of them
+	// go into the commit, a prefix to the background pass.
+	partial := d.sessionChecksums(id, &f)
 	// Reserved before the Step, committed in it, released after it if the
 	// merge failed (defers run in reverse).
 	entries, err := d.reserveEntries(ctx, uid, path)
@@ -271,6 +283,10 @@ func (d *Drive) CommitSession(ctx context.Context, uid int64, path, id string, f
 	n, growth, err := d.mergeInStep(ctx, uid, path, id, f, now, entries)
 	if err != nil {
 		return meta.Node{}, err
+	}
+	if f.MD5 == "" {
+		d.keepPartial(n, partial)
+		d.KickChecksums() // the rest of the content checksums come from the background pass
 	}
 	cctx := context.WithoutCancel(ctx)
 	r, err := d.quota.Ledger().Commit(cctx, uid, id, max(growth, 0))
@@ -383,6 +399,5 @@ func (d *Drive) mergeInStep(ctx context.Context, uid int64, path, id string, f m
 	if err != nil {
 		return meta.Node{}, 0, err
 	}
-	d.KickChecksums() // a merged file's content checksums come from the background pass
 	return n, growth, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"hash"
@@ -51,7 +52,8 @@ type Writer struct {
 	wantFileHash      string
 
 	// The whole content's MD5 and SHA-1 (what WebDAV clients compare), fed
-	// chunk by chunk in order as take hands chunks out: no second read.
+	// chunk by chunk in order as take hands chunks out: no second read. md5
+	// is nil once a file of one chunk took the chunk's MD5 as its own.
 	md5, sha1 hash.Hash
 
 	mu     sync.Mutex
@@ -238,22 +240,35 @@ func (w *Writer) Write(p []byte) (int, error) {
 }
 
 // take removes the current buffer as the next chunk and gives it its slot.
-func (w *Writer) take() ([]byte, int64) {
+// It hashes what must see the chunks in file order, in the caller's
+// goroutine: the chunk's MD5 with the whole file's in one interleaved pass
+// (chunker.WriteMD5Pair), and the file's SHA-1; the workers add each chunk's
+// SHA-256. last says no chunk follows: a file of one chunk has the chunk's
+// MD5 as its own, computed once.
+func (w *Writer) take(last bool) ([]byte, int64, string) {
 	b, idx := w.buf, w.next
-	w.md5.Write(b) // chunks are taken in file order, in the caller's goroutine
+	var sum [md5.Size]byte
+	if idx == 0 && last {
+		sum = md5.Sum(b)
+		w.md5 = nil // the file's MD5 is the chunk's
+	} else {
+		h := md5.New()
+		chunker.WriteMD5Pair(h, w.md5, b)
+		h.Sum(sum[:0])
+	}
 	w.sha1.Write(b)
 	w.buf = nil // the next chunk's buffer is made when its bytes arrive
 	w.next++
 	w.mu.Lock()
 	w.sums = append(w.sums, chunker.Sum{})
 	w.mu.Unlock()
-	return b, idx
+	return b, idx, hex.EncodeToString(sum[:])
 }
 
 // dispatch hands the current buffer to a worker; it blocks while all workers
 // are busy, which is what keeps memory flat on a fast sender.
 func (w *Writer) dispatch() error {
-	b, idx := w.take()
+	b, idx, m := w.take(false)
 	select {
 	case w.sem <- struct{}{}:
 	case <-w.ctx.Done():
@@ -264,16 +279,17 @@ func (w *Writer) dispatch() error {
 	w.wg.Add(1)
 	go func() {
 		defer func() { <-w.sem; w.wg.Done() }()
-		w.store(b, idx)
+		w.store(b, idx, m)
 	}()
 	return nil
 }
 
-// store hashes chunk idx, stores it durably and records its sum.
-func (w *Writer) store(b []byte, idx int64) {
+// store hashes chunk idx (whose MD5 take computed), stores it durably and
+// records its sum.
+func (w *Writer) store(b []byte, idx int64, md5hex string) {
 	// Hashing is CPU-bound and shares the drive-wide limit; storing waits on
 	// fsync, so more chunks may be storing than hashing at once.
-	sum, key := w.hashPin(b)
+	sum, key := w.hashPin(b, md5hex)
 	err := w.d.StoreBlob(w.ctx, key, b)
 	w.d.putBuf(b)
 	if err != nil {
@@ -289,21 +305,22 @@ func (w *Writer) store(b []byte, idx int64) {
 // store, but leaves the bytes to the commit (meta.Chunk.Data). The key is
 // pinned as for a blob: GC must not delete an existing record of the same
 // content between the hash and the commit.
-func (w *Writer) keepInline(b []byte, idx int64) []byte {
-	sum, _ := w.hashPin(b)
+func (w *Writer) keepInline(b []byte, idx int64, md5hex string) []byte {
+	sum, _ := w.hashPin(b, md5hex)
 	w.mu.Lock()
 	w.sums[idx] = sum
 	w.mu.Unlock()
 	return b
 }
 
-// hashPin hashes b under the drive-wide hashing limit and pins its key
-// until the writer ends, so GC cannot delete a record of the same content
-// before the commit refers to it.
-func (w *Writer) hashPin(b []byte) (chunker.Sum, dedup.Key) {
+// hashPin computes b's SHA-256 under the drive-wide hashing limit and pins
+// its key until the writer ends, so GC cannot delete a record of the same
+// content before the commit refers to it.
+func (w *Writer) hashPin(b []byte, md5hex string) (chunker.Sum, dedup.Key) {
 	w.hashSem <- struct{}{}
-	sum := chunker.HashChunk(b)
+	s := sha256.Sum256(b)
 	<-w.hashSem
+	sum := chunker.Sum{MD5: md5hex, SHA256: hex.EncodeToString(s[:]), Size: int64(len(b))}
 	key := dedup.Key(sum.SHA256)
 	w.d.pins.Pin(w.ctx, key)
 	w.mu.Lock()
@@ -383,10 +400,10 @@ func (w *Writer) commit() (meta.Node, error) {
 		if w.next == 0 && len(w.buf) <= InlineMax {
 			// The whole file is one small chunk: its bytes go into the
 			// commit's transaction (inline.go), no blob is written.
-			inline = w.keepInline(w.take())
+			inline = w.keepInline(w.take(true))
 			defer w.d.putBuf(inline)
 		} else {
-			w.store(w.take())
+			w.store(w.take(true))
 		}
 	} else if w.buf != nil {
 		w.d.putBuf(w.buf)
@@ -398,7 +415,12 @@ func (w *Writer) commit() (meta.Node, error) {
 		return meta.Node{}, err
 	}
 	f := meta.NewFile{Size: w.size, ModTime: w.mtime, Mode: w.mode, Replacing: w.existed,
-		MD5: hex.EncodeToString(w.md5.Sum(nil)), SHA1: hex.EncodeToString(w.sha1.Sum(nil))}
+		SHA1: hex.EncodeToString(w.sha1.Sum(nil))}
+	if w.md5 != nil {
+		f.MD5 = hex.EncodeToString(w.md5.Sum(nil))
+	} else {
+		f.MD5 = w.sums[0].MD5 // one chunk: take computed it once
+	}
 	if w.wantMD5 != "" && w.wantMD5 != f.MD5 || w.wantSHA1 != "" && w.wantSHA1 != f.SHA1 {
 		return meta.Node{}, errs.E("drive.Commit", errs.Mismatch, w.path, errors.New("the content does not match the checksum the client sent"))
 	}

@@ -3,6 +3,8 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -100,7 +102,7 @@ func TestMetricsSeriesMove(t *testing.T) {
 	expect(do("GET", "/api/v1/quota", "admin", admin, nil, nil), 200, "quota")
 
 	// Two uploads through the API: both open, each sent its chunk; one
-	// merged (the checksum pass fills the file), the other left open (its
+	// merged, the other left open (its
 	// received bytes reach the database through the ledger's delayed
 	// task, 5 s after its chunk).
 	content := testutil.RandBytes(1000)
@@ -122,6 +124,12 @@ func TestMetricsSeriesMove(t *testing.T) {
 	}
 	mb, _ := json.Marshal(apitype.MergeRequest{UploadID: up, FileHash: chunker.FileHash([]string{h})})
 	expect(do("POST", "/api/v1/file/merge", "admin", admin, mb, nil), 200, "merge")
+	// The same content again, instant (named by its SHA-256, no byte
+	// read): its checksums come from the checksum pass (the merge, its
+	// chunk received in order, had them at once).
+	sh := sha256.Sum256(content)
+	q := "path=/again.bin&fileHash=" + chunker.FileHash([]string{h}) + "&fileSha256=" + chunker.FileSHA256([]string{hex.EncodeToString(sh[:])})
+	expect(do("PUT", "/api/v1/file/upload?"+q, "admin", admin, content, nil), 200, "instant upload")
 
 	// A lock held by one node and waited for by another.
 	lockReq := func(node string) []byte {

@@ -37,8 +37,13 @@ func (s *Service) PutChunk(ctx context.Context, uid int64, id string, index int6
 	if length >= 0 && length != want {
 		return errs.Errorf(op, errs.Invalid, "chunk %d must be %d bytes, body has %d", index, want, length)
 	}
-	// The drive's background checksum pass waits while chunks arrive.
+	// The drive's background checksum pass waits while chunks arrive, and
+	// a later chunk of this session waits for this one to add its bytes to
+	// the file's checksums after it (drive/sessionsums.go).
 	defer s.d.Receiving()()
+	if ss.open() {
+		defer s.d.ChunkArriving(ss.ID, index)()
+	}
 	buf := getChunkBuf(want + 1)
 	reuse := true
 	defer func() {
