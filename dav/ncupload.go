@@ -77,8 +77,12 @@ func (h *Handler) serveUpload(w http.ResponseWriter, r *http.Request, u meta.Use
 	ctx := r.Context()
 	name, part, _ := strings.Cut(rest, "/")
 	if r.Method == "PROPFIND" && name == "" {
-		// The uploads root: a folder that exists and lists nothing of interest.
-		return h.propfindUploads(w, "", nil)
+		// The uploads root: the user's upload folders still open.
+		names, err := h.D.PartsUploads(ctx, u.ID)
+		if err != nil {
+			return 0, err
+		}
+		return h.propfindUploads(w, "", nil, names)
 	}
 	if !validUploadName(name) || strings.Contains(part, "/") || part != "" && part != ".file" && !validUploadName(part) {
 		return 0, errs.Errorf(op, errs.NotFound, "no such upload")
@@ -108,7 +112,7 @@ func (h *Handler) serveUpload(w http.ResponseWriter, r *http.Request, u meta.Use
 		if err != nil {
 			return 0, uploadErr(err)
 		}
-		return h.propfindUploads(w, name, parts)
+		return h.propfindUploads(w, name, parts, nil)
 	case r.Method == "MOVE" && part == ".file":
 		return h.assemble(w, r, u, id, files)
 	case r.Method == http.MethodDelete && part == "":
@@ -219,10 +223,10 @@ func (h *Handler) partLimit(r *http.Request, u meta.User, id, name, part string)
 	return limit, nil
 }
 
-// propfindUploads lists upload id (or the uploads root, id "") and its parts
-// with the properties the clients read (resourcetype, getcontentlength),
+// propfindUploads lists upload id and its parts (or the uploads root, id
+// "", and the upload folders in it) with the properties the clients read (resourcetype, getcontentlength),
 // whatever the request asked: a PROPFIND of an upload is only ever that.
-func (h *Handler) propfindUploads(w http.ResponseWriter, id string, parts []drive.SessionPart) (int, error) {
+func (h *Handler) propfindUploads(w http.ResponseWriter, id string, parts []drive.SessionPart, folders []string) (int, error) {
 	base := h.Prefix + "/"
 	if id != "" {
 		base += id + "/"
@@ -233,6 +237,13 @@ func (h *Handler) propfindUploads(w http.ResponseWriter, id string, parts []driv
 	b = append(b, "</D:href><D:propstat><D:prop><D:resourcetype><D:collection/></D:resourcetype></D:prop>"...)
 	b = append(b, propstatOK...)
 	b = append(b, "</D:response>\n"...)
+	for _, f := range folders {
+		b = append(b, "<D:response><D:href>"...)
+		b = appendPathEscaped(b, base+f+"/")
+		b = append(b, "</D:href><D:propstat><D:prop><D:resourcetype><D:collection/></D:resourcetype></D:prop>"...)
+		b = append(b, propstatOK...)
+		b = append(b, "</D:response>\n"...)
+	}
 	for _, p := range parts {
 		b = append(b, "<D:response><D:href>"...)
 		b = appendPathEscaped(b, base+p.Name)

@@ -365,3 +365,19 @@ func (r *piecesReader) close() {
 func (d *Drive) Session(ctx context.Context, uid int64, id string) (meta.Session, error) {
 	return d.meta.Session(ctx, uid, id)
 }
+
+// PartsUploads returns the names of uid's open parts sessions, the most
+// recently used first.
+func (d *Drive) PartsUploads(ctx context.Context, uid int64) ([]string, error) {
+	all, err := d.meta.UserSessions(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ss := range all {
+		if name, ok := strings.CutPrefix(ss.Path, PartsSessionPath("")); ok {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
