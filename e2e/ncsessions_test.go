@@ -3,11 +3,20 @@ package e2e
 import (
 	"bytes"
 	"crypto/sha1"
+	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
+	_ "github.com/mattn/go-sqlite3"
+
+	"netdisk/apitype"
 	"netdisk/testutil"
 )
 
@@ -80,3 +89,99 @@ func TestNextcloudUploadAcrossNodes(t *testing.T) {
 		t.Fatalf("the upload after its assembly, on a: %d", a.code)
 	}
 }
+
+// A user near the quota syncs a folder with nextcloudcmd: the client says
+// the storage is insufficient, every file on the server is whole or absent
+// (nothing half-written, no upload left open, nothing reserved), and the
+// sync after the quota is raised completes.
+func TestNextcloudcmdQuotaFull(t *testing.T) {
+	bin := testutil.RequireTool(t, "nextcloudcmd")
+	e := start(t)
+	e.addUser("alice", "alice-pw")
+	e.setQuota("alice", 30<<20)
+	// Three files the client cuts into parts (over its 10 MB chunk size),
+	// each fitting the free quota alone, not all three together.
+	tree := map[string][]byte{}
+	for _, name := range []string{"a.bin", "b.bin", "c.bin"} {
+		tree[name] = testutil.RandBytes(12 << 20)
+	}
+	dir := filepath.Join(t.TempDir(), "q")
+	writeTree(t, dir, tree)
+	home := filepath.Join(filepath.Dir(dir), ".home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := func() ([]byte, error) {
+		cmd := exec.CommandContext(ctxFor(t), bin, "--non-interactive", "--max-sync-retries", "1",
+			"-u", "alice", "-p", "alice-pw", dir, e.d.URL)
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_DATA_HOME="+home)
+		return cmd.CombinedOutput()
+	}
+	_, before := e.traffic()
+	out, err := run()
+	_, after := e.traffic()
+	if err == nil && !quotaMessage.Match(out) {
+		t.Fatalf("nextcloudcmd over the quota neither failed nor said why:\n%s", lastBytes(out, 3000))
+	}
+	if !quotaMessage.Match(out) {
+		t.Fatalf("nextcloudcmd's output does not name the quota:\n%s", lastBytes(out, 3000))
+	}
+	t.Logf("nextcloudcmd over the quota: %v; %s", err, quotaMessage.Find(out))
+	whole := 0
+	for name, want := range tree {
+		st, b, _ := e.call("GET", "/dav/"+name, "alice", "alice-pw", nil, nil)
+		switch {
+		case st == http.StatusOK && bytes.Equal(b, want):
+			whole++
+		case st != http.StatusNotFound:
+			t.Fatalf("%s on the server after the refused sync: %d, %d bytes", name, st, len(b))
+		}
+	}
+	if whole == len(tree) {
+		t.Fatalf("every file went up past a 30 MiB quota")
+	}
+	// Refused when the upload was opened, before its parts were sent.
+	if sent := after - before; sent > int64(whole)*(12<<20)+(1<<20) {
+		t.Fatalf("the sync moved %d bytes for %d whole files of 12 MiB: a refused file's bytes were sent", sent, whole)
+	}
+	if n := e.arrivedParts("alice", "alice-pw"); n != 0 {
+		t.Fatalf("%d bytes of parts left in open uploads", n)
+	}
+	var q apitype.Quota
+	if st, b, _ := e.call("GET", "/api/v1/quota", "alice", "alice-pw", nil, nil); st != http.StatusOK || json.Unmarshal(b, &q) != nil {
+		t.Fatalf("GET /api/v1/quota: %d %s", st, b)
+	}
+	if q.Uploading != 0 || q.Unfinished != 0 || q.Finished != int64(whole)*12<<20 {
+		t.Fatalf("quota after the refused sync (%d whole files): %+v", whole, q)
+	}
+
+	e.setQuota("alice", 100<<20)
+	clearClientBackoff(t, dir)
+	if out, err := run(); err != nil {
+		t.Fatalf("nextcloudcmd after the quota was raised: %v\n%s", err, lastBytes(out, 3000))
+	}
+	for name, want := range tree {
+		e.mustGet("alice", "alice-pw", "/dav/"+name, want)
+	}
+}
+
+// clearClientBackoff forgets the files nextcloudcmd postponed after an
+// error (its journal's blacklist, retried after a back-off on its own
+// clock): the next run tries them at once, as it would after the wait.
+func clearClientBackoff(t *testing.T, dir string) {
+	t.Helper()
+	dbs, err := filepath.Glob(filepath.Join(dir, ".sync_*.db"))
+	if err != nil || len(dbs) != 1 {
+		t.Fatalf("the client's journal in %s: %v %v", dir, dbs, err)
+	}
+	db, err := sql.Open("sqlite3", dbs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM blacklist`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var quotaMessage = regexp.MustCompile(`507 Insufficient Storage`)
