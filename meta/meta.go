@@ -473,6 +473,7 @@ type Store interface {
 	QuotaRecords
 	WebSessions
 	AppTokens
+	LoginFlows
 	NameSearch
 	Versions
 	Trash

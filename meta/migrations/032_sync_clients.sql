@@ -15,3 +15,17 @@ CREATE TABLE session_parts (
     PRIMARY KEY (session_id, name, seq)
 ) WITHOUT ROWID;
 CREATE INDEX session_parts_chunk ON session_parts (chunk_id);
+
+-- Login Flow v2 sign-ins in progress (web/loginflow.go), in the store the
+-- nodes share, so a flow started on one node is granted on another and
+-- polled on either. The tokens are kept by their SHA-256 only; no password
+-- is kept: the app token is made when the granted flow is collected.
+CREATE TABLE login_flows (
+    poll_hash  TEXT    PRIMARY KEY,                  -- SHA-256 of the poll token
+    login_hash TEXT    NOT NULL UNIQUE,              -- SHA-256 of the login token
+    device     TEXT    NOT NULL,                     -- the client's User-Agent
+    server     TEXT    NOT NULL,                     -- the base URL the client reached
+    user_id    INTEGER REFERENCES users(id) ON DELETE CASCADE, -- granted by; NULL while pending
+    expires_ns INTEGER NOT NULL
+);
+CREATE INDEX login_flows_expires ON login_flows (expires_ns);
