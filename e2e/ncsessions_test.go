@@ -6,12 +6,14 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -185,3 +187,78 @@ func clearClientBackoff(t *testing.T, dir string) {
 }
 
 var quotaMessage = regexp.MustCompile(`507 Insufficient Storage`)
+
+// Login Flow v2 across two nodes: started through one, granted through the
+// other (signed in there), collected through the first; the app password
+// signs in on both, and the flow is collected once.
+func TestLoginFlowAcrossNodes(t *testing.T) {
+	c := startCluster(t)
+	raw := func(d *testutil.Daemon, method, path string, body []byte, hdr map[string]string) (int, []byte, http.Header) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctxFor(t), method, d.URL+path, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b, resp.Header
+	}
+	st, b, _ := raw(c.a, "POST", "/index.php/login/v2", nil, map[string]string{"User-Agent": "test-desktop"})
+	var start struct {
+		Poll struct{ Token, Endpoint string }
+		Login string
+	}
+	if st != http.StatusOK || json.Unmarshal(b, &start) != nil || start.Poll.Token == "" {
+		t.Fatalf("start on a: %d %s", st, b)
+	}
+	login := start.Login[strings.LastIndex(start.Login, "/")+1:]
+
+	// Signed in to the page of b.
+	st, b, hd := raw(c.b, "POST", "/web/login", []byte(`{"name":"admin","password":"`+c.b.AdminPass+`"}`),
+		map[string]string{"Content-Type": "application/json", "Origin": c.b.URL})
+	var sess struct{ CSRF string }
+	if st != http.StatusOK || json.Unmarshal(b, &sess) != nil {
+		t.Fatalf("sign-in on b: %d %s", st, b)
+	}
+	cookie := strings.Split(hd.Get("Set-Cookie"), ";")[0]
+	auth := map[string]string{"Cookie": cookie, "X-CSRF-Token": sess.CSRF, "Origin": c.b.URL}
+	if st, b, _ := raw(c.b, "GET", "/web/loginflow/"+login, nil, auth); st != http.StatusOK || !bytes.Contains(b, []byte("test-desktop")) {
+		t.Fatalf("the flow on b: %d %s", st, b)
+	}
+	poll := func(d *testutil.Daemon) (int, []byte) {
+		st, b, _ := raw(d, "POST", "/index.php/login/v2/poll", []byte("token="+start.Poll.Token),
+			map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+		return st, b
+	}
+	if st, b := poll(c.b); st != http.StatusNotFound {
+		t.Fatalf("poll on b before the grant: %d %s", st, b)
+	}
+	if st, b, _ := raw(c.b, "POST", "/web/loginflow/"+login+"/grant", nil, auth); st != http.StatusNoContent {
+		t.Fatalf("grant on b: %d %s", st, b)
+	}
+	st, b = poll(c.a)
+	var res struct{ Server, LoginName, AppPassword string }
+	if st != http.StatusOK || json.Unmarshal(b, &res) != nil || res.LoginName != "admin" || res.AppPassword == "" {
+		t.Fatalf("poll on a after the grant: %d %s", st, b)
+	}
+	if st, _ := poll(c.b); st != http.StatusNotFound {
+		t.Fatalf("a second poll on b: %d", st)
+	}
+	for _, d := range []*testutil.Daemon{c.a, c.b} {
+		resp, err := d.Do(ctxFor(t), "PROPFIND", "/remote.php/dav/files/admin/", "admin", res.AppPassword, nil, map[string]string{"Depth": "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMultiStatus {
+			t.Fatalf("PROPFIND on %s with the app password: %d", d.URL, resp.StatusCode)
+		}
+	}
+}
