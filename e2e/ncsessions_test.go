@@ -6,14 +6,19 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -212,7 +217,7 @@ func TestLoginFlowAcrossNodes(t *testing.T) {
 	}
 	st, b, _ := raw(c.a, "POST", "/index.php/login/v2", nil, map[string]string{"User-Agent": "test-desktop"})
 	var start struct {
-		Poll struct{ Token, Endpoint string }
+		Poll  struct{ Token, Endpoint string }
 		Login string
 	}
 	if st != http.StatusOK || json.Unmarshal(b, &start) != nil || start.Poll.Token == "" {
@@ -261,4 +266,72 @@ func TestLoginFlowAcrossNodes(t *testing.T) {
 			t.Fatalf("PROPFIND on %s with the app password: %d", d.URL, resp.StatusCode)
 		}
 	}
+}
+
+// nextcloudcmd syncs up and down through a proxy that sends each request
+// to the other of two nodes: a file large enough for chunked upload has its
+// MKCOL, parts and MOVE spread over both.
+func TestNextcloudcmdAcrossNodes(t *testing.T) {
+	testutil.RequireTool(t, "nextcloudcmd")
+	c := startCluster(t)
+	var turn atomic.Int64
+	perNode := [2]atomic.Int64{}
+	targets := []*url.URL{mustURL(t, c.a.URL), mustURL(t, c.b.URL)}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			i := turn.Add(1) % 2
+			perNode[i].Add(1)
+			r.SetURL(targets[i])
+			r.Out.Host = r.In.Host // the nodes see the address the client used (Destination, poll URLs)
+		},
+		FlushInterval: -1, // stream PROPFIND answers as they come
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: rp}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	proxy := "http://" + ln.Addr().String()
+
+	tree := map[string][]byte{"big.bin": testutil.RandBytes(25 << 20)}
+	for i := range 20 {
+		tree[fmt.Sprintf("docs/n%02d.txt", i)] = testutil.RandBytes(i * 997)
+	}
+	up := filepath.Join(t.TempDir(), "up")
+	writeTree(t, up, tree)
+	syncClient(t, "nextcloudcmd", up, proxy, "admin", c.a.AdminPass)
+	for _, d := range []*testutil.Daemon{c.a, c.b} {
+		if a := ask(t, d, "GET", "/dav/big.bin", nil, nil); a.code != http.StatusOK || !bytes.Equal(a.body, tree["big.bin"]) {
+			t.Fatalf("big.bin on %s: %d, %d bytes", d.URL, a.code, len(a.body))
+		}
+	}
+	down := filepath.Join(t.TempDir(), "down")
+	if err := os.MkdirAll(down, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	syncClient(t, "nextcloudcmd", down, proxy, "admin", c.a.AdminPass)
+	got := localTree(t, down)
+	if len(got) != len(tree) {
+		t.Fatalf("synced down %d files, want %d", len(got), len(tree))
+	}
+	for name, want := range tree {
+		if !bytes.Equal(got[name], want) {
+			t.Fatalf("%s differs after the sync down", name)
+		}
+	}
+	if perNode[0].Load() == 0 || perNode[1].Load() == 0 {
+		t.Fatalf("requests per node: %d, %d", perNode[0].Load(), perNode[1].Load())
+	}
+	t.Logf("requests per node: %d, %d", perNode[0].Load(), perNode[1].Load())
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
