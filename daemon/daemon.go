@@ -232,7 +232,6 @@ func (d *Daemon) startBackground(ctx context.Context) error {
 		{"versions", d.versionsLoop},
 		{"history", d.historyLoop},
 		// On every node: the parts are in its own data directory.
-		{"nc-uploads", d.ncUploadsLoop},
 	}
 	if d.acme != nil {
 		jobs = append(jobs, job{"acme", func(ctx context.Context) { d.acme.run(ctx, d.opts.ACMECheck, d.opts.TLSReload) }})
@@ -457,8 +456,7 @@ func Open(ctx context.Context, o Options) (*Daemon, error) {
 		return fail(fmt.Errorf("thumbnails: %w", err))
 	}
 	sc := server.Config{Drive: d, Logger: o.Logger, Now: o.Now, Upload: up, Locks: locks, LockStreamRecheck: o.LockStreamRecheck,
-		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies, Previews: pv,
-		NCUploadsDir: filepath.Join(o.DataDir, "ncuploads")}
+		Async: as, AsyncRecheck: o.AsyncRecheck, TrustedProxies: o.TrustedProxies, Previews: pv}
 	if o.Meta != "" {
 		sc.SharedLogins = rdb // nodes sharing the users share their login throttle
 	}
@@ -662,24 +660,6 @@ func (d *Daemon) versionsLoop(ctx context.Context) {
 			d.opts.Logger.Warn("versions: expiring", "err", err)
 		} else if n > 0 {
 			d.opts.Logger.Debug("versions: expunged", "count", n)
-		}
-	})
-}
-
-// ncUploadsLoop removes the sync clients' chunked uploads left untouched
-// as long as an upload session may idle (SessionTTL): uploads their clients
-// gave up on (dav.Handler.ExpireUploads).
-func (d *Daemon) ncUploadsLoop(ctx context.Context) {
-	ttl := d.Upload.TTL()
-	now := d.opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	tick.Every(ctx, min(ttl/10, time.Hour), func(ctx context.Context) {
-		if n, err := d.Server.DAV().ExpireUploads(now().Add(-ttl)); err != nil && ctx.Err() == nil {
-			d.opts.Logger.Warn("sync clients' uploads: expiring", "err", err)
-		} else if n > 0 {
-			d.opts.Logger.Debug("sync clients' uploads: expired", "count", n)
 		}
 	})
 }

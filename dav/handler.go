@@ -30,10 +30,6 @@ type Handler struct {
 	// writes are checked against.
 	Locks davlock.Table
 
-	// UploadsDir keeps the parts of the sync clients' chunked uploads
-	// (ncupload.go); "" answers those requests 503.
-	UploadsDir string
-
 	// SearchScan bounds the candidates one SEARCH evaluates; 0 means
 	// MaxSearchScan.
 	SearchScan int

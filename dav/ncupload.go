@@ -8,27 +8,25 @@ package dav
 //	MOVE   …/ID/.file  Destination: …/files/USER/P   assemble into P
 //	DELETE …/ID                                      give up
 //
-// The parts are kept as they came, one file each, in the node's upload
-// folder (UploadsDir/UID/ID), written to a temporary name and renamed, so
-// a part cut off by a dropped connection or a crash is not listed and the
-// client sends it again; the ones listed survive a restart. The MOVE
-// streams the parts, in name order, through the same Writer as a PUT: the
-// content is cut into the drive's chunks (deduplicated), its checksums
-// verified, and it becomes the file in one commit, with versions and trash
-// as for any write.
+// An upload folder is one of our upload sessions (drive/parts.go): the
+// MKCOL opens it, reserving the OC-Total-Length the client announces (507
+// when the quota cannot hold it; the first part's, when the MKCOL did not
+// say); each part is stored durably in the chunk store and recorded in the
+// metadata store before it is acknowledged, so a part cut off by a dropped
+// connection or a crash is not listed and the client sends it again, and
+// any node lists, continues and assembles an upload another node began. The
+// MOVE re-cuts the parts, in name order, into the drive's chunks
+// (deduplicated), verifies the checksums and commits the file in one
+// commit, with versions and trash as for any write. An upload the client
+// gives up on expires with the sessions (--session-ttl).
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-	"io"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"netdisk/davlock"
 	"netdisk/drive"
@@ -38,7 +36,7 @@ import (
 
 // validUploadName reports whether s may name an upload folder or a part:
 // the clients use decimal numbers (parts are byte offsets or counters) and
-// numeric transfer ids; anything that could leave the folder is refused.
+// numeric transfer ids; anything else that could be a path is refused.
 func validUploadName(s string) bool {
 	if s == "" || len(s) > 64 || s[0] == '.' {
 		return false
@@ -50,6 +48,14 @@ func validUploadName(s string) bool {
 		}
 	}
 	return true
+}
+
+// uploadSession is the id of the session behind uid's upload folder name:
+// derived, so every node finds it without a table of its own, and distinct
+// per user (another user's folder of the same name is another session).
+func uploadSession(uid int64, name string) string {
+	h := sha256.Sum256([]byte("nextcloud-upload\x00" + strconv.FormatInt(uid, 10) + "\x00" + name))
+	return "nc" + hex.EncodeToString(h[:15])
 }
 
 // ServeUpload answers one request under /remote.php/dav/uploads/USER/ for
@@ -68,55 +74,53 @@ func (h *Handler) ServeUpload(w http.ResponseWriter, r *http.Request, u meta.Use
 
 func (h *Handler) serveUpload(w http.ResponseWriter, r *http.Request, u meta.User, rest string, files *Handler) (int, error) {
 	const op = "dav.Upload"
-	if h.UploadsDir == "" {
-		return 0, errs.Errorf(op, errs.Unavailable, "chunked upload is not served by this server")
-	}
-	id, part, _ := strings.Cut(rest, "/")
-	if r.Method == "PROPFIND" && id == "" {
-		// The uploads root: a folder that exists and lists nothing of interest.
-		return h.propfindUploads(w, u, "", nil)
-	}
-	if !validUploadName(id) || strings.Contains(part, "/") || part != "" && part != ".file" && !validUploadName(part) {
-		return 0, errs.Errorf(op, errs.NotFound, "no such upload")
-	}
-	dir := filepath.Join(h.UploadsDir, strconv.FormatInt(u.ID, 10), id)
-	switch {
-	case r.Method == "MKCOL" && part == "":
-		if err := h.checkUploadQuota(r, u); err != nil {
+	ctx := r.Context()
+	name, part, _ := strings.Cut(rest, "/")
+	if r.Method == "PROPFIND" && name == "" {
+		// The uploads root: the user's upload folders still open.
+		names, err := h.D.PartsUploads(ctx, u.ID)
+		if err != nil {
 			return 0, err
 		}
-		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-			return 0, errs.E(op, errs.Other, "", err)
+		return h.propfindUploads(w, "", nil, names)
+	}
+	if !validUploadName(name) || strings.Contains(part, "/") || part != "" && part != ".file" && !validUploadName(part) {
+		return 0, errs.Errorf(op, errs.NotFound, "no such upload")
+	}
+	id := uploadSession(u.ID, name)
+	switch {
+	case r.Method == "MKCOL" && part == "":
+		total, err := totalLength(r)
+		if err != nil {
+			return 0, err
 		}
-		if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
-			return 0, errs.Errorf(op, errs.Exists, "upload %s exists", id)
-		} else if err != nil {
-			return 0, errs.E(op, errs.Other, "", err)
+		if err := h.D.OpenPartsSession(ctx, u.ID, id, name, max(total, 0), h.D.Now()); err != nil {
+			return 0, err
 		}
 		return http.StatusCreated, nil
 	case r.Method == http.MethodPut && part != "" && part != ".file":
-		if err := h.checkUploadQuota(r, u); err != nil {
-			return 0, err
-		}
-		limit, err := h.partLimit(r, u, dir)
+		limit, err := h.partLimit(r, u, id, name, part)
 		if err != nil {
 			return 0, err
 		}
-		return h.putPart(r, dir, part, limit)
+		if _, err := h.D.PutSessionPart(ctx, u.ID, id, part, r.Body, limit, h.D.Now()); err != nil {
+			return 0, uploadErr(err)
+		}
+		return http.StatusCreated, nil
 	case r.Method == "PROPFIND" && part == "":
-		parts, err := uploadParts(dir)
+		parts, err := h.D.SessionParts(ctx, u.ID, id)
 		if err != nil {
-			return 0, err
+			return 0, uploadErr(err)
 		}
-		return h.propfindUploads(w, u, id, parts)
+		return h.propfindUploads(w, name, parts, nil)
 	case r.Method == "MOVE" && part == ".file":
-		return h.assemble(w, r, u, dir, files)
+		return h.assemble(w, r, u, id, files)
 	case r.Method == http.MethodDelete && part == "":
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			return 0, errs.Errorf(op, errs.NotFound, "no such upload")
+		if _, err := h.D.SessionParts(ctx, u.ID, id); err != nil {
+			return 0, uploadErr(err)
 		}
-		if err := os.RemoveAll(dir); err != nil {
-			return 0, errs.E(op, errs.Other, "", err)
+		if _, err := h.D.DropSession(ctx, id, h.D.Now()); err != nil {
+			return 0, err
 		}
 		return http.StatusNoContent, nil
 	}
@@ -124,34 +128,87 @@ func (h *Handler) serveUpload(w http.ResponseWriter, r *http.Request, u meta.Use
 	return http.StatusMethodNotAllowed, nil
 }
 
-// checkUploadQuota refuses an upload whose announced total
-// (OC-Total-Length) the user's quota cannot hold, before its parts are
-// sent: 507, as the clients expect, rather than after the last part.
-func (h *Handler) checkUploadQuota(r *http.Request, u meta.User) error {
+// uploadErr says "no such upload" for a session that is gone: the folder
+// was never made, was given up or expired.
+func uploadErr(err error) error {
+	if errors.Is(err, meta.ErrNoSession) || errors.Is(err, meta.ErrSessionClosed) {
+		return errs.Errorf("dav.Upload", errs.NotFound, "no such upload")
+	}
+	return err
+}
+
+// totalLength is the request's OC-Total-Length, -1 when it has none.
+func totalLength(r *http.Request) (int64, error) {
 	v := r.Header.Get("OC-Total-Length")
 	if v == "" {
-		return nil
+		return -1, nil
 	}
 	total, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || total < 0 {
-		return errs.Errorf("dav.Upload", errs.Invalid, "OC-Total-Length must be a byte count")
+		return 0, errs.Errorf("dav.Upload", errs.Invalid, "OC-Total-Length must be a byte count")
 	}
-	q, err := h.D.QuotaOf(r.Context(), u.ID)
-	if err != nil {
-		return err
-	}
-	if free := q.Free(); free >= 0 && total > free {
-		return errs.OverQuota("dav.Upload", "", free, total, "")
-	}
-	return nil
+	return total, nil
 }
 
-// partLimit is how many bytes a part may bring (-1: no limit): what the
-// user's free quota leaves beside the parts already staged, so parts sent
-// without OC-Total-Length cannot hold more disk than the quota would let
-// the file take. A body announced larger is refused before it is read.
-func (h *Handler) partLimit(r *http.Request, u meta.User, dir string) (int64, error) {
-	q, err := h.D.QuotaOf(r.Context(), u.ID)
+// partLimit is how many bytes part may bring (-1: no limit): what the
+// session reserved beside the other parts; for an upload whose total was
+// never announced, what the user's free quota leaves beside them, so parts
+// cannot hold more than the quota would let the file take. The first part
+// that announces a total of an upload opened without one reserves it (507
+// when the quota cannot hold it). A body announced larger than the limit
+// is refused before it is read.
+func (h *Handler) partLimit(r *http.Request, u meta.User, id, name, part string) (int64, error) {
+	const op = "dav.UploadPart"
+	ctx := r.Context()
+	ss, err := h.D.Session(ctx, u.ID, id)
+	if errors.Is(err, meta.ErrNoSession) || err == nil && ss.State != meta.SessionOpen {
+		return 0, errs.Errorf(op, errs.Conflict, "no such upload: MKCOL it first")
+	} else if err != nil {
+		return 0, err
+	}
+	parts, err := h.D.SessionParts(ctx, u.ID, id)
+	if err != nil {
+		return 0, uploadErr(err)
+	}
+	var staged int64
+	for _, p := range parts {
+		if p.Name != part {
+			staged += p.Size
+		}
+	}
+	total, err := totalLength(r)
+	if err != nil {
+		return 0, err
+	}
+	if ss.Size == 0 && total > 0 && len(parts) == 0 {
+		// Opened without a size: this part's announcement reserves it, in
+		// the session's place (nothing is in it yet).
+		if q, err := h.D.QuotaOf(ctx, u.ID); err != nil {
+			return 0, err
+		} else if free := q.Free(); free >= 0 && total > free {
+			return 0, errs.OverQuota(op, "", free, total, "")
+		}
+		if _, err := h.D.DropSession(ctx, id, h.D.Now()); err != nil {
+			return 0, err
+		}
+		if err := h.D.OpenPartsSession(ctx, u.ID, id, name, total, h.D.Now()); err != nil {
+			if errs.Is(err, errs.Quota) {
+				// Lost a race for the space: the folder stays, as it was.
+				h.D.OpenPartsSession(ctx, u.ID, id, name, 0, h.D.Now())
+			}
+			return 0, err
+		}
+		ss.Size = total
+	}
+	var limit int64
+	if ss.Size > 0 {
+		limit = max(ss.Size-staged, 0)
+		if n := expectedLength(r); n > limit {
+			return 0, errs.Errorf(op, errs.Invalid, "the part has %d bytes; the upload announced %d, %d of them sent", n, ss.Size, staged)
+		}
+		return limit, nil
+	}
+	q, err := h.D.QuotaOf(ctx, u.ID)
 	if err != nil {
 		return 0, err
 	}
@@ -159,123 +216,17 @@ func (h *Handler) partLimit(r *http.Request, u meta.User, dir string) (int64, er
 	if free < 0 {
 		return -1, nil
 	}
-	parts, err := uploadParts(dir)
-	if errs.Is(err, errs.NotFound) {
-		return 0, errs.Errorf("dav.UploadPart", errs.Conflict, "no such upload: MKCOL it first")
-	} else if err != nil {
-		return 0, err
-	}
-	var staged int64
-	for _, p := range parts {
-		staged += p.size
-	}
-	limit := max(free-staged, 0)
+	limit = max(free-staged, 0)
 	if n := expectedLength(r); n > limit {
-		return 0, errs.OverQuota("dav.UploadPart", "", limit, n, "")
+		return 0, errs.OverQuota(op, "", limit, n, "")
 	}
 	return limit, nil
 }
 
-// putPart stores the body as part name of the upload in dir, whole or not
-// at all; a body longer than limit (when not -1) is refused as over quota.
-func (h *Handler) putPart(r *http.Request, dir, name string, limit int64) (int, error) {
-	const op = "dav.UploadPart"
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return 0, errs.Errorf(op, errs.Conflict, "no such upload: MKCOL it first")
-	}
-	tmp, err := os.CreateTemp(dir, ".part-*")
-	if err != nil {
-		return 0, errs.E(op, errs.Other, "", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	var body io.Reader = r.Body
-	if limit >= 0 {
-		body = io.LimitReader(r.Body, limit+1)
-	}
-	n, err := io.Copy(tmp, body)
-	if err != nil {
-		return 0, errs.E(op, errs.Invalid, "", err)
-	}
-	if limit >= 0 && n > limit {
-		return 0, errs.OverQuota(op, "", limit, n, "")
-	}
-	if size := expectedLength(r); size >= 0 && n != size {
-		return 0, errs.Errorf(op, errs.Invalid, "body has %d bytes, %d announced", n, size)
-	}
-	// Durable before listed: a part the PROPFIND shows is not sent again.
-	if err := tmp.Sync(); err != nil {
-		return 0, errs.E(op, errs.Other, "", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, errs.E(op, errs.Other, "", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return 0, errs.E(op, errs.Other, "", err)
-	}
-	ok = true
-	return http.StatusCreated, nil
-}
-
-type uploadPart struct {
-	name    string
-	size    int64
-	modTime time.Time
-}
-
-// uploadParts lists the parts that arrived, in assembly order: by number
-// when every name is one (the clients' offsets and counters, padded or
-// not), else by name.
-func uploadParts(dir string) ([]uploadPart, error) {
-	const op = "dav.UploadParts"
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.Errorf(op, errs.NotFound, "no such upload")
-	}
-	if err != nil {
-		return nil, errs.E(op, errs.Other, "", err)
-	}
-	var parts []uploadPart
-	numeric := true
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
-			continue // a part being written
-		}
-		fi, err := e.Info()
-		if err != nil {
-			continue // removed by a DELETE meanwhile
-		}
-		if _, err := strconv.ParseUint(e.Name(), 10, 64); err != nil {
-			numeric = false
-		}
-		parts = append(parts, uploadPart{name: e.Name(), size: fi.Size(), modTime: fi.ModTime()})
-	}
-	slices.SortFunc(parts, func(a, b uploadPart) int {
-		if numeric {
-			x, _ := strconv.ParseUint(a.name, 10, 64)
-			y, _ := strconv.ParseUint(b.name, 10, 64)
-			switch {
-			case x < y:
-				return -1
-			case x > y:
-				return 1
-			}
-			return 0
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	return parts, nil
-}
-
-// propfindUploads lists upload id (or the uploads root, id "") and its parts
-// with the properties the clients read (resourcetype, getcontentlength),
+// propfindUploads lists upload id and its parts (or the uploads root, id
+// "", and the upload folders in it) with the properties the clients read (resourcetype, getcontentlength),
 // whatever the request asked: a PROPFIND of an upload is only ever that.
-func (h *Handler) propfindUploads(w http.ResponseWriter, u meta.User, id string, parts []uploadPart) (int, error) {
+func (h *Handler) propfindUploads(w http.ResponseWriter, id string, parts []drive.SessionPart, folders []string) (int, error) {
 	base := h.Prefix + "/"
 	if id != "" {
 		base += id + "/"
@@ -286,13 +237,20 @@ func (h *Handler) propfindUploads(w http.ResponseWriter, u meta.User, id string,
 	b = append(b, "</D:href><D:propstat><D:prop><D:resourcetype><D:collection/></D:resourcetype></D:prop>"...)
 	b = append(b, propstatOK...)
 	b = append(b, "</D:response>\n"...)
+	for _, f := range folders {
+		b = append(b, "<D:response><D:href>"...)
+		b = appendPathEscaped(b, base+f+"/")
+		b = append(b, "</D:href><D:propstat><D:prop><D:resourcetype><D:collection/></D:resourcetype></D:prop>"...)
+		b = append(b, propstatOK...)
+		b = append(b, "</D:response>\n"...)
+	}
 	for _, p := range parts {
 		b = append(b, "<D:response><D:href>"...)
-		b = appendPathEscaped(b, base+p.name)
+		b = appendPathEscaped(b, base+p.Name)
 		b = append(b, "</D:href><D:propstat><D:prop><D:resourcetype/><D:getcontentlength>"...)
-		b = strconv.AppendInt(b, p.size, 10)
+		b = strconv.AppendInt(b, p.Size, 10)
 		b = append(b, "</D:getcontentlength><D:getlastmodified>"...)
-		b = p.modTime.UTC().AppendFormat(b, http.TimeFormat)
+		b = p.Touched.UTC().AppendFormat(b, http.TimeFormat)
 		b = append(b, "</D:getlastmodified></D:prop>"...)
 		b = append(b, propstatOK...)
 		b = append(b, "</D:response>\n"...)
@@ -305,9 +263,8 @@ func (h *Handler) propfindUploads(w http.ResponseWriter, u meta.User, id string,
 }
 
 // assemble answers MOVE …/ID/.file: the parts, in order, become the file
-// at the Destination in one commit, and the upload is removed.
-func (h *Handler) assemble(w http.ResponseWriter, r *http.Request, u meta.User, dir string, files *Handler) (int, error) {
-	const op = "dav.Assemble"
+// at the Destination in one commit, and the upload ends.
+func (h *Handler) assemble(w http.ResponseWriter, r *http.Request, u meta.User, id string, files *Handler) (int, error) {
 	ctx := r.Context()
 	dst, err := files.destination(r)
 	if err != nil {
@@ -316,40 +273,20 @@ func (h *Handler) assemble(w http.ResponseWriter, r *http.Request, u meta.User, 
 		}
 		return 0, err
 	}
-	parts, err := uploadParts(dir)
+	total, err := totalLength(r)
 	if err != nil {
 		return 0, err
 	}
-	var total int64
-	for _, p := range parts {
-		total += p.size
-	}
-	if v := r.Header.Get("OC-Total-Length"); v != "" && v != strconv.FormatInt(total, 10) {
-		// A part is missing: the client sends it and moves again.
-		return 0, errs.Errorf(op, errs.Conflict, "the parts hold %d bytes, %s announced", total, v)
-	}
 	fsys := &FS{D: h.D, UID: u.ID, Name: u.Name}
-	if err := files.confirmWrite(r.WithContext(ctx), fsys, dst); err != nil {
+	if err := files.confirmWrite(r, fsys, dst); err != nil {
 		return 0, err
 	}
 	mtime, hasMtime := ocMtime(r)
-	o := drive.WriteOptions{ExpectedSize: total, ModTime: mtime}
+	o := drive.AssembleOptions{Total: total, ModTime: mtime}
 	o.WantMD5, o.WantSHA1 = ocChecksum(r)
-	fw, err := h.D.Create(ctx, u.ID, dst, o)
+	node, existed, err := h.D.AssembleSession(ctx, u.ID, id, dst, o, h.D.Now())
 	if err != nil {
-		return 0, err
-	}
-	if err := copyParts(ctx, fw, dir, parts); err != nil {
-		fw.Abort()
-		return 0, err
-	}
-	node, err := fw.Commit()
-	if err != nil {
-		return 0, err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		// The file is committed; what is left is only disk the expiry frees.
-		h.Log.Warn("upload folder not removed", "err", err)
+		return 0, uploadErr(err)
 	}
 	hd := w.Header()
 	hd.Set("ETag", ETag(node))
@@ -358,80 +295,8 @@ func (h *Handler) assemble(w http.ResponseWriter, r *http.Request, u meta.User, 
 		hd.Set("X-OC-MTime", "accepted")
 	}
 	setOCChecksum(hd, node)
-	if fw.Existed() {
+	if existed {
 		return http.StatusNoContent, nil
 	}
 	return http.StatusCreated, nil
-}
-
-func copyParts(ctx context.Context, fw *drive.Writer, dir string, parts []uploadPart) error {
-	const op = "dav.Assemble"
-	for _, p := range parts {
-		if err := ctx.Err(); err != nil {
-			return errs.E(op, errs.Canceled, "", err)
-		}
-		f, err := os.Open(filepath.Join(dir, p.name))
-		if err != nil {
-			return errs.E(op, errs.Other, "", err)
-		}
-		_, err = fw.ReadFrom(f)
-		f.Close()
-		if err != nil {
-			if !errs.Classified(err) {
-				err = errs.E(op, errs.Other, "", err)
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// ExpireUploads removes the upload folders untouched since before: uploads
-// the clients gave up on, as abandoned sessions expire.
-func (h *Handler) ExpireUploads(before time.Time) (int, error) {
-	if h.UploadsDir == "" {
-		return 0, nil
-	}
-	users, err := os.ReadDir(h.UploadsDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, ud := range users {
-		ups, err := os.ReadDir(filepath.Join(h.UploadsDir, ud.Name()))
-		if err != nil {
-			continue
-		}
-		for _, up := range ups {
-			dir := filepath.Join(h.UploadsDir, ud.Name(), up.Name())
-			if last, err := lastTouched(dir); err == nil && last.Before(before) {
-				if os.RemoveAll(dir) == nil {
-					n++
-				}
-			}
-		}
-	}
-	return n, nil
-}
-
-// lastTouched is the latest modification time of dir and its parts.
-func lastTouched(dir string) (time.Time, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return time.Time{}, err
-	}
-	last := fi.ModTime()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, e := range ents {
-		if i, err := e.Info(); err == nil && i.ModTime().After(last) {
-			last = i.ModTime()
-		}
-	}
-	return last, nil
 }

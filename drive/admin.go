@@ -65,3 +65,6 @@ func (d *Drive) UserByID(ctx context.Context, id int64) (meta.User, error) {
 // WebSessions is the store of the web page's sessions (package web): the
 // metadata store, which every node sharing it sees.
 func (d *Drive) WebSessions() meta.WebSessions { return d.meta }
+
+// LoginFlows returns the store of the Login Flow v2 sign-ins in progress.
+func (d *Drive) LoginFlows() meta.LoginFlows { return d.meta }

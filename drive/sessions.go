@@ -69,7 +69,9 @@ func (d *Drive) OpenSession(ctx context.Context, ss meta.Session, notBefore, now
 		return "", err
 	}
 	used, err := d.meta.CreateSession(ctx, ss, notBefore, now)
-	if err != nil || used != ss.ID {
+	// A taken id (a caller that derives ids, opening one again) is that
+	// session's reservation, which Reserve found and left as it was.
+	if err != nil && !errs.Is(err, errs.Exists) || err == nil && used != ss.ID {
 		d.releaseSession(context.WithoutCancel(ctx), ss.UserID, ss.ID)
 	}
 	return used, err

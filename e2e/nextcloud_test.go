@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,25 +129,26 @@ func sameTree(t *testing.T, what string, got, want map[string][]byte) {
 	}
 }
 
-// nextcloudcmd uploads a large file in parts; the daemon is killed after
-// some arrived, and the next sync, after a restart, sends only the rest.
+// nextcloudcmd uploads a 300 MiB file in parts; the daemon is killed -9
+// after some were acknowledged (listed in the upload folder, as the client
+// sees them), and the next sync, after a restart, sends only the rest.
 func TestNextcloudcmdResumesAfterCrash(t *testing.T) {
 	testutil.RequireTool(t, "nextcloudcmd")
 	e := start(t)
 	e.addUser("alice", "alice-pw")
 	dir := filepath.Join(t.TempDir(), "a")
-	const size = 48 << 20
+	const size = 300 << 20
 	data := testutil.RandBytes(size)
 	writeTree(t, dir, map[string][]byte{"big.bin": data})
 
 	// The first sync, slowed so the crash comes mid-upload: the daemon is
-	// killed once a part is stored (a file in its uploads folder).
+	// killed once a part is stored.
 	home := filepath.Join(filepath.Dir(dir), ".home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctxFor(t), testutil.RequireTool(t, "nextcloudcmd"), "--non-interactive", "--max-sync-retries", "1",
-		"--uplimit", "8000", "-u", "alice", "-p", "alice-pw", dir, e.d.URL)
+		"--uplimit", "20000", "-u", "alice", "-p", "alice-pw", dir, e.d.URL)
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_DATA_HOME="+home)
 	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -154,15 +157,7 @@ func TestNextcloudcmdResumesAfterCrash(t *testing.T) {
 	}
 	var arrived int64
 	waitFor(t, 90*time.Second, "a stored part", func() bool {
-		arrived = 0
-		filepath.WalkDir(filepath.Join(e.d.DataDir, "ncuploads"), func(p string, de fs.DirEntry, err error) error {
-			if err == nil && de.Type().IsRegular() && !strings.HasPrefix(de.Name(), ".") {
-				if fi, err := de.Info(); err == nil {
-					arrived += fi.Size()
-				}
-			}
-			return nil
-		})
+		arrived = e.arrivedParts("alice", "alice-pw")
 		return arrived > 0
 	})
 	e.d.Kill()
@@ -176,7 +171,34 @@ func TestNextcloudcmdResumesAfterCrash(t *testing.T) {
 	syncClient(t, "nextcloudcmd", dir, e.d.URL, "alice", "alice-pw")
 	_, after := e.traffic()
 	e.mustGet("alice", "alice-pw", "/dav/big.bin", data)
+	t.Logf("%d of %d bytes acknowledged before the crash; the next sync moved %d", arrived, size, after-before)
 	if sent := after - before; sent > size-arrived+(1<<20) {
 		t.Fatalf("the sync after the crash moved %d bytes; %d of %d had arrived before it", sent, arrived, size)
 	}
+}
+
+var contentLength = regexp.MustCompile(`<D:getcontentlength>([0-9]+)</D:getcontentlength>`)
+var uploadFolder = regexp.MustCompile(`<D:href>([^<]*/remote.php/dav/uploads/[^/<]+/[^/<]+/)</D:href>`)
+
+// arrivedParts sums the sizes of the parts listed in user's upload folders:
+// what the server acknowledged of chunked uploads in progress.
+func (e *env) arrivedParts(user, pass string) int64 {
+	e.t.Helper()
+	root := "/remote.php/dav/uploads/" + user + "/"
+	st, b, _ := e.call("PROPFIND", root, user, pass, nil, map[string]string{"Depth": "1"})
+	if st != http.StatusMultiStatus {
+		e.t.Fatalf("PROPFIND %s: %d %s", root, st, b)
+	}
+	var n int64
+	for _, m := range uploadFolder.FindAllSubmatch(b, -1) {
+		st, b, _ := e.call("PROPFIND", string(m[1]), user, pass, nil, map[string]string{"Depth": "1"})
+		if st != http.StatusMultiStatus {
+			continue // assembled or gone meanwhile
+		}
+		for _, c := range contentLength.FindAllSubmatch(b, -1) {
+			v, _ := strconv.ParseInt(string(c[1]), 10, 64)
+			n += v
+		}
+	}
+	return n
 }

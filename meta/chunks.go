@@ -50,13 +50,15 @@ func (s *SQLStore) ChunkData(ctx context.Context, sha string) ([]byte, bool, err
 }
 
 // unreferenced is the condition under which a chunk is garbage: no file holds
-// it, no upload session (migration 003) has received it and no file version
+// it, no upload session (migration 003) has received it, no part of a sync
+// client's chunked upload (migration 032) is made of it and no file version
 // (migration 018) keeps it. It is the one definition of a live chunk:
 // whatever else holds chunks adds its clause here. A file in the trash needs
 // none: its node keeps its file_chunks rows until the item is expunged
 // (trash.go).
 const unreferenced = `NOT EXISTS (SELECT 1 FROM file_chunks fc WHERE fc.chunk_id = chunks.id)
 	AND NOT EXISTS (SELECT 1 FROM session_chunks sc WHERE sc.chunk_id = chunks.id)
+	AND NOT EXISTS (SELECT 1 FROM session_parts sp WHERE sp.chunk_id = chunks.id)
 	AND NOT EXISTS (SELECT 1 FROM version_chunks vc WHERE vc.chunk_id = chunks.id)`
 
 // UnreferencedChunks lists up to limit garbage chunks.

@@ -392,6 +392,19 @@ type Sessions interface {
 	// CountOpenSessions returns how many sessions are open, without
 	// reading their chunks (a gauge reads it at every scrape).
 	CountOpenSessions(ctx context.Context) (int64, error)
+	// PutSessionPart records pieces (chunks stored durably and pinned by
+	// the caller) as the part name of a sync client's chunked upload into
+	// open session id, replacing a part of that name, and touches the
+	// session, in one transaction (sessionparts.go). A missing session is
+	// ErrNoSession (NotFound), a merged one ErrSessionClosed (Conflict).
+	PutSessionPart(ctx context.Context, id, name string, pieces []Chunk, now time.Time) error
+	// SessionPieces returns the pieces of session id's parts, by part name
+	// and place.
+	SessionPieces(ctx context.Context, id string) ([]SessionPiece, error)
+	// SetSessionPath sets the target path of open session id (a chunked
+	// upload whose target is named only by its end); a missing or merged
+	// session is ErrNoSession.
+	SetSessionPath(ctx context.Context, id, path string) error
 	// PutChallenge stores ch for session id, replacing any challenge at the
 	// same index. A missing session is Other.
 	PutChallenge(ctx context.Context, id string, ch Challenge) error
@@ -472,6 +485,7 @@ type Store interface {
 	QuotaRecords
 	WebSessions
 	AppTokens
+	LoginFlows
 	NameSearch
 	Versions
 	Trash

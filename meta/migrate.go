@@ -36,6 +36,7 @@ var copyTables = []struct {
 	{"quota_flushes", "upload, user_id, seq, flushed, settled_ns", "", false},
 	{"upload_sessions", "id, user_id, path, size, chunk_size, file_hash, state, received, replaces, result_hash, created_ns, touched_ns", "", false},
 	{"session_chunks", "session_id, idx, chunk_id", "", false},
+	{"session_parts", "session_id, name, seq, chunk_id, touched_ns", "", false},
 	{"upload_challenges", "session_id, idx, nonce, proof, target, expires_ns", "", false},
 	{"file_versions", "id, node_id, user_id, author_id, size, mode, mtime_ns, file_hash, content_md5, content_sha1, saved_ns", "id", false},
 	{"version_chunks", "version_id, idx, chunk_id", "", false},

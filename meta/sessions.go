@@ -264,6 +264,11 @@ func (s *SQLStore) MergeSession(ctx context.Context, id string, f NewFile, resul
 		if _, err := settleTx(ctx, tx, ss.UserID, ss.ID, now); err != nil {
 			return err
 		}
+		// The parts a sync client sent are in the file now (re-cut): their
+		// pieces need not outlive the merge until the session row goes.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM session_parts WHERE session_id = ?`, id); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE upload_sessions SET state = 'merged', received = 0, result_hash = ?, touched_ns = ? WHERE id = ?`,
 			resultHash, now.UnixNano(), id)
 		return err

@@ -56,9 +56,6 @@ type Config struct {
 	// Previews makes and keeps thumbnails (/api/v1/thumb and the Nextcloud
 	// preview shape); nil answers them 503.
 	Previews *preview.Service
-	// NCUploadsDir keeps the parts of the sync clients' chunked uploads
-	// (dav/ncupload.go); "" answers them 503.
-	NCUploadsDir string
 }
 
 // Server is the HTTP side of the daemon.
@@ -94,7 +91,6 @@ func New(c Config) *Server {
 	}
 	s.metrics = NewMetrics(prometheus.NewRegistry())
 	s.dav = dav.NewHandler(c.Drive, "/dav", s.log)
-	s.dav.UploadsDir = c.NCUploadsDir
 	s.api = api.New(c.Drive, s.log)
 	s.api.Upload = c.Upload
 	s.streamsDone = make(chan struct{})

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"netdisk/drive"
 	"netdisk/errs"
+	"netdisk/meta"
 )
 
 // Login Flow v2 is how the Nextcloud desktop and mobile clients get an app
@@ -22,31 +22,36 @@ import (
 //  1. the client POSTs /index.php/login/v2 and gets a poll token and
 //     endpoint, and a login URL it opens in the user's browser;
 //  2. the user signs in to our page there and grants access to the named
-//     device, which makes an app token (drive.AddToken) named after it;
+//     device;
 //  3. the client, polling the endpoint with its token, gets 404 until then
-//     and once afterwards {server, loginName, appPassword}.
+//     and once afterwards {server, loginName, appPassword}: the app token
+//     (drive.AddToken), named after the device, is made by that poll.
 //
 // The poll token (held by the client) and the login token (in the URL,
 // seen by the browser and its history) are two secrets: whoever sees the
 // login URL can offer a grant but never collect the password. Both carry
-// 256 random bits and are kept by their SHA-256 only. A flow lives
-// LoginFlowTTL on the injected clock, in this node's memory: a flow is a few
-// minutes of one client's sign-in, so losing it to a restart costs a retry;
-// behind several nodes its paths are routed to one (docs/API.md).
+// 256 random bits and are kept by their SHA-256 only, in the metadata store
+// the nodes share (meta.LoginFlows): a flow started through one node is
+// granted through another and polled through either. No password is ever
+// stored: the grant records who granted, and the app token exists only
+// from the poll that collects it. A flow lives LoginFlowTTL on the injected
+// clock.
 
 // LoginFlowTTL is how long a flow can be granted and then collected
 // (Nextcloud's own lifetime, which the clients' timeouts expect).
 const LoginFlowTTL = 20 * time.Minute
 
-// Bounds on what unauthenticated clients can make the node hold or try.
+// Bounds on what unauthenticated clients can make the store hold or try.
 const (
 	// maxLoginFlows caps the pending flows: a start beyond it is refused
 	// (429) until some expire, so starting flows in a loop cannot grow
-	// memory without bound.
+	// the store without bound.
 	maxLoginFlows = 10000
 	// pollMissLimit unknown-token polls from one address per
 	// pollMissWindow are answered 404 as any other; beyond them, 429. A
 	// pending flow's own polls (every few seconds for minutes) never count.
+	// Counted per node: an address guessing through several nodes gets
+	// the limit of each.
 	pollMissLimit  = 20
 	pollMissWindow = time.Minute
 )
@@ -58,171 +63,127 @@ type PollResult struct {
 	AppPassword string `json:"appPassword"`
 }
 
-type loginFlow struct {
-	pollHash, loginHash string
-	device              string
-	server              string
-	expires             time.Time
-	granting            bool // a grant is making the app token
-	result              *PollResult
-}
-
 type missCount struct {
 	start time.Time
 	n     int
 }
 
-// LoginFlows holds the pending flows of one node.
+// LoginFlows runs the flows kept in a store.
 type LoginFlows struct {
 	Now func() time.Time
 	TTL time.Duration
 	Max int // pending flows at most (maxLoginFlows when 0)
 
-	mu      sync.Mutex
-	byPoll  map[string]*loginFlow
-	byLogin map[string]*loginFlow
-	misses  map[string]*missCount
+	store meta.LoginFlows
+
+	mu     sync.Mutex
+	misses map[string]*missCount
 }
 
-// NewLoginFlows returns an empty set of flows on clock now.
-func NewLoginFlows(now func() time.Time) *LoginFlows {
+// NewLoginFlows returns the flows kept in store, on clock now.
+func NewLoginFlows(store meta.LoginFlows, now func() time.Time) *LoginFlows {
 	if now == nil {
 		now = time.Now
 	}
-	return &LoginFlows{Now: now, TTL: LoginFlowTTL, byPoll: map[string]*loginFlow{}, byLogin: map[string]*loginFlow{}, misses: map[string]*missCount{}}
+	return &LoginFlows{Now: now, TTL: LoginFlowTTL, store: store, misses: map[string]*missCount{}}
 }
 
 // Start begins a flow for the device (the client's User-Agent) on server
 // (the base URL the client reached) and returns its poll and login tokens.
-func (f *LoginFlows) Start(device, server string) (pollToken, loginToken string, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.Now()
-	f.sweep(now)
+func (f *LoginFlows) Start(ctx context.Context, device, server string) (pollToken, loginToken string, err error) {
 	limit := f.Max
 	if limit <= 0 {
 		limit = maxLoginFlows
 	}
-	if len(f.byPoll) >= limit {
-		return "", "", errs.Errorf("web.loginflow", errs.Throttled, "too many sign-ins in progress: retry later")
-	}
+	now := f.Now()
 	pollToken, loginToken = randomToken(), randomToken()
-	fl := &loginFlow{pollHash: key(pollToken), loginHash: key(loginToken), device: device, server: server, expires: now.Add(f.TTL)}
-	f.byPoll[fl.pollHash] = fl
-	f.byLogin[fl.loginHash] = fl
+	err = f.store.AddLoginFlow(ctx, meta.LoginFlow{PollHash: key(pollToken), LoginHash: key(loginToken), Device: device, Server: server,
+		Expires: now.Add(f.TTL)}, limit, now)
+	if err != nil {
+		return "", "", err
+	}
 	return pollToken, loginToken, nil
 }
 
-// sweep drops expired flows and address counts; the caller holds mu.
-func (f *LoginFlows) sweep(now time.Time) {
-	for k, fl := range f.byPoll {
-		if !now.Before(fl.expires) {
-			f.drop(fl)
-			delete(f.byPoll, k)
-		}
+var errNoFlow = errs.Errorf("web.loginflow", errs.NotFound, "no such sign-in, or it expired")
+
+// noFlow answers every flow the store does not have as one error, whatever
+// the store's words: unknown, expired, granted, collected look the same.
+func noFlow(err error) error {
+	if errs.Is(err, errs.NotFound) {
+		return errNoFlow
 	}
+	return err
+}
+
+// Device names the device of a pending flow by its login token; NotFound
+// for an unknown, expired, or already granted one. The store finds the row
+// by the hash of a 256-bit secret, which tells a timing observer nothing.
+func (f *LoginFlows) Device(ctx context.Context, loginToken string) (string, error) {
+	if loginToken == "" {
+		return "", errNoFlow
+	}
+	fl, err := f.store.PendingLoginFlow(ctx, key(loginToken), f.Now())
+	if err != nil {
+		return "", noFlow(err)
+	}
+	return fl.Device, nil
+}
+
+// Grant marks the flow of loginToken granted by user uid. NotFound for an
+// unknown, expired or already granted flow.
+func (f *LoginFlows) Grant(ctx context.Context, loginToken string, uid int64) error {
+	if loginToken == "" {
+		return errNoFlow
+	}
+	return noFlow(f.store.GrantLoginFlow(ctx, key(loginToken), uid, f.Now()))
+}
+
+// Poll answers a client's poll from address addr: once the flow is granted,
+// mint makes the app password for the granting user and the flow's device
+// and the flow ends (a second poll is NotFound); NotFound while it is
+// pending and for any token that names no flow, alike. Throttled when addr
+// has polled too many unknown tokens lately.
+func (f *LoginFlows) Poll(ctx context.Context, addr, pollToken string, mint func(uid int64, device string) (loginName, appPassword string, err error)) (PollResult, error) {
+	now := f.Now()
+	f.mu.Lock()
 	for a, m := range f.misses {
 		if now.Sub(m.start) >= pollMissWindow {
 			delete(f.misses, a)
 		}
 	}
-}
-
-func (f *LoginFlows) drop(fl *loginFlow) {
-	delete(f.byPoll, fl.pollHash)
-	delete(f.byLogin, fl.loginHash)
-}
-
-// find returns the live flow stored under hash h in m; the caller holds
-// mu. The map finds the entry by the hash of a 256-bit secret, which tells
-// a timing observer nothing; the comparison of the stored hash is constant
-// time all the same, so no path compares a secret byte by byte.
-func (f *LoginFlows) find(m map[string]*loginFlow, token string, now time.Time) *loginFlow {
-	if token == "" {
-		return nil
-	}
-	h := key(token)
-	fl, ok := m[h]
-	if !ok {
-		return nil
-	}
-	if subtle.ConstantTimeCompare([]byte(h), []byte(fl.pollHash)) != 1 && subtle.ConstantTimeCompare([]byte(h), []byte(fl.loginHash)) != 1 {
-		return nil
-	}
-	if !now.Before(fl.expires) {
-		f.drop(fl)
-		return nil
-	}
-	return fl
-}
-
-var errNoFlow = errs.Errorf("web.loginflow", errs.NotFound, "no such sign-in, or it expired")
-
-// Device names the device of a pending flow by its login token; NotFound
-// for an unknown, expired, or already granted one.
-func (f *LoginFlows) Device(loginToken string) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fl := f.find(f.byLogin, loginToken, f.Now())
-	if fl == nil || fl.granting || fl.result != nil {
-		return "", errNoFlow
-	}
-	return fl.device, nil
-}
-
-// Grant completes the flow of loginToken: mint makes the app password for
-// the flow's device (called once, outside the lock: it writes the store).
-// NotFound for an unknown, expired or already granted flow.
-func (f *LoginFlows) Grant(loginToken string, mint func(device string) (loginName, appPassword string, err error)) error {
-	f.mu.Lock()
-	fl := f.find(f.byLogin, loginToken, f.Now())
-	if fl == nil || fl.granting || fl.result != nil {
-		f.mu.Unlock()
-		return errNoFlow
-	}
-	fl.granting = true
-	f.mu.Unlock()
-	name, pass, err := mint(fl.device)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fl.granting = false
-	if err != nil {
-		return err
-	}
-	fl.result = &PollResult{Server: fl.server, LoginName: name, AppPassword: pass}
-	return nil
-}
-
-// Poll answers a client's poll from address addr: the result once the flow
-// is granted (and the flow ends: a second poll is NotFound), NotFound
-// while it is pending and for any token that names no flow, alike.
-// Throttled when addr has polled too many unknown tokens lately.
-func (f *LoginFlows) Poll(addr, pollToken string) (PollResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.Now()
 	m := f.misses[addr]
-	if m != nil && now.Sub(m.start) >= pollMissWindow {
-		delete(f.misses, addr)
-		m = nil
-	}
-	if m != nil && m.n >= pollMissLimit {
+	throttled := m != nil && m.n >= pollMissLimit
+	f.mu.Unlock()
+	if throttled {
 		return PollResult{}, errs.Errorf("web.loginflow", errs.Throttled, "too many polls of unknown sign-ins: retry later")
 	}
-	fl := f.find(f.byPoll, pollToken, now)
-	if fl == nil {
-		if m == nil {
+	var fl meta.LoginFlow
+	err := errNoFlow
+	if pollToken != "" {
+		fl, err = f.store.TakeLoginFlow(ctx, key(pollToken), now)
+	}
+	if errs.Is(err, errs.NotFound) {
+		f.mu.Lock()
+		if m = f.misses[addr]; m == nil {
 			m = &missCount{start: now}
 			f.misses[addr] = m
 		}
 		m.n++
+		f.mu.Unlock()
 		return PollResult{}, errNoFlow
 	}
-	if fl.result == nil {
-		return PollResult{}, errNoFlow
+	if err != nil {
+		return PollResult{}, err
 	}
-	f.drop(fl)
-	return *fl.result, nil
+	if fl.UserID == 0 {
+		return PollResult{}, errNoFlow // pending
+	}
+	name, pass, err := mint(fl.UserID, fl.Device)
+	if err != nil {
+		return PollResult{}, err
+	}
+	return PollResult{Server: fl.Server, LoginName: name, AppPassword: pass}, nil
 }
 
 // deviceName makes a token name (drive.ValidTokenName) of a client's
@@ -281,7 +242,7 @@ func remoteHost(r *http.Request) string {
 
 func (h *Handler) serveFlowStart(w http.ResponseWriter, r *http.Request) {
 	base := baseURL(r)
-	poll, login, err := h.flows.Start(r.UserAgent(), base)
+	poll, login, err := h.flows.Start(r.Context(), r.UserAgent(), base)
 	if err != nil {
 		if errs.Is(err, errs.Throttled) {
 			w.Header().Set("Retry-After", "60")
@@ -312,7 +273,14 @@ func (h *Handler) servePoll(w http.ResponseWriter, r *http.Request) {
 			token = body.Token
 		}
 	}
-	res, err := h.flows.Poll(remoteHost(r), token)
+	res, err := h.flows.Poll(r.Context(), remoteHost(r), token, func(uid int64, device string) (string, string, error) {
+		u, err := h.d.UserByID(r.Context(), uid)
+		if err != nil {
+			return "", "", err
+		}
+		secret, err := mintAppToken(r.Context(), h.d, uid, device)
+		return u.Name, secret, err
+	})
 	if err != nil {
 		if errs.Is(err, errs.Throttled) {
 			w.Header().Set("Retry-After", itoa(int64(pollMissWindow/time.Second)))
@@ -353,7 +321,7 @@ func (h *Handler) serveFlowInfo(w http.ResponseWriter, r *http.Request) {
 	if _, _, _, ok := h.flowSession(w, r); !ok {
 		return
 	}
-	device, err := h.flows.Device(r.PathValue("token"))
+	device, err := h.flows.Device(r.Context(), r.PathValue("token"))
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -368,10 +336,7 @@ func (h *Handler) serveFlowGrant(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	err := h.flows.Grant(r.PathValue("token"), func(device string) (string, string, error) {
-		secret, err := mintAppToken(r.Context(), h.d, uid, device)
-		return name, secret, err
-	})
+	err := h.flows.Grant(r.Context(), r.PathValue("token"), uid)
 	if err != nil {
 		if !errs.Is(err, errs.NotFound) {
 			h.log.Error("web: login flow grant", "user", name, "err", err)

@@ -93,7 +93,7 @@ func New(c Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.flows = NewLoginFlows(c.Sessions.Now)
+	h.flows = NewLoginFlows(c.Drive.LoginFlows(), c.Sessions.Now)
 	fs.WalkDir(static, "static", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
