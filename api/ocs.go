@@ -212,10 +212,10 @@ func (a *API) OCSCapabilities(w http.ResponseWriter, r *http.Request, _ meta.Use
 	sh := &c.FilesSharing
 	sh.APIEnabled, sh.Public.Enabled, sh.Public.MultipleLinks = true, true, true
 	// A link's expiry may be set (it is not by default, so expire_date,
-	// which says a default applies, is off); upload-only links accept
-	// nothing yet (the file drop is not built), read-write links take
-	// uploads over WebDAV.
-	sh.Public.Upload = true
+	// which says a default applies, is off); upload-only links (a file
+	// drop: permissions 4) take uploads through their page, read-write
+	// links through their page and over WebDAV.
+	sh.Public.Upload, sh.Public.UploadFilesDrop = true, true
 	sh.GroupSharing, sh.Group.Enabled = true, true
 	sh.DefaultPermissions = ocsPermRead
 	writeOCS(w, r, ocsCapabilitiesData{
