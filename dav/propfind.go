@@ -85,13 +85,14 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 // newPropWriter returns the writer of req's properties for PROPFIND and
 // SEARCH answers.
 func (h *Handler) newPropWriter(ctx context.Context, fs *FS, req propfindReq) *propWriter {
-	// Ask the lock table per entry only when the user holds any lock.
-	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.Locks.Count(fs.UID) > 0}
+	// Ask the lock table per entry only when the user holds any lock; a
+	// link's visitor is shown none (the owner's tokens are not theirs).
+	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.link == nil && h.Locks.Count(fs.UID) > 0}
 }
 
 // loadQuota reads the user's quota when a requested property needs it.
 func (p *propWriter) loadQuota() error {
-	if !p.needQuota() {
+	if !p.needQuota() || p.h.link != nil {
 		return nil
 	}
 	q, err := p.fs.D.QuotaOf(p.ctx, p.fs.UID)
@@ -177,8 +178,11 @@ func (p *propWriter) hasLive(n meta.Node, l string) bool {
 	case "getcontentlength", "getcontenttype":
 		return !n.IsDir
 	case "quota-used-bytes":
-		return n.IsDir
+		return n.IsDir && p.h.link == nil // a link's visitor has no quota here
 	case "quota-available-bytes":
+		if p.h.link != nil {
+			return false
+		}
 		// Unlimited has no honest number: the property is left out (RFC 4331
 		// lets a server omit it) rather than sending a fake or negative value
 		// some clients choke on.
