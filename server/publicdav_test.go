@@ -221,3 +221,198 @@ func TestSharedPropfindAsksNoMorePerEntry(t *testing.T) {
 		}
 	}
 }
+
+// A link's WebDAV stays inside the link: a read link refuses writes; a
+// read-write link writes as the owner but never removes, moves or replaces
+// its root, never takes locks, searches or sees the owner's lock tokens,
+// and is bound by the owner's locks; a Destination elsewhere (another
+// link, the owner's /dav/, "..") moves nothing; the owner's own share
+// entries show as the empty folders they are (a link never hands a third
+// user's files on); no answer names the owner's folders above the link; a
+// file is served as an attachment and counts a download; an upload-only
+// link answers nothing; a revoked link is refused on the connection that
+// used it.
+func TestLinkDAVStaysInside(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	env := drivetest.New(t, drivetest.Options{Clock: clock})
+	alice := env.AddUser(t, "alice", 0)
+	carol := env.AddUser(t, "carol", 0)
+	d := env.Drive
+	hs := httptest.NewServer(New(Config{Drive: d, Now: clock.Now}).Handler())
+	t.Cleanup(hs.Close)
+	ctx := context.Background()
+	put := func(uid int64, p, body string) {
+		t.Helper()
+		if _, _, err := d.PutFile(ctx, uid, p, drive.PutOptions{Size: int64(len(body))}, strings.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.MkdirAll(ctx, alice.ID, "/hidden-owner-folder/pub/sub"); err != nil {
+		t.Fatal(err)
+	}
+	put(alice.ID, "/hidden-owner-folder/pub/a.txt", "aaa")
+	put(alice.ID, "/hidden-owner-folder/pub/sub/b.txt", "bbbb")
+	put(alice.ID, "/hidden-owner-folder/secret.txt", "not shared")
+	put(alice.ID, "/a.txt", "alice's other a.txt")
+	put(carol.ID, "/carols/c.txt", "carol's")
+	if _, err := d.ShareWithUser(ctx, carol.ID, "/carols", "alice", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Move(ctx, alice.ID, "/carols", "/hidden-owner-folder/pub/carols", false); err != nil {
+		t.Fatal(err)
+	}
+	link := func(p meta.LinkPerm, o drive.LinkOptions) string {
+		o.Perm = p
+		tok, _, err := d.CreateLink(ctx, alice.ID, "/hidden-owner-folder/pub", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	ro, rw, up := link(meta.LinkRead, drive.LinkOptions{}), link(meta.LinkReadWrite, drive.LinkOptions{}), link(meta.LinkUpload, drive.LinkOptions{})
+	c := &http.Client{Transport: &http.Transport{}}
+	do := func(method, path, body string, hdr map[string]string) (int, string, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		if strings.HasPrefix(path, "/dav/") {
+			req.SetBasicAuth("alice", drivetest.Password("alice"))
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(path, "/dav/") && (strings.Contains(string(b), "hidden-owner-folder") || strings.Contains(string(b), "not shared")) {
+			t.Fatalf("%s %s names what is outside the link: %s", method, path, b)
+		}
+		return resp.StatusCode, string(b), resp.Header
+	}
+	pub := func(tok string) string { return "/public.php/dav/files/" + tok }
+	aliceHas := func(p string) bool {
+		_, err := d.Stat(ctx, alice.ID, p)
+		return err == nil
+	}
+
+	// The owner's share entry inside: an empty folder through the link.
+	st, body, _ := do("PROPFIND", pub(ro)+"/carols/", "", map[string]string{"Depth": "1"})
+	if st != http.StatusMultiStatus || strings.Contains(body, "c.txt") {
+		t.Fatalf("the owner's share entry through the link: %d %s", st, body)
+	}
+	if st, _, _ := do("GET", pub(ro)+"/carols/c.txt", "", nil); st != http.StatusNotFound {
+		t.Fatalf("a file of a share the owner holds, through the link: %d", st)
+	}
+
+	// A read link: reads only.
+	st, body, hd := do("GET", pub(ro)+"/a.txt", "", nil)
+	if st != http.StatusOK || body != "aaa" || !strings.HasPrefix(hd.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("GET through a read link: %d %q %q", st, body, hd.Get("Content-Disposition"))
+	}
+	for _, m := range []string{"PUT", "DELETE", "MKCOL", "PROPPATCH", "LOCK", "SEARCH"} {
+		if st, _, _ := do(m, pub(ro)+"/a.txt", "", nil); st != http.StatusForbidden {
+			t.Fatalf("%s through a read link: %d", m, st)
+		}
+	}
+
+	// A read-write link: writes, inside only.
+	if st, _, _ := do("PUT", pub(rw)+"/new.txt", "new", nil); st != http.StatusCreated || !aliceHas("/hidden-owner-folder/pub/new.txt") {
+		t.Fatalf("PUT through a read-write link: %d", st)
+	}
+	for _, m := range []string{"LOCK", "UNLOCK", "SEARCH", "POST"} {
+		if st, _, _ := do(m, pub(rw)+"/a.txt", "", nil); st != http.StatusForbidden {
+			t.Fatalf("%s through a read-write link: %d", m, st)
+		}
+	}
+	for _, r := range []struct{ method, path, dst string }{
+		{"DELETE", "/", ""},
+		{"PUT", "/", ""},
+		{"MOVE", "/", pub(rw) + "/sub/root"},
+		{"MOVE", "/new.txt", pub(rw) + "/"},
+		{"COPY", "/new.txt", pub(rw) + "/"},
+		{"MOVE", "/new.txt", "/dav/stolen.txt"},
+		{"COPY", "/new.txt", hs.URL + "/dav/stolen.txt"},
+		{"MOVE", "/new.txt", pub(ro) + "/stolen.txt"},
+		{"COPY", "/sub", pub(rw) + "/../../stolen"},
+		{"COPY", "/sub", pub(rw) + "/%2e%2e/stolen"},
+		{"COPY", "/%2e%2e/secret.txt", pub(rw) + "/stolen.txt"},
+	} {
+		hdr := map[string]string{}
+		if r.dst != "" {
+			hdr["Destination"] = r.dst
+		}
+		if st, _, _ := do(r.method, pub(rw)+r.path, "x", hdr); st < 400 {
+			t.Fatalf("%s %s (Destination %q) through a read-write link: %d", r.method, r.path, r.dst, st)
+		}
+	}
+	if !aliceHas("/hidden-owner-folder/pub/new.txt") || aliceHas("/stolen.txt") || aliceHas("/hidden-owner-folder/stolen") || aliceHas("/hidden-owner-folder/pub/sub/root") {
+		t.Fatal("a refused MOVE or COPY changed alice's tree")
+	}
+	if st, _, _ := do("DELETE", pub(rw)+"/new.txt", "", nil); st != http.StatusNoContent || aliceHas("/hidden-owner-folder/pub/new.txt") {
+		t.Fatalf("DELETE through a read-write link: %d", st)
+	}
+	if _, err := d.TrashItemAt(ctx, alice.ID, "/hidden-owner-folder/pub/new.txt"); err != nil {
+		t.Fatalf("alice's trash after a delete through the link: %v", err)
+	}
+
+	// The owner's lock binds the link, whose visitor never sees its token.
+	lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	st, _, hd = do("LOCK", "/dav/hidden-owner-folder/pub/a.txt", lockBody, map[string]string{"Timeout": "Second-600"})
+	token := hd.Get("Lock-Token")
+	if st != http.StatusOK || token == "" {
+		t.Fatalf("alice's LOCK: %d", st)
+	}
+	if st, _, _ := do("PUT", pub(rw)+"/a.txt", "overwritten", nil); st != http.StatusLocked {
+		t.Fatalf("PUT through the link of a file alice locked: %d", st)
+	}
+	st, body, _ = do("PROPFIND", pub(rw)+"/a.txt", "", map[string]string{"Depth": "0"})
+	if st != http.StatusMultiStatus || strings.Contains(body, strings.Trim(token, "<>")) {
+		t.Fatalf("PROPFIND through the link of a file alice locked: %d %s", st, body)
+	}
+	// Alice's lock on her other /a.txt is not the link's /a.txt.
+	if st, _, _ := do("UNLOCK", "/dav/hidden-owner-folder/pub/a.txt", "", map[string]string{"Lock-Token": token}); st != http.StatusNoContent {
+		t.Fatalf("UNLOCK: %d", st)
+	}
+	st, _, hd = do("LOCK", "/dav/a.txt", lockBody, nil)
+	if st != http.StatusOK {
+		t.Fatalf("alice's LOCK of /a.txt: %d", st)
+	}
+	if st, _, _ := do("PUT", pub(rw)+"/a.txt", "through the link", nil); st != http.StatusNoContent {
+		t.Fatalf("PUT through the link while alice locks her /a.txt: %d", st)
+	}
+
+	// An upload-only link is not served here; a revoked one is refused on
+	// the connection that just used it.
+	for _, m := range []string{"PROPFIND", "GET"} {
+		if st, _, _ := do(m, pub(up)+"/", "", map[string]string{"Depth": "1"}); st != http.StatusForbidden {
+			t.Fatalf("%s through an upload-only link: %d", m, st)
+		}
+	}
+	links, err := d.Links(ctx, alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := do("PROPFIND", pub(ro)+"/", "", map[string]string{"Depth": "1"}); st != http.StatusMultiStatus {
+		t.Fatalf("PROPFIND through the read link: %d", st)
+	}
+	if err := d.RevokeLink(ctx, alice.ID, links[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if st, body, _ := do("PROPFIND", pub(ro)+"/", "", map[string]string{"Depth": "1"}); st != http.StatusNotFound || strings.Contains(body, "a.txt") {
+		t.Fatalf("PROPFIND through a revoked link: %d %s", st, body)
+	}
+
+	// A download bound counts whole GETs through WebDAV too.
+	one := link(meta.LinkRead, drive.LinkOptions{MaxDownloads: 1})
+	if st, _, _ := do("GET", pub(one)+"/a.txt", "", map[string]string{"Range": "bytes=0-0"}); st != http.StatusPartialContent {
+		t.Fatalf("ranged GET: %d", st)
+	}
+	if st, _, _ := do("GET", pub(one)+"/a.txt", "", nil); st != http.StatusOK {
+		t.Fatalf("first GET: %d", st)
+	}
+	if st, body, _ := do("GET", pub(one)+"/a.txt", "", nil); st != http.StatusNotFound || body != "no such link\n" {
+		t.Fatalf("GET past the download bound: %d %q", st, body)
+	}
+}
