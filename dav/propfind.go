@@ -26,6 +26,8 @@ const MaxPropfindTree = 10000
 
 // propfind answers PROPFIND without opening any file: one Stat, one List (or
 // Tree) and one batched query for dead properties, streamed as it is built.
+// A Depth 1 listing and its properties are asked of the drive at once
+// (ListDirProps), so a path through a share is resolved once.
 func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
 	ctx := r.Context()
 	depth, err := parseDepth(r, -1)
@@ -40,10 +42,12 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 	if err != nil {
 		return 0, errs.E("dav.Propfind", errs.Invalid, name, err)
 	}
+	pw := h.newPropWriter(ctx, fs, req)
 	var self meta.Node
 	var more []meta.Node
 	if depth == 1 {
-		self, more, err = fs.D.ListDir(ctx, fs.UID, name)
+		self, more, pw.dead, pw.writes, err = fs.D.ListDirProps(ctx, fs.UID, name, pw.needDead())
+		pw.known = true
 	} else {
 		self, err = fs.D.Stat(ctx, fs.UID, name)
 	}
@@ -63,8 +67,7 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 			return 0, err
 		}
 	}
-	pw := h.newPropWriter(ctx, fs, req)
-	if pw.needDead() {
+	if pw.needDead() && depth != 1 {
 		if len(more) == 0 {
 			ps, err := fs.D.NodeProps(ctx, self)
 			if err != nil {
@@ -140,7 +143,13 @@ type propWriter struct {
 	quota *drive.Quota
 	locks bool   // the user holds locks: lockdiscovery must look
 	buf   []byte // the response being built, reused
-	miss  []xml.Name
+	// prefix is the handler's prefix escaped as an href.
+	prefix []byte
+	// writes says which nodes the user may change (oc:permissions), as
+	// the listing found it (known) or the drive when first needed.
+	writes drive.Writes
+	known  bool
+	miss   []xml.Name
 
 	// Entries of a folder often share a modification second: the formatted
 	// dates of the last one are reused.

@@ -3,6 +3,7 @@ package drive
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"netdisk/errs"
 	"netdisk/meta"
@@ -70,18 +71,22 @@ func (w where) rootOfLink(op, p string) error {
 }
 
 // rebase maps p, at or below from (both clean), to the same place at or
-// below to.
+// below to. When to is the end of from (a share's entry keeps the shared
+// node's name; a link's root is "/"), the result is the end of p itself:
+// a listing of thousands of entries maps without copying a path.
 func rebase(p, from, to string) string {
 	switch {
 	case p == from:
 		return to
+	case from == to:
+		return p
 	case from == "/":
-		if to == "/" {
-			return p
-		}
 		return to + p
 	case to == "/":
 		return p[len(from):]
+	case strings.HasSuffix(from, to):
+		// to starts with "/": it ends from at a name's boundary.
+		return p[len(from)-len(to):]
 	}
 	return to + p[len(from):]
 }

@@ -416,3 +416,88 @@ func TestLinkDAVStaysInside(t *testing.T) {
 		t.Fatalf("GET past the download bound: %d %q", st, body)
 	}
 }
+
+// oc:permissions tell a sync client what it may change: everything of
+// the user's own and of a writable share or link, nothing (G, read) in a
+// read-only share or through a read link, at every depth, in the user's
+// root (where entries of both kinds sit beside their own files) too.
+func TestSharedPermissions(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	env := drivetest.New(t, drivetest.Options{Clock: clock})
+	alice := env.AddUser(t, "alice", 0)
+	bob := env.AddUser(t, "bob", 0)
+	d := env.Drive
+	hs := httptest.NewServer(New(Config{Drive: d, Now: clock.Now}).Handler())
+	t.Cleanup(hs.Close)
+	ctx := context.Background()
+	for _, p := range []string{"/ro/in.txt", "/rw/in.txt"} {
+		if _, _, err := d.PutFile(ctx, alice.ID, p, drive.PutOptions{Size: 1}, strings.NewReader("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := d.PutFile(ctx, bob.ID, "/mine.txt", drive.PutOptions{Size: 1}, strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ShareWithUser(ctx, alice.ID, "/ro", "bob", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ShareWithUser(ctx, alice.ID, "/rw", "bob", true); err != nil {
+		t.Fatal(err)
+	}
+	roTok, _, err := d.CreateLink(ctx, alice.ID, "/ro", drive.LinkOptions{Perm: meta.LinkRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwTok, _, err := d.CreateLink(ctx, alice.ID, "/rw", drive.LinkOptions{Perm: meta.LinkReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><oc:permissions/></d:prop></d:propfind>`
+	re := regexp.MustCompile(`<D:href>([^<]*)</D:href><D:propstat><D:prop><permissions xmlns="http://owncloud.org/ns">([A-Z]*)</permissions>`)
+	perms := func(user, path, depth string) map[string]string {
+		t.Helper()
+		req, _ := http.NewRequest("PROPFIND", hs.URL+path, strings.NewReader(body))
+		req.Header.Set("Depth", depth)
+		if user != "" {
+			req.SetBasicAuth(user, drivetest.Password(user))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out := map[string]string{}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			out[m[1]] = m[2]
+		}
+		return out
+	}
+	want := map[string]string{
+		"/dav/": "RGDNVCK", "/dav/mine.txt": "RGDNVW",
+		"/dav/ro/": "G", "/dav/ro/in.txt": "G",
+		"/dav/rw/": "RGDNVCK", "/dav/rw/in.txt": "RGDNVW",
+	}
+	got := perms("bob", "/dav/", "1")
+	for _, p := range []string{"/dav/ro/", "/dav/rw/"} {
+		for k, v := range perms("bob", p, "1") {
+			got[k] = v
+		}
+	}
+	for _, p := range []string{"/dav/ro/in.txt", "/dav/rw/in.txt", "/dav/ro/"} {
+		if v := perms("bob", p, "0")[p]; v != want[p] {
+			t.Errorf("Depth 0 %s: oc:permissions %q, want %q", p, v, want[p])
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("bob's %s: oc:permissions %q, want %q", k, got[k], v)
+		}
+	}
+	for tok, w := range map[string]string{roTok: "G", rwTok: "RGDNVW"} {
+		p := "/public.php/dav/files/" + tok + "/in.txt"
+		if v := perms("", "/public.php/dav/files/"+tok+"/", "1")[p]; v != w {
+			t.Errorf("%s: oc:permissions %q, want %q", p, v, w)
+		}
+	}
+}
