@@ -33,6 +33,9 @@ type Handler struct {
 	// SearchScan bounds the candidates one SEARCH evaluates; 0 means
 	// MaxSearchScan.
 	SearchScan int
+
+	// link, when set, makes this a public link's handler (ForLink).
+	link *drive.PublicLink
 }
 
 // NewHandler returns a Handler for the drive.
@@ -53,6 +56,47 @@ func (h *Handler) At(prefix string) *Handler {
 	return &c
 }
 
+// ForLink returns the handler serving public link pl's view under prefix
+// (BASE/public.php/dav/files/TOKEN): a tree whose root "/" is the linked
+// node. Every path a request names (its URL, Destination, the If header's
+// tags) is read in that view and every href written in it, as under any
+// prefix; the drive maps the view onto the owner's tree and decides what
+// the link allows (drive.WithLink: a read link refuses writes, the root is
+// never removed, moved or replaced, nothing outside is reachable). Writes
+// are the owner's. On top of that the handler answers only the methods of
+// files and folders (no LOCK, UNLOCK or SEARCH: the owner's lock table and
+// search reach beyond the link), shows no locks and no quota (the owner's,
+// not the visitor's), serves every file as an attachment and counts a
+// whole GET as one download, and answers errors by their status's text
+// alone. Serve is then called with the link's owner.
+func (h *Handler) ForLink(prefix string, pl drive.PublicLink) *Handler {
+	c := h.At(prefix)
+	c.link = &pl
+	return c
+}
+
+// linkMethods are the methods a link's handler answers.
+var linkMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodOptions: true, "PROPFIND": true,
+	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "MOVE": true, "COPY": true, "PROPPATCH": true,
+}
+
+// lockName is the name of view path name in the lock table: through a
+// link, the owner's path (the only locks there are the owner's).
+func (h *Handler) lockName(name string) string {
+	if h.link == nil {
+		return name
+	}
+	root := h.link.Root.Path
+	switch {
+	case name == "/":
+		return root
+	case root == "/":
+		return name
+	}
+	return root + name
+}
+
 // lockSystem is what x/net/webdav sees: our lock table (davlock) has already decided
 // (confirmWrite) by the time a request reaches it.
 func (h *Handler) lockSystem(uid int64) webdav.LockSystem { return confirmedLS{} }
@@ -68,6 +112,13 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 	}
 	if name == "" {
 		name = "/"
+	}
+	if h.link != nil {
+		if !linkMethods[r.Method] {
+			http.Error(w, r.Method+" is not served through a link", http.StatusForbidden)
+			return
+		}
+		r = r.WithContext(drive.WithLink(r.Context(), *h.link))
 	}
 	if ih, has, err := requestIf(r); err == nil && has {
 		// The drive checks every write against the lock table again, with
@@ -93,6 +144,14 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 		// (drive.Open). A folder's listing, and the 404 of a missing
 		// name, are x/net/webdav's.
 		rd, oerr := fs.D.Open(r.Context(), fs.UID, name)
+		if oerr == nil && h.link != nil {
+			oerr = h.linkDownload(w, r, rd)
+			if oerr != nil {
+				rd.Close()
+				err = oerr
+				break
+			}
+		}
 		if oerr == nil {
 			status, err = h.serveFile(w, r, rd)
 			break
@@ -156,7 +215,15 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err
 			h.Log.Log(r.Context(), redishealth.Level(err, slog.LevelError), "webdav", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 		errs.SetErrorHeaders(w.Header(), status)
-		http.Error(w, errs.Message(err), status)
+		msg := errs.Message(err)
+		if errors.Is(err, drive.ErrNoLink) {
+			msg = "no such link" // the answer a random token gets
+		} else if h.link != nil {
+			// An anonymous visitor: a message may name the owner's
+			// folders (an error of the owner's tree as the store put it).
+			msg = http.StatusText(status)
+		}
+		http.Error(w, msg, status)
 		return
 	}
 	if status != 0 {
@@ -180,4 +247,17 @@ func Status(err error) int {
 	default:
 		return errs.HTTPStatus(k)
 	}
+}
+
+// linkDownload prepares the GET or HEAD of a file through a link: always
+// an attachment (the bytes are someone else's, served from the drive's
+// own origin), and a GET of the whole file counts one download (a ranged
+// one resumes a download counted already). drive.ErrNoLink when the
+// link's downloads are used up meanwhile.
+func (h *Handler) linkDownload(w http.ResponseWriter, r *http.Request, rd *drive.Reader) error {
+	w.Header().Set("Content-Disposition", Attachment(rd.Node().Path))
+	if r.Method != http.MethodGet || r.Header.Get("Range") != "" {
+		return nil
+	}
+	return h.D.CountLinkDownload(r.Context(), h.link.Link)
 }

@@ -56,7 +56,7 @@ func (h *Handler) confirmWrite(r *http.Request, fs *FS, names ...string) error {
 		if r.Method == "COPY" && name == reqPath {
 			continue
 		}
-		t := davlock.Target{Path: name, Deep: deep, Membership: h.changesMembership(r, fs, name)}
+		t := davlock.Target{Path: h.lockName(name), Deep: deep, Membership: h.changesMembership(r, fs, name)}
 		if err := davlock.Check(h.Locks, fs.UID, tokens, t); err != nil {
 			return err
 		}
@@ -106,6 +106,7 @@ func (h *Handler) parentLocked(fs *FS, name string) bool {
 	if h.Locks == nil || parent == "" {
 		return false
 	}
+	parent = h.lockName(parent)
 	for _, l := range h.Locks.Covering(fs.UID, parent) {
 		if l.Root == parent && !l.Infinite {
 			return true
@@ -123,6 +124,7 @@ func (h *Handler) confirmMembers(r *http.Request, fs *FS, ih ifHeader, name stri
 		return nil
 	}
 	var direct []davlock.Lock
+	parent = h.lockName(parent)
 	for _, l := range h.Locks.Covering(fs.UID, parent) {
 		if l.Root == parent && !l.Infinite {
 			direct = append(direct, l)
@@ -170,7 +172,9 @@ func (e reqIfEnv) resolve(tag string) (string, bool) {
 	return c, err == nil
 }
 
-func (e reqIfEnv) tokenHolds(token, name string) bool { return e.h.Locks.Holds(e.fs.UID, token, name) }
+func (e reqIfEnv) tokenHolds(token, name string) bool {
+	return e.h.Locks.Holds(e.fs.UID, token, e.h.lockName(name))
+}
 
 func (e reqIfEnv) etag(name string) (string, bool) {
 	n, err := e.fs.D.Stat(e.r.Context(), e.fs.UID, name)

@@ -51,13 +51,30 @@ func OCFileID(n meta.Node) string {
 // ocPermissions are the letters of oc:permissions: G read, D delete, N
 // rename, V move, W write a file, C create a file and K a folder in a
 // folder; R (reshare) is what every owner's item has on Nextcloud and the
-// clients expect beside the others. The drive is its owner's only: every
-// item allows all of them.
-func ocPermissions(n meta.Node) string {
-	if n.IsDir {
+// clients expect beside the others. What the user may change allows all
+// of them; what they may only read (a read-only share, a read link) is G
+// alone, so a sync client neither uploads into it nor deletes from it.
+func ocPermissions(n meta.Node, write bool) string {
+	switch {
+	case !write:
+		return "G"
+	case n.IsDir:
 		return "RGDNVCK"
 	}
 	return "RGDNVW"
+}
+
+// writable reports whether the user may change n, from the listing's
+// answer or, for a PROPFIND that listed nothing, the drive's (asked once).
+func (p *propWriter) writable(n meta.Node) bool {
+	if !p.known {
+		w, err := p.fs.D.WritesAt(p.ctx, p.fs.UID, n.Path)
+		if err != nil {
+			return false // unknown: claim no more than reading
+		}
+		p.writes, p.known = w, true
+	}
+	return p.writes.Allowed(n.Path)
 }
 
 // appendOwnCloud appends the property name of n (isOwnCloud), or reports it
@@ -73,7 +90,7 @@ func (p *propWriter) appendOwnCloud(b []byte, n meta.Node, name xml.Name) ([]byt
 	case "id":
 		return close(append(open(b), OCFileID(n)...)), true
 	case "permissions":
-		return close(append(open(b), ocPermissions(n)...)), true
+		return close(append(open(b), ocPermissions(n, p.writable(n))...)), true
 	case "size":
 		size := n.Size
 		if n.IsDir {

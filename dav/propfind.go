@@ -26,6 +26,8 @@ const MaxPropfindTree = 10000
 
 // propfind answers PROPFIND without opening any file: one Stat, one List (or
 // Tree) and one batched query for dead properties, streamed as it is built.
+// A Depth 1 listing and its properties are asked of the drive at once
+// (ListDirProps), so a path through a share is resolved once.
 func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
 	ctx := r.Context()
 	depth, err := parseDepth(r, -1)
@@ -40,10 +42,12 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 	if err != nil {
 		return 0, errs.E("dav.Propfind", errs.Invalid, name, err)
 	}
+	pw := h.newPropWriter(ctx, fs, req)
 	var self meta.Node
 	var more []meta.Node
 	if depth == 1 {
-		self, more, err = fs.D.ListDir(ctx, fs.UID, name)
+		self, more, pw.dead, pw.writes, err = fs.D.ListDirProps(ctx, fs.UID, name, pw.needDead())
+		pw.known = true
 	} else {
 		self, err = fs.D.Stat(ctx, fs.UID, name)
 	}
@@ -63,8 +67,7 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 			return 0, err
 		}
 	}
-	pw := h.newPropWriter(ctx, fs, req)
-	if pw.needDead() {
+	if pw.needDead() && depth != 1 {
 		if len(more) == 0 {
 			ps, err := fs.D.NodeProps(ctx, self)
 			if err != nil {
@@ -85,13 +88,14 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 // newPropWriter returns the writer of req's properties for PROPFIND and
 // SEARCH answers.
 func (h *Handler) newPropWriter(ctx context.Context, fs *FS, req propfindReq) *propWriter {
-	// Ask the lock table per entry only when the user holds any lock.
-	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.Locks.Count(fs.UID) > 0}
+	// Ask the lock table per entry only when the user holds any lock; a
+	// link's visitor is shown none (the owner's tokens are not theirs).
+	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.link == nil && h.Locks.Count(fs.UID) > 0}
 }
 
 // loadQuota reads the user's quota when a requested property needs it.
 func (p *propWriter) loadQuota() error {
-	if !p.needQuota() {
+	if !p.needQuota() || p.h.link != nil {
 		return nil
 	}
 	q, err := p.fs.D.QuotaOf(p.ctx, p.fs.UID)
@@ -144,6 +148,12 @@ type propWriter struct {
 	// repeats the target's (propfind_write.go).
 	member bool
 	buf    []byte // the response being built, reused
+	// prefix is the handler's prefix escaped as an href.
+	prefix []byte
+	// writes says which nodes the user may change (oc:permissions), as
+	// the listing found it (known) or the drive when first needed.
+	writes drive.Writes
+	known  bool
 	miss   []xml.Name
 
 	// Entries of a folder often share a modification second: the formatted
@@ -182,8 +192,11 @@ func (p *propWriter) hasLive(n meta.Node, l string) bool {
 	case "getcontentlength", "getcontenttype":
 		return !n.IsDir
 	case "quota-used-bytes":
-		return n.IsDir
+		return n.IsDir && p.h.link == nil // a link's visitor has no quota here
 	case "quota-available-bytes":
+		if p.h.link != nil {
+			return false
+		}
 		// Unlimited has no honest number: the property is left out (RFC 4331
 		// lets a server omit it) rather than sending a fake or negative value
 		// some clients choke on.

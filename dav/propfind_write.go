@@ -108,7 +108,15 @@ func (p *propWriter) appendLockedOnly(b []byte, n meta.Node) []byte {
 // response builds one D:response for n into p.buf.
 func (p *propWriter) response(n meta.Node) {
 	b := append(p.buf[:0], "<D:response><D:href>"...)
-	b = appendHref(b, p.h.Prefix, n.Path, n.IsDir)
+	if p.prefix == nil {
+		// Escaped once: through a link the prefix is most of each href.
+		p.prefix = appendPathEscaped([]byte{}, p.h.Prefix)
+	}
+	b = append(b, p.prefix...)
+	b = appendPathEscaped(b, n.Path)
+	if n.IsDir && n.Path != "/" {
+		b = append(b, '/')
+	}
 	b = append(b, "</D:href><D:propstat><D:prop>"...)
 	p.miss = p.miss[:0]
 	switch p.req.mode {

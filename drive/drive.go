@@ -430,6 +430,17 @@ func (d *Drive) TreeBytes(ctx context.Context, uid int64, p string) (int64, erro
 	if err != nil {
 		return 0, err
 	}
+	if s, ok := ctx.Value(linkKey{}).(*linkScope); ok {
+		// Only a link's view is mapped here: a PROPFIND asks this for
+		// every folder it lists, and a resolution through the user's
+		// shares would be one more query each.
+		ctx, w, err := d.resolveLink(ctx, "drive.TreeBytes", s, uid, p, readAccess)
+		if err != nil {
+			return 0, err
+		}
+		n, err := d.meta.TreeBytes(ctx, w.uid, w.path)
+		return n, w.err(err)
+	}
 	return d.meta.TreeBytes(ctx, uid, p)
 }
 
@@ -569,6 +580,9 @@ func (d *Drive) Remove(ctx context.Context, uid int64, p string) error {
 	if err != nil {
 		return err
 	}
+	if err := w.rootOfLink("drive.Remove", p); err != nil {
+		return err
+	}
 	if w.entry {
 		// The recipient's entry: removing it leaves the share.
 		return d.leave(ctx, uid, *w.m)
@@ -609,6 +623,9 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 	}
 	_, wd, err := d.resolve(ctx, "drive.Move", uid, dst, writeAccess)
 	if err != nil {
+		return err
+	}
+	if err := ws.rootOfLink("drive.Move", src); err != nil {
 		return err
 	}
 	ctx = rctx

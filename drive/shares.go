@@ -58,6 +58,9 @@ type where struct {
 	entry bool
 	// mounts are the asker's live entries (for listings of their tree).
 	mounts []meta.Mount
+	// link is set when the view is a public link's (linkscope.go): m is
+	// its root, at "/".
+	link bool
 }
 
 type access int
@@ -72,6 +75,9 @@ const (
 func (d *Drive) resolve(ctx context.Context, op string, uid int64, p string, a access) (context.Context, where, error) {
 	if ctx.Value(resolvedKey{}) != nil {
 		return ctx, where{uid: uid, path: p}, nil
+	}
+	if s, ok := ctx.Value(linkKey{}).(*linkScope); ok {
+		return d.resolveLink(ctx, op, s, uid, p, a)
 	}
 	ctx = context.WithValue(ctx, resolvedKey{}, true)
 	ms, err := d.meta.Mounts(ctx, uid)
@@ -97,7 +103,7 @@ func (d *Drive) resolve(ctx context.Context, op string, uid int64, p string, a a
 			// The shared node is in the owner's trash: nothing is there.
 			return ctx, where{}, errs.E(op, errs.NotFound, p, nil)
 		}
-		w = where{uid: m.OwnerID, path: m.TargetAt + strings.TrimPrefix(p, m.Path), m: &m, entry: p == m.Path}
+		w = where{uid: m.OwnerID, path: rebase(p, m.Path, m.TargetAt), m: &m, entry: p == m.Path}
 		if a == writeAccess && !m.Write {
 			return ctx, where{}, errs.E(op, errs.ReadOnly, p, errors.New("the share is read-only"))
 		}
@@ -129,11 +135,8 @@ func (w where) view(p string) string {
 	if w.m == nil {
 		return p
 	}
-	if p == w.m.TargetAt {
-		return w.m.Path
-	}
-	if vpath.IsBelow(p, w.m.TargetAt) {
-		return w.m.Path + strings.TrimPrefix(p, w.m.TargetAt)
+	if p == w.m.TargetAt || vpath.IsBelow(p, w.m.TargetAt) {
+		return rebase(p, w.m.TargetAt, w.m.Path)
 	}
 	return p
 }
