@@ -85,8 +85,19 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 // newPropWriter returns the writer of req's properties for PROPFIND and
 // SEARCH answers.
 func (h *Handler) newPropWriter(ctx context.Context, fs *FS, req propfindReq) *propWriter {
-	// Ask the lock table per entry only when the user holds any lock.
-	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.Locks.Count(fs.UID) > 0}
+	// Ask the lock table per entry only when it holds any lock on the
+	// user's paths: in their table or in those of the owners of their
+	// shares.
+	locks := false
+	if pls, err := fs.placesOf(ctx); err == nil {
+		for _, uid := range pls.Tables() {
+			if h.Locks.Count(uid) > 0 {
+				locks = true
+				break
+			}
+		}
+	}
+	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: locks}
 }
 
 // loadQuota reads the user's quota when a requested property needs it.
@@ -137,7 +148,7 @@ type propWriter struct {
 	req   propfindReq
 	dead  map[int64][]meta.Prop
 	quota *drive.Quota
-	locks bool   // the user holds locks: lockdiscovery must look
+	locks bool   // locks are held on the user's paths: lockdiscovery must look
 	buf   []byte // the response being built, reused
 	miss  []xml.Name
 
@@ -237,7 +248,7 @@ func (p *propWriter) appendLive(b []byte, n meta.Node, l string) ([]byte, bool) 
 	case "lockdiscovery":
 		b = open(b)
 		if p.locks {
-			b = append(b, p.h.lockDiscoveryXML(p.fs.UID, n.Path)...)
+			b = append(b, p.h.lockDiscoveryXML(p.ctx, p.fs, n.Path)...)
 		}
 		return close(b), true
 	case "quota-used-bytes":
