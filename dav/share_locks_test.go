@@ -92,3 +92,21 @@ func TestShareLocksBindOwnerAndRecipients(t *testing.T) {
 	e.want(201, "bob", "MOVE", "/dav/x", "", "Destination: /dav/y")
 	e.want(204, "alice", "UNLOCK", "/dav/Projects", "", "Lock-Token: <"+at+">")
 }
+
+// A PROPFIND of depth infinity on the recipient's root lists the contents
+// of a read-only share under their entry, and nothing of the owner's
+// outside it.
+func TestSharePropfindInfinity(t *testing.T) {
+	e := startLockEnv(t)
+	e.want(201, "alice", "MKCOL", "/dav/Projects", "")
+	e.want(201, "alice", "MKCOL", "/dav/Projects/x", "")
+	e.want(201, "alice", "PUT", "/dav/Projects/x/f.txt", "v1")
+	e.want(201, "alice", "PUT", "/dav/Projects/other.txt", "v1")
+	if _, err := e.h.D.ShareWithUser(context.Background(), e.users["alice"].ID, "/Projects/x", "bob", false); err != nil {
+		t.Fatal(err)
+	}
+	r := e.want(207, "bob", "PROPFIND", "/dav/", `<propfind xmlns="DAV:"><prop><getcontentlength/></prop></propfind>`, "Depth: infinity")
+	if !strings.Contains(r.body, "<D:href>/dav/x/f.txt</D:href>") || strings.Contains(r.body, "Projects") || strings.Contains(r.body, "other.txt") {
+		t.Fatalf("bob's depth-infinity PROPFIND: want /dav/x/f.txt and nothing of alice's else:\n%s", r.body)
+	}
+}
