@@ -48,6 +48,32 @@ type FS struct {
 	// Name is the user's name: a SEARCH scope may name the user's tree by it
 	// (/files/NAME/…, as the Nextcloud clients send).
 	Name string
+
+	// places maps the user's paths onto the lock table (lockPlace), read
+	// at the request's first use.
+	places *drive.LockPlaces
+}
+
+// lockPlace is where name, a clean path of the user's, lies for the lock
+// table: a path inside a share is the owner's resource (drive.LockPlace).
+func (f *FS) lockPlace(ctx context.Context, name string) (drive.LockPlace, error) {
+	ps, err := f.placesOf(ctx)
+	if err != nil {
+		return drive.LockPlace{}, err
+	}
+	return ps.Of(name), nil
+}
+
+// placesOf reads the user's lock places once per request.
+func (f *FS) placesOf(ctx context.Context) (*drive.LockPlaces, error) {
+	if f.places == nil {
+		ps, err := f.D.LockPlaces(ctx, f.UID)
+		if err != nil {
+			return nil, err
+		}
+		f.places = &ps
+	}
+	return f.places, nil
 }
 
 var _ webdav.FileSystem = (*FS)(nil)

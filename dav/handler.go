@@ -1,6 +1,7 @@
 package dav
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -95,6 +96,17 @@ func (h *Handler) lockName(name string) string {
 		return name
 	}
 	return root + name
+}
+
+// lockPlace is where view path name lies for the lock table: through a
+// link, the owner's path under the link's root (shares do not chain through
+// a link); otherwise the user's path, or the owner's when it is inside a
+// share (FS.lockPlace).
+func (h *Handler) lockPlace(ctx context.Context, fs *FS, name string) (drive.LockPlace, error) {
+	if h.link != nil {
+		return drive.LockPlace{UID: fs.UID, Path: h.lockName(name)}, nil
+	}
+	return fs.lockPlace(ctx, name)
 }
 
 // lockSystem is what x/net/webdav sees: our lock table (davlock) has already decided

@@ -2,6 +2,8 @@ package dav
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -116,15 +118,21 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 		return 0, err
 	}
 
+	// Locks are keyed on the resource: a path inside a share is the
+	// owner's, so the lock binds the owner and every recipient.
+	pl, err := h.lockPlace(ctx, fs, name)
+	if err != nil {
+		return 0, err
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		// Refresh (RFC 4918 §9.10.2): the If header names the lock.
 		if !hasIf {
 			return 0, errs.Errorf(op, errs.Invalid, "LOCK without a body refreshes a lock and needs an If header with its token")
 		}
 		for _, tok := range ih.tokens() {
-			l, err := h.Locks.Refresh(fs.UID, tok, name, timeout)
+			l, err := h.Locks.Refresh(pl.UID, tok, pl.Path, timeout)
 			if err == nil {
-				return h.writeLock(w, l, http.StatusOK, false)
+				return h.writeLock(w, fs, pl, l, http.StatusOK, false)
 			}
 		}
 		return 0, errs.E(op, errs.Precondition, name, errors.New("no lock named in the If header covers this resource"))
@@ -163,9 +171,9 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 			return 0, err
 		}
 	}
-	l, err := h.Locks.Create(fs.UID, davlock.Lock{Root: name, Infinite: infinite, Shared: li.Shared != nil, Owner: li.Owner.inner, Timeout: timeout})
+	l, err := h.Locks.Create(pl.UID, davlock.Lock{Root: pl.Path, Infinite: infinite, Shared: li.Shared != nil, Owner: li.Owner.inner, Timeout: timeout, Creator: fs.UID})
 	if err != nil {
-		return 0, err
+		return 0, pl.Err(err)
 	}
 	status := http.StatusOK
 	if !exists {
@@ -173,12 +181,12 @@ func (h *Handler) handleLock(w http.ResponseWriter, r *http.Request, fs *FS, nam
 		// create it.
 		r = r.WithContext(davlock.WithTokens(ctx, append(ih.tokens(), l.Token)))
 		if err := createEmpty(r, fs, name); err != nil {
-			h.Locks.Unlock(fs.UID, l.Token, name)
+			h.Locks.Unlock(pl.UID, l.Token, pl.Path)
 			return 0, err
 		}
 		status = http.StatusCreated
 	}
-	return h.writeLock(w, l, status, true)
+	return h.writeLock(w, fs, pl, l, status, true)
 }
 
 func createEmpty(r *http.Request, fs *FS, name string) error {
@@ -192,10 +200,10 @@ func createEmpty(r *http.Request, fs *FS, name string) error {
 
 // writeLock sends the LOCK response: the lock in a lockdiscovery property
 // and, for a new lock, its token in the Lock-Token header.
-func (h *Handler) writeLock(w http.ResponseWriter, l davlock.Lock, status int, created bool) (int, error) {
+func (h *Handler) writeLock(w http.ResponseWriter, fs *FS, pl drive.LockPlace, l davlock.Lock, status int, created bool) (int, error) {
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:prop xmlns:D="DAV:"><D:lockdiscovery>`)
-	h.writeActiveLock(&b, l, h.Locks.Now())
+	h.writeActiveLock(&b, fs, pl, l, h.Locks.Now())
 	b.WriteString("</D:lockdiscovery></D:prop>\n")
 	if created {
 		w.Header().Set("Lock-Token", "<"+l.Token+">")
@@ -219,8 +227,12 @@ func (h *Handler) handleUnlock(w http.ResponseWriter, r *http.Request, fs *FS, n
 	if len(v) < 3 || v[0] != '<' || v[len(v)-1] != '>' {
 		return 0, errs.Errorf(op, errs.Invalid, "UNLOCK needs a Lock-Token header: <opaquelocktoken:...>")
 	}
-	if err := h.Locks.Unlock(fs.UID, v[1:len(v)-1], name); err != nil {
+	pl, err := h.lockPlace(r.Context(), fs, name)
+	if err != nil {
 		return 0, err
+	}
+	if err := h.Locks.Unlock(pl.UID, v[1:len(v)-1], pl.Path); err != nil {
+		return 0, pl.Err(err)
 	}
 	return http.StatusNoContent, nil
 }
@@ -252,31 +264,32 @@ func (h *Handler) handleDelete(w http.ResponseWriter, r *http.Request, fs *FS, n
 	return http.StatusNoContent, nil
 }
 
-// activeLocks returns the live locks whose scope includes name (a cleaned
-// path in uid's drive).
-func (h *Handler) activeLocks(uid int64, name string) []davlock.Lock {
-	return h.Locks.Covering(uid, name)
-}
-
 // lockDiscoveryXML returns the content of the DAV:lockdiscovery property of
-// name (a cleaned path): one <D:activelock> per lock covering it (its own and
-// depth-infinity ones of ancestors), or "". Each element declares the D
-// prefix, so it can be embedded under any binding. PROPFIND calls it once per
-// entry: one scan of the user's bounded lock table.
-func (h *Handler) lockDiscoveryXML(uid int64, name string) string {
-	ls := h.activeLocks(uid, name)
+// name (a cleaned path of fs's user): one <D:activelock> per lock covering
+// it (its own and depth-infinity ones of ancestors), or "". Each element
+// declares the D prefix, so it can be embedded under any binding. PROPFIND
+// calls it once per entry: one scan of a bounded lock table.
+func (h *Handler) lockDiscoveryXML(ctx context.Context, fs *FS, name string) string {
+	pl, err := h.lockPlace(ctx, fs, name)
+	if err != nil {
+		return ""
+	}
+	ls := h.Locks.Covering(pl.UID, pl.Path)
 	if len(ls) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	now := h.Locks.Now()
 	for _, l := range ls {
-		h.writeActiveLock(&b, l, now)
+		h.writeActiveLock(&b, fs, pl, l, now)
 	}
 	return b.String()
 }
 
-func (h *Handler) writeActiveLock(b *strings.Builder, l davlock.Lock, now time.Time) {
+// writeActiveLock writes l, found at pl, as fs's user sees it: its root in
+// their terms, and its token only when they took it (another user's token
+// is theirs to use: RFC 4918 §6.4; the element is optional).
+func (h *Handler) writeActiveLock(b *strings.Builder, fs *FS, pl drive.LockPlace, l davlock.Lock, now time.Time) {
 	scope, depth := "exclusive", "0"
 	if l.Shared {
 		scope = "shared"
@@ -293,8 +306,12 @@ func (h *Handler) writeActiveLock(b *strings.Builder, l davlock.Lock, now time.T
 	if l.Owner != "" {
 		b.WriteString("<D:owner>" + l.Owner + "</D:owner>")
 	}
-	fmt.Fprintf(b, `<D:timeout>Second-%d</D:timeout><D:locktoken><D:href>%s</D:href></D:locktoken><D:lockroot><D:href>`, secs, xmlText(l.Token))
-	b.WriteString(xmlText(h.href(l.Root)))
+	fmt.Fprintf(b, `<D:timeout>Second-%d</D:timeout>`, secs)
+	if creator := cmp.Or(l.Creator, pl.UID); creator == fs.UID {
+		fmt.Fprintf(b, `<D:locktoken><D:href>%s</D:href></D:locktoken>`, xmlText(l.Token))
+	}
+	b.WriteString(`<D:lockroot><D:href>`)
+	b.WriteString(xmlText(h.href(pl.View(l.Root))))
 	b.WriteString("</D:href></D:lockroot></D:activelock>")
 }
 

@@ -25,6 +25,7 @@ type lockEnv struct {
 	h     *Handler
 	clock *testutil.Clock
 	url   string
+	users map[string]meta.User
 }
 
 func startLockEnv(t *testing.T) *lockEnv {
@@ -32,7 +33,7 @@ func startLockEnv(t *testing.T) *lockEnv {
 	clock := testutil.NewClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	env := drivetest.New(t, drivetest.Options{Clock: clock})
 	users := map[string]meta.User{}
-	for _, name := range []string{"alice", "bob"} {
+	for _, name := range []string{"alice", "bob", "carol"} {
 		users[name] = env.AddUser(t, name, 0)
 	}
 	h := NewHandler(env.Drive, "/dav", slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -46,7 +47,7 @@ func startLockEnv(t *testing.T) *lockEnv {
 		h.Serve(w, r, u)
 	}))
 	t.Cleanup(hs.Close)
-	return &lockEnv{t: t, h: h, clock: clock, url: hs.URL}
+	return &lockEnv{t: t, h: h, clock: clock, url: hs.URL, users: users}
 }
 
 type resp struct {

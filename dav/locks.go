@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"netdisk/davlock"
+	"netdisk/drive"
 	"netdisk/errs"
 	"netdisk/vpath"
 )
@@ -56,9 +57,22 @@ func (h *Handler) confirmWrite(r *http.Request, fs *FS, names ...string) error {
 		if r.Method == "COPY" && name == reqPath {
 			continue
 		}
-		t := davlock.Target{Path: h.lockName(name), Deep: deep, Membership: h.changesMembership(r, fs, name)}
-		if err := davlock.Check(h.Locks, fs.UID, tokens, t); err != nil {
+		pl, err := h.lockPlace(r.Context(), fs, name)
+		if err != nil {
 			return err
+		}
+		if pl.Entry && (r.Method == http.MethodDelete || r.Method == "MOVE") {
+			// Removing or moving the user's entry of a share changes only
+			// their tree (the drive leaves the shared node alone).
+			pl = drive.LockPlace{UID: fs.UID, Path: name}
+		}
+		membership, err := h.changesMembership(r, fs, name, pl)
+		if err != nil {
+			return err
+		}
+		t := davlock.Target{Path: pl.Path, Deep: deep, Membership: membership}
+		if err := davlock.Check(h.Locks, pl.UID, tokens, t); err != nil {
+			return pl.Err(err)
 		}
 	}
 	return nil
@@ -81,33 +95,32 @@ func lockedError(name, root string) error {
 	return errs.E("dav.confirmWrite", errs.Locked, name, errors.New("locked (lock on "+root+"); submit its lock token in an If header"))
 }
 
-// changesMembership reports whether the request adds or removes name as a
-// member of its parent collection.
-func (h *Handler) changesMembership(r *http.Request, fs *FS, name string) bool {
+// changesMembership reports whether the request adds or removes name (at
+// pl in the lock table) as a member of its parent collection.
+func (h *Handler) changesMembership(r *http.Request, fs *FS, name string, pl drive.LockPlace) (bool, error) {
 	switch r.Method {
 	case http.MethodDelete, "MKCOL", "MOVE", "COPY":
-		return true
+		return true, nil
 	case http.MethodPut:
 		// Membership matters only under a depth-0 lock on the parent
 		// (davlock.Check): without one, the answer cannot change anything
 		// and a small PUT is spared a lookup.
-		if !h.parentLocked(fs, name) {
-			return false
+		if !h.parentLocked(pl) {
+			return false, nil
 		}
 		_, err := fs.D.Stat(r.Context(), fs.UID, name)
-		return errs.Is(err, errs.NotFound)
+		return errs.Is(err, errs.NotFound), nil
 	}
-	return false
+	return false, nil
 }
 
-// parentLocked reports whether name's parent carries a depth-0 lock.
-func (h *Handler) parentLocked(fs *FS, name string) bool {
-	parent := vpath.Parent(name)
+// parentLocked reports whether the parent of pl carries a depth-0 lock.
+func (h *Handler) parentLocked(pl drive.LockPlace) bool {
+	parent := vpath.Parent(pl.Path)
 	if h.Locks == nil || parent == "" {
 		return false
 	}
-	parent = h.lockName(parent)
-	for _, l := range h.Locks.Covering(fs.UID, parent) {
+	for _, l := range h.Locks.Covering(pl.UID, parent) {
 		if l.Root == parent && !l.Infinite {
 			return true
 		}
@@ -119,13 +132,16 @@ func (h *Handler) parentLocked(fs *FS, name string) bool {
 // depth-0 lock whose token was not submitted; depth-infinity locks already
 // cover name itself.
 func (h *Handler) confirmMembers(r *http.Request, fs *FS, ih ifHeader, name string) error {
-	parent := vpath.Parent(name)
+	pl, err := h.lockPlace(r.Context(), fs, name)
+	if err != nil {
+		return err
+	}
+	parent := vpath.Parent(pl.Path)
 	if parent == "" {
 		return nil
 	}
 	var direct []davlock.Lock
-	parent = h.lockName(parent)
-	for _, l := range h.Locks.Covering(fs.UID, parent) {
+	for _, l := range h.Locks.Covering(pl.UID, parent) {
 		if l.Root == parent && !l.Infinite {
 			direct = append(direct, l)
 		}
@@ -140,7 +156,7 @@ func (h *Handler) confirmMembers(r *http.Request, fs *FS, ih ifHeader, name stri
 			}
 		}
 	}
-	return lockedError(name, parent)
+	return lockedError(name, vpath.Parent(name))
 }
 
 // ifEnv binds If header evaluation to a request: its host, the user's
@@ -173,7 +189,11 @@ func (e reqIfEnv) resolve(tag string) (string, bool) {
 }
 
 func (e reqIfEnv) tokenHolds(token, name string) bool {
-	return e.h.Locks.Holds(e.fs.UID, token, e.h.lockName(name))
+	pl, err := e.h.lockPlace(e.r.Context(), e.fs, name)
+	if err != nil {
+		return false
+	}
+	return e.h.Locks.Holds(pl.UID, token, pl.Path)
 }
 
 func (e reqIfEnv) etag(name string) (string, bool) {

@@ -88,9 +88,20 @@ func (h *Handler) propfind(w http.ResponseWriter, r *http.Request, fs *FS, name 
 // newPropWriter returns the writer of req's properties for PROPFIND and
 // SEARCH answers.
 func (h *Handler) newPropWriter(ctx context.Context, fs *FS, req propfindReq) *propWriter {
-	// Ask the lock table per entry only when the user holds any lock; a
-	// link's visitor is shown none (the owner's tokens are not theirs).
-	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: h.link == nil && h.Locks.Count(fs.UID) > 0}
+	// Ask the lock table per entry only when it holds any lock on the
+	// user's paths: in their table or in those of the owners of their
+	// shares. A link's visitor is shown none (the owner's tokens are not
+	// theirs).
+	locks := false
+	if pls, err := fs.placesOf(ctx); err == nil && h.link == nil {
+		for _, uid := range pls.Tables() {
+			if h.Locks.Count(uid) > 0 {
+				locks = true
+				break
+			}
+		}
+	}
+	return &propWriter{h: h, fs: fs, ctx: ctx, req: req, locks: locks}
 }
 
 // loadQuota reads the user's quota when a requested property needs it.
@@ -142,7 +153,7 @@ type propWriter struct {
 	req   propfindReq
 	dead  map[int64][]meta.Prop
 	quota *drive.Quota
-	locks bool // the user holds locks: lockdiscovery must look
+	locks bool // locks are held on the user's paths: lockdiscovery must look
 	// member is set while the members of the answer's target are written
 	// (a Depth 1 or infinity listing): allprop leaves out what only
 	// repeats the target's (propfind_write.go).
@@ -255,7 +266,7 @@ func (p *propWriter) appendLive(b []byte, n meta.Node, l string) ([]byte, bool) 
 	case "lockdiscovery":
 		var locks string
 		if p.locks {
-			locks = p.h.lockDiscoveryXML(p.fs.UID, n.Path)
+			locks = p.h.lockDiscoveryXML(p.ctx, p.fs, n.Path)
 		}
 		if locks == "" {
 			return append(b, "<D:lockdiscovery/>"...), true

@@ -96,7 +96,7 @@ const (
 
 // appendLockedOnly appends n's DAV:lockdiscovery when n is locked.
 func (p *propWriter) appendLockedOnly(b []byte, n meta.Node) []byte {
-	locks := p.h.lockDiscoveryXML(p.fs.UID, n.Path)
+	locks := p.h.lockDiscoveryXML(p.ctx, p.fs, n.Path)
 	if locks == "" {
 		return b
 	}

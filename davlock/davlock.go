@@ -21,7 +21,9 @@ import (
 
 // Table is a lock table. Manager keeps it in process; the interface is what
 // a shared one (e.g. in Redis, for several daemons) would implement. Paths
-// are cleaned drive paths; tables are per user.
+// are cleaned drive paths; tables are per user, keyed by the tree a path
+// lies in: a lock a share's recipient takes inside it is in the owner's
+// table (drive.LockPlace), with the recipient as its Creator.
 type Table interface {
 	// Create takes a new lock (Root, Infinite, Shared, Owner, Timeout set)
 	// and returns it with token and expiry; kind Locked on a conflict.
@@ -123,7 +125,24 @@ func refusal(name string, l Lock) error {
 }
 
 func lockedError(name, root string) error {
-	return errs.E("davlock.Check", errs.Locked, name, errors.New("locked (lock on "+root+"); submit its lock token in an If or Lock-Token header"))
+	return errs.E("davlock.Check", errs.Locked, name, &Held{Root: root})
+}
+
+// Held is the cause of a Locked refusal: the lock in the way, named by its
+// root. It is a type, not text, so that a caller answering in another
+// user's terms (a share's recipient) can name the root in theirs: the
+// owner's folder names must not show through a share.
+type Held struct {
+	Root string
+	// Conflict: a new lock was refused (else a write was).
+	Conflict bool
+}
+
+func (h *Held) Error() string {
+	if h.Conflict {
+		return "conflicts with a lock on " + h.Root
+	}
+	return "locked (lock on " + h.Root + "); submit its lock token in an If or Lock-Token header"
 }
 
 type tokensKey struct{}

@@ -32,6 +32,10 @@ type Lock struct {
 	Owner    string        // the owner element's content, as XML
 	Timeout  time.Duration // granted timeout
 	Expires  time.Time
+	// Creator is the user who took the lock: the table's user (0), or a
+	// recipient of a share who locked the owner's resource through it.
+	// Only the creator is shown the token (RFC 4918 §6.4: it is theirs).
+	Creator int64 `json:",omitempty"`
 }
 
 // covers reports whether name is within the lock's scope.
@@ -155,7 +159,7 @@ func (m *Manager) Create(uid int64, l Lock) (Lock, error) {
 	for _, o := range t {
 		overlap := o.covers(l.Root) || l.covers(o.Root)
 		if overlap && (!o.Shared || !l.Shared) {
-			return Lock{}, errs.E(op, errs.Locked, l.Root, fmt.Errorf("conflicts with a lock on %s", o.Root))
+			return Lock{}, errs.E(op, errs.Locked, l.Root, &Held{Root: o.Root, Conflict: true})
 		}
 	}
 	if len(t) >= m.max {

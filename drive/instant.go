@@ -20,7 +20,11 @@ import (
 // (chunker.FileSHA256): the file hash is made of MD5s, which two different
 // contents can share, so without fileSHA ("") nothing is committed. mtime
 // zero means now.
-func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, fileSHA string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
+//
+// holder is whose holdings count: uid, or the recipient writing into uid's
+// tree through a share (the content they hold, not the owner's: naming
+// content proves nothing).
+func (d *Drive) commitHeldContent(ctx context.Context, holder, uid int64, p, fileHash, fileSHA string, size int64, mtime time.Time) (n meta.Node, ok bool, err error) {
 	const op = "drive.PutFile"
 	if p, err = clean(op, p); err != nil {
 		return n, false, err
@@ -32,7 +36,7 @@ func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 	}
 	// Only uid's own files, and among those sharing the file hash (made of
 	// MD5s, which two contents can share) the one with these very bytes.
-	srcID, found, err := d.meta.OwnFileWithContent(ctx, uid, fileHash, size, fileSHA)
+	srcID, found, err := d.HeldContent(ctx, holder, fileHash, size, fileSHA)
 	if err != nil || !found {
 		return n, false, err
 	}
@@ -44,6 +48,32 @@ func (d *Drive) commitHeldContent(ctx context.Context, uid int64, p, fileHash, f
 		return n, false, nil // replaced since it was found: the caller reads the body
 	}
 	return d.commitContent(ctx, op, uid, p, fcs, fileHash, size, mtime)
+}
+
+// HeldContent finds a file with this file hash, size and SHA-256 name that
+// uid can read: one of their own, or one inside a share of another user's
+// they receive. Binding the latter tells them nothing they cannot learn by
+// reading it; the owners' other files never count, so a share is no oracle
+// for content outside it.
+func (d *Drive) HeldContent(ctx context.Context, uid int64, fileHash string, size int64, fileSHA string) (nodeID int64, found bool, err error) {
+	nodeID, found, err = d.meta.OwnFileWithContent(ctx, uid, fileHash, size, fileSHA)
+	if err != nil || found || fileSHA == "" {
+		return nodeID, found, err
+	}
+	ms, err := d.meta.Mounts(ctx, uid)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, m := range ms {
+		if !m.Live() {
+			continue
+		}
+		nodeID, found, err = d.meta.FileWithContentAt(ctx, m.OwnerID, m.TargetAt, fileHash, size, fileSHA)
+		if err != nil || found {
+			return nodeID, found, err
+		}
+	}
+	return 0, false, nil
 }
 
 // commitContent makes p a new version of user uid's made of chunks fcs,

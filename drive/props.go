@@ -2,7 +2,10 @@ package drive
 
 import (
 	"context"
+	"slices"
+	"strings"
 
+	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/vpath"
 )
@@ -22,7 +25,34 @@ func (d *Drive) Tree(ctx context.Context, uid int64, p string, limit int) ([]met
 	if err != nil {
 		return nil, w.err(err)
 	}
-	return d.withEntries(ctx, w, w.nodes(ns)), nil
+	ns = d.withEntries(ctx, w, w.nodes(ns))
+	// The user's entries below p stand for the shared folders: their
+	// contents are part of the walk, in the user's terms. The owner's tree
+	// is read without resolving again, so an entry the owner has in there
+	// is the empty folder it is in their tree: no walk loops through
+	// shares given back and forth.
+	grew := false
+	for _, m := range w.mounts {
+		if !m.Live() || !m.TargetDir || !vpath.IsBelow(m.Path, p) && p != "/" {
+			continue
+		}
+		below, err := d.meta.Tree(ctx, m.OwnerID, m.TargetAt, limit)
+		if errs.Is(err, errs.NotFound) {
+			continue // gone meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		ns = append(ns, where{m: &m}.nodes(below)...)
+		grew = true
+	}
+	if grew {
+		slices.SortFunc(ns, func(a, b meta.Node) int { return strings.Compare(a.Path, b.Path) })
+		if len(ns) > limit+1 {
+			ns = ns[:limit+1] // more than limit: the caller's signal
+		}
+	}
+	return ns, nil
 }
 
 // PropsUnder returns the dead properties of p and its children (or its whole

@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"time"
@@ -25,6 +26,10 @@ type PutOptions struct {
 	FileSHA256 string
 	ModTime    time.Time // zero means now
 	Mode       *uint32   // permission bits; nil keeps the old version's (or the default)
+
+	// holder is the user whose holdings make the upload instant when it
+	// is not the tree's owner: a share's recipient writing into it.
+	holder int64
 }
 
 // PutFile writes body as a new version of p through the same streaming
@@ -35,8 +40,10 @@ type PutOptions struct {
 // new version is committed from it and body is not read at all (instant is
 // true): a caller that answers before reading lets a client that sent
 // Expect: 100-continue never send the bytes. FileHash alone (MD5s, which two
-// contents can share) commits nothing unread. Only uid's own files count, so
-// the answer never tells whether someone else holds the content.
+// contents can share) commits nothing unread. Only files uid can read count
+// (their own, and those in shares they receive: HeldContent), also when p
+// lies in a share, so the answer never tells whether someone else holds the
+// content.
 //
 // The body's read errors keep their kind (the caller marks them where they
 // happen); a failure of the drive (the quota, the ledger, a full disk) has
@@ -54,10 +61,11 @@ func (d *Drive) PutFile(ctx context.Context, uid int64, p string, o PutOptions, 
 		return n, false, err
 	}
 	if wh.m != nil {
-		// Through a share the recipient proves nothing by naming content
-		// the owner holds: never instant, so the answer tells nothing of
-		// what the owner has.
-		o.FileSHA256 = ""
+		// Into the owner's tree, but instant only for content the
+		// recipient holds (HeldContent): naming content the owner alone
+		// holds proves nothing, and the answer must not tell what the
+		// owner has.
+		o.holder = uid
 		n, instant, err = d.PutFile(ctx, wh.uid, wh.path, o, body)
 		return wh.node(n), instant, wh.err(err)
 	}
@@ -84,7 +92,7 @@ func (d *Drive) PutFile(ctx context.Context, uid int64, p string, o PutOptions, 
 		}
 	}
 	if try {
-		n, ok, err := d.commitHeldContent(ctx, uid, p, o.FileHash, o.FileSHA256, o.Size, o.ModTime)
+		n, ok, err := d.commitHeldContent(ctx, cmp.Or(o.holder, uid), uid, p, o.FileHash, o.FileSHA256, o.Size, o.ModTime)
 		if err == nil && ok && o.Mode != nil {
 			// Rare (a client sending both): the mode in a second step.
 			if err = d.SetMode(ctx, uid, p, *o.Mode); err == nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"netdisk/davlock"
 	"netdisk/errs"
 	"netdisk/meta"
 	"netdisk/vpath"
@@ -162,6 +163,11 @@ func (w where) nodes(ns []meta.Node) []meta.Node {
 func (w where) err(err error) error {
 	if err == nil || w.m == nil {
 		return err
+	}
+	var h *davlock.Held
+	if errs.Is(err, errs.Locked) && errors.As(err, &h) {
+		// The lock in the way, named as the asker sees it.
+		return LockPlace{m: w.m}.Err(err)
 	}
 	var e *errs.Error
 	if errors.As(err, &e) && e.Path != "" {

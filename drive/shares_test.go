@@ -283,3 +283,37 @@ func TestShareGroup(t *testing.T) {
 		t.Fatalf("bob lost the group's share: %v", err)
 	}
 }
+
+// A walk of the recipient's tree (PROPFIND depth infinity) descends into
+// their entries, read-only ones included, in their terms; an entry the
+// owner has inside the shared folder (bob's folder shared back to alice)
+// is the empty folder it is in her tree: no loop, nothing of bob's twice.
+func TestShareTreeWalksEntries(t *testing.T) {
+	f, _ := shareFixture(t, false)
+	ctx := context.Background()
+	a, b := f.a.ID, f.b.ID
+	_, err := f.d.Mkdir(ctx, b, "/back")
+	must(t, err)
+	f.put(t, b, "/back/c.txt", []byte("bob's"))
+	_, err = f.d.ShareWithUser(ctx, b, "/back", "alice", true)
+	must(t, err)
+	// Alice moves her entry of bob's folder into the folder she shares
+	// with him.
+	must(t, f.d.Move(ctx, a, "/back", "/docs/back", false))
+
+	tree, err := f.d.Tree(ctx, b, "/", 100)
+	must(t, err)
+	var got []string
+	for _, n := range tree {
+		got = append(got, n.Path)
+	}
+	want := "/back /back/c.txt /docs /docs/a.txt /docs/back /docs/sub /docs/sub/b.txt /own.txt"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("bob's tree:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	sub, err := f.d.Tree(ctx, b, "/docs", 100)
+	must(t, err)
+	if len(sub) != 4 || sub[0].Path != "/docs/a.txt" {
+		t.Fatalf("bob's tree of his entry: %+v", sub)
+	}
+}

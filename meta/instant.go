@@ -157,13 +157,26 @@ const maxSameHashContents = 16
 // one per distinct first chunk (copies of one content are one candidate),
 // each one's SHA-256 name with fileSHA.
 func (s *SQLStore) OwnFileWithContent(ctx context.Context, uid int64, fileHash string, size int64, fileSHA string) (int64, bool, error) {
-	const op = "meta.OwnFileWithContent"
+	return s.fileWithContent(ctx, "meta.OwnFileWithContent", uid, "", nil, fileHash, size, fileSHA)
+}
+
+// FileWithContentAt is OwnFileWithContent among uid's files at or below
+// path at: what a share of that node lets its recipients read.
+func (s *SQLStore) FileWithContentAt(ctx context.Context, uid int64, at string, fileHash string, size int64, fileSHA string) (int64, bool, error) {
+	return s.fileWithContent(ctx, "meta.FileWithContentAt", uid, ` AND (n.path = ? OR (n.path >= ? AND n.path < ?))`,
+		[]any{at, at + "/", at + "0"}, fileHash, size, fileSHA)
+}
+
+// fileWithContent is OwnFileWithContent among uid's files that also
+// satisfy where (on nodes n) with its args.
+func (s *SQLStore) fileWithContent(ctx context.Context, op string, uid int64, where string, whereArgs []any, fileHash string, size int64, fileSHA string) (int64, bool, error) {
 	if fileHash == "" || fileSHA == "" {
 		return 0, false, nil
 	}
+	args := append(append([]any{uid, fileHash, size}, whereArgs...), maxSameHashContents)
 	rows, err := s.r.QueryContext(ctx, `SELECT min(n.id) FROM nodes n JOIN file_chunks fc ON fc.node_id = n.id AND fc.idx = 0
-		WHERE n.user_id = ? AND n.file_hash = ? AND n.size = ? AND n.is_dir = 0 AND n.`+LiveNodes+`
-		GROUP BY fc.chunk_id ORDER BY 1 LIMIT ?`, uid, fileHash, size, maxSameHashContents)
+		WHERE n.user_id = ? AND n.file_hash = ? AND n.size = ? AND n.is_dir = 0 AND n.`+LiveNodes+where+`
+		GROUP BY fc.chunk_id ORDER BY 1 LIMIT ?`, args...)
 	ids, err := scanAll(rows, err, func(r rowScanner) (int64, error) {
 		var id int64
 		return id, r.Scan(&id)

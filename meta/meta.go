@@ -430,6 +430,10 @@ type Sessions interface {
 	// its chunks): among a user's files sharing the MD5-made file hash, the
 	// one holding these very bytes. found is false when none does.
 	OwnFileWithContent(ctx context.Context, uid int64, fileHash string, size int64, fileSHA string) (nodeID int64, found bool, err error)
+	// FileWithContentAt is OwnFileWithContent among uid's files at or
+	// below path at (a file or a folder): the content a share of that
+	// node lets its recipients read.
+	FileWithContentAt(ctx context.Context, uid int64, at string, fileHash string, size int64, fileSHA string) (nodeID int64, found bool, err error)
 }
 
 // QuotaRecords are the quota ledger's flush records (quota.go).

@@ -249,7 +249,8 @@ func (s *Service) claim(ctx context.Context, ss session, index int64, c meta.Chu
 // PatchFile asks whether the server holds a whole file with this hash, the
 // session's size and the SHA-256 name fileSHA (chunker.FileSHA256; "" when
 // the client cannot give it: then the answer is always "send the bytes", as
-// for chunks). The user's own copy completes the upload now; another user's
+// for chunks). The user's own copy, or one in a share they receive,
+// completes the upload now; another user's
 // yields a challenge over the whole file when the instant upload policy
 // reveals it (reveal.go), else the same answer as unknown content.
 func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash, fileSHA string) (HashResult, error) {
@@ -298,6 +299,19 @@ func (s *Service) PatchFile(ctx context.Context, uid int64, id, fileHash, fileSH
 			nodeID = own
 		}
 		h.Own = ok
+	}
+	if !h.Own {
+		// Content the user reads in a share of another's is theirs to
+		// bind too (drive.HeldContent: only the shared files count).
+		// Looked up whether or not anyone holds the content, so the time
+		// taken tells nothing either.
+		held, ok, err := s.d.HeldContent(ctx, uid, fileHash, ss.Size, fileSHA)
+		if err != nil {
+			return HashResult{}, err
+		}
+		if ok {
+			nodeID, h.Own, found = held, true, true
+		}
 	}
 	if !found || !h.Own && !s.inst.reveals(h) {
 		return HashResult{}, nil

@@ -281,3 +281,41 @@ func TestSharePathLocks(t *testing.T) {
 		t.Fatalf("bob's lock on his own file: %+v %v", b, err)
 	}
 }
+
+// TestShareContentLocks: the pull lock on content (content:<file hash>,
+// what `netdisk pull --shared-cache` takes) is one lock for the owner and a
+// recipient pulling the same shared file, each naming it by their own path:
+// one transfer between them. A user with no file of that content is refused
+// as for any content they cannot read.
+func TestShareContentLocks(t *testing.T) {
+	d := testutil.StartDaemon(t)
+	ctx := context.Background()
+	for _, u := range []string{"alice", "bob", "carol"} {
+		mustCLI(t, d, "admin", "user", "add", u, "--password", u+"-pass")
+	}
+	alice := client.New(d.URL, "alice", "alice-pass")
+	bob := client.New(d.URL, "bob", "bob-pass")
+	carol := client.New(d.URL, "carol", "carol-pass")
+	res, err := alice.Upload(ctx, "/work/docs/f.bin", strings.NewReader("shared data"), 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.ShareWith(ctx, apitype.NewUserShare{Path: "/work/docs", User: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	content := "content:" + res.FileHash
+	a, err := alice.TryLock(ctx, "pull", content, "alice-laptop", "/work/docs/f.bin")
+	if err != nil || a.Status != "acquired" {
+		t.Fatalf("alice's pull lock: %+v %v", a, err)
+	}
+	b, err := bob.TryLock(ctx, "pull", content, "bob-laptop", "/docs/f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Status == "acquired" {
+		t.Fatalf("bob's pull lock on the shared file's content: %+v (granted beside alice's: two transfers)", b)
+	}
+	if c, err := carol.TryLock(ctx, "pull", content, "carol-laptop", "/docs/f.bin"); err == nil {
+		t.Fatalf("carol, without the share, locking its content: %+v", c)
+	}
+}

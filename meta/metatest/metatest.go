@@ -157,6 +157,7 @@ func Run(t *testing.T, open Open) {
 		{"Challenges", testChallenges},
 		{"InstantUploadLookups", testLookups},
 		{"OwnFileWithContent", testOwnFileWithContent},
+		{"FileWithContentAt", testFileWithContentAt},
 		{"QuotaFlushes", testQuotaFlushes},
 		{"Stats", testStats},
 		{"NameSearch", testNameSearch},

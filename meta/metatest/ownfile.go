@@ -50,3 +50,34 @@ func testOwnFileWithContent(t *testing.T, e *env) {
 		t.Errorf("a file in the trash found: %v %v", found, err)
 	}
 }
+
+// testFileWithContentAt: a user's file with the content is found at the
+// path asked or below it (a shared file or folder), never beside it (a
+// sibling whose name starts the same) nor in another user's tree.
+func testFileWithContentAt(t *testing.T, e *env) {
+	a, b := e.user("alice", 0), e.user("bob", 0)
+	c := chunk("c", 4)
+	name := chunker.FileSHA256([]string{c.SHA256})
+	e.mkdir(a, "/d")
+	e.mkdir(a, "/d/sub")
+	e.mkdir(a, "/d2")
+	e.mkdir(a, "/d-x")
+	in := e.commit(a, "/d/sub/in", c)
+	e.commit(a, "/d2/beside", c)
+	e.commit(a, "/d-x/beside", c)
+	e.mkdir(b, "/d")
+	e.commit(b, "/d/other", c)
+	for _, q := range []struct {
+		at   string
+		want int64
+	}{{"/d", in.ID}, {"/d/sub", in.ID}, {"/d/sub/in", in.ID}, {"/d/s", 0}, {"/d/sub/in2", 0}} {
+		id, found, err := e.s.FileWithContentAt(e.ctx, a, q.at, in.FileHash, 4, name)
+		if err != nil || found != (q.want != 0) || id != q.want {
+			t.Errorf("at %s: id %d found %v %v, want %d", q.at, id, found, err, q.want)
+		}
+	}
+	e.must(e.s.Remove(e.ctx, a, "/d/sub"))
+	if _, found, err := e.s.FileWithContentAt(e.ctx, a, "/d", in.FileHash, 4, name); err != nil || found {
+		t.Errorf("a file in the trash found: %v %v", found, err)
+	}
+}
