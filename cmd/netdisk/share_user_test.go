@@ -170,8 +170,12 @@ func shareUsersE2E(t *testing.T, d *testutil.Daemon) {
 	if code, _ := dav("PUT", "/dav/docs/big.bin", strings.Repeat("x", 1100<<10), nil); code != http.StatusInsufficientStorage {
 		t.Fatalf("bob's PUT past alice's quota: %d", code)
 	}
-	// A move between the trees is a copy and a delete for the client.
-	if code, _ := dav("MOVE", "/dav/docs/new.txt", "", map[string]string{"Destination": d.URL + "/dav/new.txt"}); code != http.StatusBadGateway {
+	// A move between the trees is a copy and a delete for the client (of
+	// a file nobody locked: alice's lock on new.txt refuses its move, 423).
+	if code, _ := dav("MOVE", "/dav/docs/new.txt", "", map[string]string{"Destination": d.URL + "/dav/new.txt"}); code != http.StatusLocked {
+		t.Fatalf("bob's MOVE of a file alice locked, out of a share: %d, want 423", code)
+	}
+	if code, _ := dav("MOVE", "/dav/docs/api.txt", "", map[string]string{"Destination": d.URL + "/dav/api.txt"}); code != http.StatusBadGateway {
 		t.Fatalf("bob's MOVE out of a share: %d, want 502", code)
 	}
 
