@@ -615,3 +615,63 @@ func (d *Drive) NodeByIDInView(ctx context.Context, uid, id int64) (meta.Node, e
 	}
 	return meta.Node{}, err
 }
+
+// moveAcross moves ws's node to wd's place in another user's tree: a copy
+// that takes the chunk references (copyAcross: no byte is read or written,
+// the destination's owner is charged), then a delete of the source into
+// its owner's trash, as Remove does. Everything that can refuse is asked
+// before anything changes: the locks on both sides and the destination
+// owner's quota for the whole subtree, so a move that does not fit (507,
+// ENOSPC) leaves both trees as they were. Only a write racing the move
+// between that check and the copy of a folder can still fill the quota
+// midway; what was copied then goes to the destination owner's trash and
+// the source stays.
+func (d *Drive) moveAcross(ctx context.Context, ws, wd where, overwrite bool) error {
+	const op = "drive.Move"
+	for _, m := range ws.mounts {
+		if m.Path == ws.path || vpath.IsBelow(m.Path, ws.path) {
+			// Copied, the entry would be an empty folder and the share
+			// would be left: a third user's share does not change hands.
+			return errs.E(op, errs.CrossTree, ws.path, errors.New("it holds a share of someone else's"))
+		}
+	}
+	if err := d.checkLocks(ctx, ws.uid, davlock.Target{Path: ws.path, Deep: true, Membership: true}); err != nil {
+		return ws.err(err)
+	}
+	if err := d.checkLocks(ctx, wd.uid, davlock.Target{Path: wd.path, Deep: true, Membership: true}); err != nil {
+		return wd.err(err)
+	}
+	_, err := d.meta.Stat(ctx, wd.uid, wd.path)
+	existed := err == nil
+	switch {
+	case existed && !overwrite:
+		return errs.E(op, errs.Exists, wd.view(wd.path), nil)
+	case err != nil && !errs.Is(err, errs.NotFound):
+		return wd.err(err)
+	}
+	need, err := d.meta.SubtreeSize(ctx, ws.uid, ws.path)
+	if err != nil {
+		return ws.err(err)
+	}
+	need += int64(len(vpath.Base(wd.path)) - len(vpath.Base(ws.path)))
+	if err := d.room(op); err != nil {
+		return err
+	}
+	h := d.quota.NewHold(wd.uid)
+	err = h.Grow(ctx, need)
+	// The copy reserves what each piece takes on its own: this hold only
+	// asked whether the whole fits.
+	h.Release(context.WithoutCancel(ctx))
+	if err != nil {
+		return wd.err(d.noteFull(err))
+	}
+	if err := d.copyAcross(ctx, ws, wd, overwrite, true); err != nil {
+		if !existed {
+			if rerr := d.Remove(context.WithoutCancel(ctx), wd.uid, wd.path); rerr != nil && !errs.Is(rerr, errs.NotFound) {
+				d.log.Warn("drive: removing the part of a move between trees that was copied", "user", wd.uid, "err", rerr)
+			}
+		}
+		return wd.err(d.noteFull(err))
+	}
+	return ws.err(d.Remove(ctx, ws.uid, ws.path))
+}
