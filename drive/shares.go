@@ -34,10 +34,12 @@ import (
 // Writes through a writable share are the owner's: the owner's quota, the
 // owner's trash and versions, and the lock table keyed on the owner's
 // resource (checkLocks with the owner's id and path), so both users
-// contend for one lock. A move between two trees (into or out of a share)
-// is errs.CrossTree: WebDAV answers 502 and the mount EXDEV, and clients
-// copy and delete instead; a copy between trees takes the chunk
-// references, never the bytes, charged to the destination's owner.
+// contend for one lock. A copy between two trees (into or out of a share,
+// or between two owners' shares) takes the chunk references, never the
+// bytes, charged to the destination's owner; a move is that copy and a
+// delete of the source into its owner's trash (moveAcross). What cannot
+// change trees (a share's entry, a folder holding one) is errs.CrossTree:
+// WebDAV answers 502 and the mount EXDEV.
 //
 // Shares do not chain: the resolution happens once per operation (the
 // context says it was done), so an entry the owner has inside a shared
