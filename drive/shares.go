@@ -626,8 +626,9 @@ func (d *Drive) NodeByIDInView(ctx context.Context, uid, id int64) (meta.Node, e
 // owner's quota for the whole subtree, so a move that does not fit (507,
 // ENOSPC) leaves both trees as they were. Only a write racing the move
 // between that check and the copy of a folder can still fill the quota
-// midway; what was copied then goes to the destination owner's trash and
-// the source stays.
+// midway, or a lock taken on the source meanwhile refuse its delete; what
+// was copied then goes to the destination owner's trash and the source
+// stays.
 func (d *Drive) moveAcross(ctx context.Context, ws, wd where, overwrite bool) error {
 	const op = "drive.Move"
 	for _, m := range ws.mounts {
@@ -667,13 +668,23 @@ func (d *Drive) moveAcross(ctx context.Context, ws, wd where, overwrite bool) er
 	if err != nil {
 		return wd.err(d.noteFull(err))
 	}
-	if err := d.copyAcross(ctx, ws, wd, overwrite, true); err != nil {
-		if !existed {
-			if rerr := d.Remove(context.WithoutCancel(ctx), wd.uid, wd.path); rerr != nil && !errs.Is(rerr, errs.NotFound) {
-				d.log.Warn("drive: removing the part of a move between trees that was copied", "user", wd.uid, "err", rerr)
-			}
+	undo := func() {
+		if existed {
+			return // overwritten: the old destination is in its versions or trash
 		}
+		if err := d.Remove(context.WithoutCancel(ctx), wd.uid, wd.path); err != nil && !errs.Is(err, errs.NotFound) {
+			d.log.Warn("drive: removing the copy of a move between trees that failed", "user", wd.uid, "err", err)
+		}
+	}
+	if err := d.copyAcross(ctx, ws, wd, overwrite, true); err != nil {
+		undo()
 		return wd.err(d.noteFull(err))
 	}
-	return ws.err(d.Remove(ctx, ws.uid, ws.path))
+	if err := d.Remove(ctx, ws.uid, ws.path); err != nil {
+		// A lock taken on the source meanwhile: the source stays whole,
+		// so the copy goes rather than leaving the content in both places.
+		undo()
+		return ws.err(err)
+	}
+	return nil
 }
