@@ -624,7 +624,7 @@ func (d *Drive) NodeByIDInView(ctx context.Context, uid, id int64) (meta.Node, e
 // its owner's trash, as Remove does. Everything that can refuse is asked
 // before anything changes: the locks on both sides and the destination
 // owner's quota for the whole subtree, so a move that does not fit (507,
-// ENOSPC) leaves both trees as they were. Only a write racing the move
+// EDQUOT on the mount) leaves both trees as they were. Only a write racing the move
 // between that check and the copy of a folder can still fill the quota
 // midway, or a lock taken on the source meanwhile refuse its delete; what
 // was copied then goes to the destination owner's trash and the source
