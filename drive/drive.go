@@ -632,11 +632,13 @@ func (d *Drive) Move(ctx context.Context, uid int64, src, dst string, overwrite 
 	switch {
 	case ws.entry && wd.m == nil:
 		// The recipient moves their entry within their tree: their view.
-	case ws.uid != wd.uid || ws.entry:
-		if err := ws.writable("drive.Move", src); err != nil && !ws.entry {
+	case ws.entry:
+		return errs.E("drive.Move", errs.CrossTree, src, errors.New("a share's entry stays in your own files"))
+	case ws.uid != wd.uid:
+		if err := ws.writable("drive.Move", src); err != nil {
 			return err // a move out deletes: refused by a read-only share first
 		}
-		return errs.E("drive.Move", errs.CrossTree, src, errors.New("a move between your files and a share (or two owners' shares) is a copy and a delete"))
+		return d.moveAcross(ctx, ws, wd, overwrite)
 	case ws.m != nil || wd.m != nil:
 		if err := ws.writable("drive.Move", src); err != nil {
 			return err

@@ -34,10 +34,12 @@ import (
 // Writes through a writable share are the owner's: the owner's quota, the
 // owner's trash and versions, and the lock table keyed on the owner's
 // resource (checkLocks with the owner's id and path), so both users
-// contend for one lock. A move between two trees (into or out of a share)
-// is errs.CrossTree: WebDAV answers 502 and the mount EXDEV, and clients
-// copy and delete instead; a copy between trees takes the chunk
-// references, never the bytes, charged to the destination's owner.
+// contend for one lock. A copy between two trees (into or out of a share,
+// or between two owners' shares) takes the chunk references, never the
+// bytes, charged to the destination's owner; a move is that copy and a
+// delete of the source into its owner's trash (moveAcross). What cannot
+// change trees (a share's entry, a folder holding one) is errs.CrossTree:
+// WebDAV answers 502 and the mount EXDEV.
 //
 // Shares do not chain: the resolution happens once per operation (the
 // context says it was done), so an entry the owner has inside a shared
@@ -614,4 +616,75 @@ func (d *Drive) NodeByIDInView(ctx context.Context, uid, id int64) (meta.Node, e
 		}
 	}
 	return meta.Node{}, err
+}
+
+// moveAcross moves ws's node to wd's place in another user's tree: a copy
+// that takes the chunk references (copyAcross: no byte is read or written,
+// the destination's owner is charged), then a delete of the source into
+// its owner's trash, as Remove does. Everything that can refuse is asked
+// before anything changes: the locks on both sides and the destination
+// owner's quota for the whole subtree, so a move that does not fit (507,
+// EDQUOT on the mount) leaves both trees as they were. Only a write racing the move
+// between that check and the copy of a folder can still fill the quota
+// midway, or a lock taken on the source meanwhile refuse its delete; what
+// was copied then goes to the destination owner's trash and the source
+// stays.
+func (d *Drive) moveAcross(ctx context.Context, ws, wd where, overwrite bool) error {
+	const op = "drive.Move"
+	for _, m := range ws.mounts {
+		if m.Path == ws.path || vpath.IsBelow(m.Path, ws.path) {
+			// Copied, the entry would be an empty folder and the share
+			// would be left: a third user's share does not change hands.
+			return errs.E(op, errs.CrossTree, ws.path, errors.New("it holds a share of someone else's"))
+		}
+	}
+	if err := d.checkLocks(ctx, ws.uid, davlock.Target{Path: ws.path, Deep: true, Membership: true}); err != nil {
+		return ws.err(err)
+	}
+	if err := d.checkLocks(ctx, wd.uid, davlock.Target{Path: wd.path, Deep: true, Membership: true}); err != nil {
+		return wd.err(err)
+	}
+	_, err := d.meta.Stat(ctx, wd.uid, wd.path)
+	existed := err == nil
+	switch {
+	case existed && !overwrite:
+		return errs.E(op, errs.Exists, wd.view(wd.path), nil)
+	case err != nil && !errs.Is(err, errs.NotFound):
+		return wd.err(err)
+	}
+	need, err := d.meta.SubtreeSize(ctx, ws.uid, ws.path)
+	if err != nil {
+		return ws.err(err)
+	}
+	need += int64(len(vpath.Base(wd.path)) - len(vpath.Base(ws.path)))
+	if err := d.room(op); err != nil {
+		return err
+	}
+	h := d.quota.NewHold(wd.uid)
+	err = h.Grow(ctx, need)
+	// The copy reserves what each piece takes on its own: this hold only
+	// asked whether the whole fits.
+	h.Release(context.WithoutCancel(ctx))
+	if err != nil {
+		return wd.err(d.noteFull(err))
+	}
+	undo := func() {
+		if existed {
+			return // overwritten: the old destination is in its versions or trash
+		}
+		if err := d.Remove(context.WithoutCancel(ctx), wd.uid, wd.path); err != nil && !errs.Is(err, errs.NotFound) {
+			d.log.Warn("drive: removing the copy of a move between trees that failed", "user", wd.uid, "err", err)
+		}
+	}
+	if err := d.copyAcross(ctx, ws, wd, overwrite, true); err != nil {
+		undo()
+		return wd.err(d.noteFull(err))
+	}
+	if err := d.Remove(ctx, ws.uid, ws.path); err != nil {
+		// A lock taken on the source meanwhile: the source stays whole,
+		// so the copy goes rather than leaving the content in both places.
+		undo()
+		return ws.err(err)
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ const (
 	TooMany                     // a bound on waiters or queues is reached, retry later: 429 / EIO
 	Unsupported                 // content the operation cannot take (not an image, or one refused for a thumbnail): 415 / EIO
 	ReadOnly                    // a write through a read-only share: 403 / EROFS
-	CrossTree                   // a move between two users' trees (a share and another tree): 502 / EXDEV, so tools copy and delete
+	CrossTree                   // a move that cannot change trees (a share's entry into a share): 502 / EXDEV, so tools copy and delete
 )
 
 // StatusClientClosed is the status recorded for a request whose client went

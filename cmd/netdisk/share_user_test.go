@@ -170,13 +170,23 @@ func shareUsersE2E(t *testing.T, d *testutil.Daemon) {
 	if code, _ := dav("PUT", "/dav/docs/big.bin", strings.Repeat("x", 1100<<10), nil); code != http.StatusInsufficientStorage {
 		t.Fatalf("bob's PUT past alice's quota: %d", code)
 	}
-	// A move between the trees is a copy and a delete for the client (of
-	// a file nobody locked: alice's lock on new.txt refuses its move, 423).
+	// A move out of the share deletes alice's file: her lock binds it.
 	if code, _ := dav("MOVE", "/dav/docs/new.txt", "", map[string]string{"Destination": d.URL + "/dav/new.txt"}); code != http.StatusLocked {
-		t.Fatalf("bob's MOVE of a file alice locked, out of a share: %d, want 423", code)
+		t.Fatalf("bob's MOVE of a file alice locked out of a share: %d, want 423", code)
 	}
-	if code, _ := dav("MOVE", "/dav/docs/api.txt", "", map[string]string{"Destination": d.URL + "/dav/api.txt"}); code != http.StatusBadGateway {
-		t.Fatalf("bob's MOVE out of a share: %d, want 502", code)
+	// One she did not lock moves into bob's tree (the API's move, as
+	// WebDAV's, goes through the drive), and back into hers.
+	if _, err := bob.Move(ctx, "/docs/api.txt", "/api.txt", false); err != nil {
+		t.Fatalf("bob's API move out of a share: %v", err)
+	}
+	if _, err := alice.Stat(ctx, "/docs/api.txt"); client.StatusOf(err) != http.StatusNotFound {
+		t.Fatalf("alice's api.txt after bob moved it out: %v", err)
+	}
+	if code, _ := dav("MOVE", "/dav/api.txt", "", map[string]string{"Destination": d.URL + "/dav/docs/api.txt"}); code != 201 {
+		t.Fatalf("bob's MOVE into a share: %d, want 201", code)
+	}
+	if n, err := alice.Stat(ctx, "/docs/api.txt"); err != nil || n.Size != 3 {
+		t.Fatalf("alice's api.txt after bob moved it back: %+v %v", n, err)
 	}
 
 	var l apitype.UserShareList
