@@ -48,3 +48,53 @@ func TestSearchAPI(t *testing.T) {
 		}
 	}
 }
+
+// The search of the API reaches into the folders shared with the user,
+// read-only ones included, at the user's paths (their entry renamed: the
+// owner's folder name never shows), paged, each node once; nothing of the
+// owner's outside the share.
+func TestSearchAPIInsideShares(t *testing.T) {
+	x := start(t)
+	x.addUser("ann", 0)
+	x.addUser("ben", 0)
+	for _, p := range []string{"/proj", "/proj/deep"} {
+		if st := x.call("ann", "POST", "/api/v1/fs/mkdir", map[string]any{"path": p}, nil); st != 201 {
+			t.Fatalf("mkdir %s: %d", p, st)
+		}
+	}
+	x.sendAll("ann", "/proj/plan.txt", []byte("a"))
+	x.sendAll("ann", "/proj/deep/plan-b.txt", []byte("b"))
+	x.sendAll("ann", "/secret-plan.txt", []byte("c"))
+	x.sendAll("ben", "/plan-own.txt", []byte("d"))
+	if st := x.call("ann", "POST", "/api/v1/user-shares", apitype.NewUserShare{Path: "/proj", User: "ben"}, nil); st != 201 {
+		t.Fatalf("share: %d", st)
+	}
+	if st := x.call("ben", "POST", "/api/v1/fs/move", apitype.MoveRequest{From: "/proj", To: "/from-ann"}, nil); st >= 300 {
+		t.Fatalf("rename the entry: %d", st)
+	}
+	var got []string
+	cursor := ""
+	for pages := 0; pages < 5; pages++ {
+		var res apitype.SearchResult
+		q := url.Values{"q": {"PLAN"}, "limit": {"2"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		if st := x.call("ben", "GET", "/api/v1/search?"+q.Encode(), nil, &res); st != 200 {
+			t.Fatalf("search: %d", st)
+		}
+		for _, n := range res.Hits {
+			got = append(got, n.Path)
+		}
+		if cursor = res.Next; cursor == "" {
+			break
+		}
+	}
+	if strings.Join(got, " ") != "/plan-own.txt /from-ann/deep/plan-b.txt /from-ann/plan.txt" {
+		t.Errorf("ben's search: %v, want his file and the share's two, newest first, each once", got)
+	}
+	var res apitype.SearchResult
+	if st := x.call("ben", "GET", "/api/v1/search?q=b.txt&under=%2Ffrom-ann%2Fdeep", nil, &res); st != 200 || len(res.Hits) != 1 || res.Hits[0].Path != "/from-ann/deep/plan-b.txt" {
+		t.Errorf("ben's search under the share: %d %+v", st, res)
+	}
+}

@@ -12,6 +12,12 @@
 //     starts a new job. The job is created once (SetNX) and each task's
 //     target appended to its list (LPUSH), both in one Store.AddTask.
 //     Every key lives TTL (DefaultTTL 30 min) from its last write.
+//   - A file shared with other users is its owner's (Files.Resource): the
+//     job is (owner, owner's path, bucket) for the owner and every
+//     recipient alike, and a recipient's target keeps them and their path:
+//     their agent gets the work under that path and a digest of the job's
+//     ID (PublicJobID), never the owner's path; at the start a target
+//     whose share is gone fails without bytes.
 //   - The scheduler (Service.Run, every DefaultTick 5 s; Service.Tick is one
 //     pass) starts each Pending job whose window has ended: it takes the
 //     job's lock (package lock, op LockOp) so that of several daemons
@@ -62,6 +68,8 @@ package async
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -147,6 +155,27 @@ type Target struct {
 	Agent     string `json:"agentId"`
 	Container string `json:"containerId,omitempty"`
 	TargetDir string `json:"targetDir"`
+	// User and Path are the requester and the file's path in their tree
+	// when the file is shared with them (the job is the owner's, keyed on
+	// the owner's path); zero for the owner's own request.
+	User int64  `json:"user,omitempty"`
+	Path string `json:"path,omitempty"`
+}
+
+// UserOf is whose agent receives t of job j.
+func (t Target) UserOf(j Job) int64 {
+	if t.User != 0 {
+		return t.User
+	}
+	return j.User
+}
+
+// PathOf is the path of j's file as t's requester names it.
+func (t Target) PathOf(j Job) string {
+	if t.User != 0 {
+		return t.Path
+	}
+	return j.Path
 }
 
 // Result is a target's outcome.
@@ -199,6 +228,18 @@ func WindowEnd(b int64, window time.Duration) time.Time {
 // JobKey is the seed's job key: AsyncDownloadJob:{user}:{path}:{bucket}.
 func JobKey(user int64, path string, bucket int64) string {
 	return fmt.Sprintf("AsyncDownloadJob:%d:%s:%d", user, path, bucket)
+}
+
+// PublicJobID is how job id is shown to user uid: as it is to the job's
+// owner; to a recipient of the shared file, a digest of it (the id names
+// the owner's path, which the recipient must not learn), the same for
+// every recipient of one job.
+func PublicJobID(uid int64, id string) string {
+	if strings.HasPrefix(id, "AsyncDownloadJob:"+strconv.FormatInt(uid, 10)+":") || strings.HasPrefix(id, "AsyncDownloadJob:shared:") {
+		return id
+	}
+	h := sha256.Sum256([]byte(id))
+	return "AsyncDownloadJob:shared:" + hex.EncodeToString(h[:12])
 }
 
 // TargetsKey is the job's targets list key.

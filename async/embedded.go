@@ -134,7 +134,7 @@ func (e *Embedded) Touch(ctx context.Context, jobID string, now time.Time) error
 	work := make([][2]string, 0, 2*len(ts))
 	for _, t := range ts {
 		tasks = append(tasks, t.TaskID)
-		work = append(work, [2]string{AgentKey(j.User, t.Agent, t.Container), t.TaskID}, [2]string{ProgressKey(jobID), t.TaskID})
+		work = append(work, [2]string{AgentKey(t.UserOf(j), t.Agent, t.Container), t.TaskID}, [2]string{ProgressKey(jobID), t.TaskID})
 	}
 	return e.db.AsyncTouch(ctx, jobID, tasks, work, now.Add(e.ttl), now)
 }

@@ -128,7 +128,8 @@ func (r *Redis) AddTask(ctx context.Context, j Job, t Target, task Task, now tim
 }
 
 // touch is Store.Touch: the job's keys, then each target's task, progress
-// and its agent's work hash.
+// and its agent's work hash (the agent of the target's requester, the
+// job's owner unless the target names another).
 var touch = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local exp = ARGV[1]
@@ -139,7 +140,9 @@ for _, raw in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
 	redis.call('PEXPIREAT', t.taskId, exp)
 	local c = t.containerId
 	if type(c) ~= 'string' then c = '' end
-	redis.call('PEXPIREAT', ARGV[2] .. t.agentId .. ':' .. c, exp)
+	local u = ARGV[3]
+	if type(t.user) == 'number' then u = string.format('%d', t.user) end
+	redis.call('PEXPIREAT', ARGV[2] .. u .. ':' .. t.agentId .. ':' .. c, exp)
 end
 return 1
 `)
@@ -151,7 +154,7 @@ func (r *Redis) Touch(ctx context.Context, jobID string, now time.Time) error {
 		return err
 	}
 	n, err := touch.Run(ctx, r.rdb, []string{jobID, TargetsKey(jobID), ResultsKey(jobID), ProgressKey(jobID), IndexKey},
-		now.Add(r.ttl).UnixMilli(), WorkKey(strconv.FormatInt(j.User, 10)+":")).Int()
+		now.Add(r.ttl).UnixMilli(), WorkKey(""), strconv.FormatInt(j.User, 10)).Int()
 	if err != nil {
 		return redisErr(op, err)
 	}

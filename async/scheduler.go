@@ -153,7 +153,9 @@ func (s *Service) start(ctx context.Context, j Job, now time.Time) error {
 	if err != nil {
 		if errs.Is(err, errs.NotFound) || errs.Is(err, errs.IsDir) || errs.Is(err, errs.NotDir) {
 			// The file went away during the window: nothing to deliver.
-			return s.finishAll(ctx, j, now, Failed, "the file no longer exists: "+errs.Message(err))
+			// The message names no path: the job's is the owner's, and
+			// recipients of a shared file read it too.
+			return s.finishAll(ctx, j, now, Failed, "the file no longer exists (moved, deleted or replaced by a folder)")
 		}
 		return err
 	}
@@ -184,12 +186,29 @@ func (s *Service) dispatch(ctx context.Context, j *Job, now time.Time) error {
 		return nil
 	}
 	for _, t := range ts[j.Dispatched:] {
-		w := Work{TaskID: t.TaskID, JobID: j.ID, Path: j.Path, FileName: baseName(j.Path), FileHash: j.FileHash, Size: j.Size,
+		u, p := t.UserOf(*j), t.PathOf(*j)
+		if u != j.User {
+			// Through a share: it may have been revoked or left since the
+			// request, and the bytes go only to whom it still reaches.
+			owner, opath, err := s.files.Resource(ctx, u, p)
+			if err != nil && !errs.Is(err, errs.NotFound) {
+				return err
+			}
+			if err != nil || owner != j.User || opath != j.Path {
+				if _, err := s.st.SetResult(ctx, j.ID, Result{TaskID: t.TaskID, Status: Failed, Message: "the file is no longer shared with you", Time: now}, now); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		// The requester's path, never the owner's: the job's ID names the
+		// owner's path, so a recipient's agent gets another name of it.
+		w := Work{TaskID: t.TaskID, JobID: PublicJobID(u, j.ID), Path: p, FileName: baseName(p), FileHash: j.FileHash, Size: j.Size,
 			Agent: t.Agent, Container: t.Container, TargetDir: t.TargetDir, Deadline: j.Deadline}
-		if err := s.st.AddWork(ctx, j.User, w, now); err != nil {
+		if err := s.st.AddWork(ctx, u, w, now); err != nil {
 			return err
 		}
-		s.wake(AgentKey(j.User, t.Agent, t.Container))
+		s.wake(AgentKey(u, t.Agent, t.Container))
 	}
 	j.Dispatched = len(ts)
 	return s.st.UpdateJob(ctx, *j, now)
@@ -267,7 +286,7 @@ func (s *Service) finishAll(ctx context.Context, j Job, now time.Time, st Status
 		if _, err := s.st.SetResult(ctx, j.ID, Result{TaskID: t.TaskID, Status: st, Message: msg, Time: now}, now); err != nil {
 			return err
 		}
-		if err := s.st.DoneWork(ctx, AgentKey(j.User, t.Agent, t.Container), t.TaskID); err != nil {
+		if err := s.st.DoneWork(ctx, AgentKey(t.UserOf(j), t.Agent, t.Container), t.TaskID); err != nil {
 			return err
 		}
 	}

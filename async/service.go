@@ -30,6 +30,9 @@ type Files interface {
 	PinVersion(ctx context.Context, uid int64, p string) (n meta.Node, chunks []meta.FileChunk, unpin func(), err error)
 	// PinChunks keeps a recorded version's chunks until unpin is called.
 	PinChunks(ctx context.Context, chunks []meta.FileChunk) (unpin func())
+	// Resource names the user's file at p in the tree it lies in: through
+	// a share, the owner's id and path.
+	Resource(ctx context.Context, uid int64, p string) (owner int64, path string, err error)
 }
 
 // Config wires a Service.
@@ -173,6 +176,13 @@ func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 			return Task{}, errs.Errorf(op, errs.NotFound, "no agent %s of yours has connected; start it first or ask to wait for it", name)
 		}
 	}
+	// The job is the owner's file's: requests for a shared file, from its
+	// owner or any recipient, become one job. Each target keeps its
+	// requester and their path, the only path their agent is given.
+	owner, opath, err := s.files.Resource(ctx, r.User, p)
+	if err != nil {
+		return Task{}, err
+	}
 	task := Task{ID: TaskKey(r.User, p, randomID()), User: r.User, Path: p, FileName: path.Base(p),
 		Agent: r.Agent, Container: r.Container, TargetDir: dir, Created: now}
 	// The current window's job, or the next one's if this one started
@@ -180,10 +190,13 @@ func (s *Service) Add(ctx context.Context, r Request) (Task, error) {
 	// added to a job past collecting.
 	b := Bucket(now, s.window)
 	for try := 0; ; try++ {
-		id := JobKey(r.User, p, b)
-		job := Job{ID: id, User: r.User, Path: p, Bucket: b, WindowEnd: WindowEnd(b, s.window), Status: Pending, Created: now}
+		id := JobKey(owner, opath, b)
+		job := Job{ID: id, User: owner, Path: opath, Bucket: b, WindowEnd: WindowEnd(b, s.window), Status: Pending, Created: now}
 		task.JobID = id
 		target := Target{TaskID: task.ID, Agent: r.Agent, Container: r.Container, TargetDir: dir}
+		if r.User != owner {
+			target.User, target.Path = r.User, p
+		}
 		added, err := s.addTo(ctx, job, target, task, now)
 		if err != nil {
 			return Task{}, err

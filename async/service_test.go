@@ -3,9 +3,12 @@ package async_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -553,6 +556,120 @@ func TestLateAddGoesToNextWindow(t *testing.T) {
 		}
 		if s := f.status(late.ID); s != async.Pending {
 			t.Fatalf("late task %s", s)
+		}
+	})
+}
+
+// A file shared with other users is one job for its owner and every
+// recipient asking within a window: keyed on the owner's file, pinned once,
+// each target delivered by its requester's agent under the requester's
+// path (never the owner's, nor in the job id they are shown). A recipient
+// whose share was revoked before the job started gets nothing; the others
+// do.
+func TestSharedFileOneJob(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture) {
+		d := f.env.Drive
+		bob := f.env.AddUser(t, "bob", 0).ID
+		carol := f.env.AddUser(t, "carol", 0).ID
+		if _, err := d.Mkdir(f.ctx, f.uid, "/alices-folder"); err != nil {
+			t.Fatal(err)
+		}
+		f.put("/alices-folder/f.bin", []byte("shared bytes"))
+		for _, u := range []string{"bob", "carol"} {
+			if _, err := d.ShareWithUser(f.ctx, f.uid, "/alices-folder", u, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Move(f.ctx, bob, "/alices-folder", "/from-alice", false); err != nil {
+			t.Fatal(err)
+		}
+		w := f.svc.Window()
+		f.clock.Advance(w - time.Duration(f.clock.Now().Unix()%int64(w/time.Second))*time.Second)
+		add := func(uid int64, p, agent string) async.Task {
+			t.Helper()
+			if err := f.svc.Seen(f.ctx, uid, agent, ""); err != nil {
+				t.Fatal(err)
+			}
+			task, err := f.svc.Add(f.ctx, async.Request{User: uid, Path: p, Agent: agent, TargetDir: "in"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return task
+		}
+		a := add(f.uid, "/alices-folder/f.bin", "a1")
+		b := add(bob, "/from-alice/f.bin", "b1")
+		c := add(carol, "/alices-folder/f.bin", "c1")
+		if a.JobID != b.JobID || a.JobID != c.JobID {
+			t.Fatalf("one shared file in jobs %s, %s, %s", a.JobID, b.JobID, c.JobID)
+		}
+		for _, task := range []async.Task{b, c} {
+			wire := async.WireOf(async.TaskStatus{Task: task})
+			if strings.Contains(wire.JobID, "alices-folder") || strings.Contains(wire.JobID, ":"+strconv.FormatInt(f.uid, 10)+":") {
+				t.Fatalf("a recipient is shown the job %s", wire.JobID)
+			}
+		}
+		if wire := async.WireOf(async.TaskStatus{Task: a}); wire.JobID != a.JobID {
+			t.Fatalf("the owner is shown the job %s, want %s", wire.JobID, a.JobID)
+		}
+		// Carol leaves before the window ends.
+		if err := d.LeaveShare(f.ctx, carol, "/alices-folder"); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(w)
+		f.tick(f.svc)
+		// A running job's refresh keeps the recipient's agent's work alive
+		// too (the embedded store expires on the service's clock).
+		now := f.clock.Now()
+		if err := f.store.Touch(f.ctx, a.JobID, now.Add(25*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if ws, err := f.store.Work(f.ctx, async.AgentKey(bob, "b1", ""), now.Add(35*time.Minute)); err != nil || len(ws) != 1 {
+			t.Fatalf("bob's work after the job's refresh: %+v, %v", ws, err)
+		}
+
+		for _, x := range []struct {
+			uid   int64
+			agent string
+			task  async.Task
+			path  string
+		}{{f.uid, "a1", a, "/alices-folder/f.bin"}, {bob, "b1", b, "/from-alice/f.bin"}} {
+			ws, err := f.svc.Work(f.ctx, x.uid, x.agent, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ws) != 1 || ws[0].TaskID != x.task.ID || ws[0].Path != x.path || ws[0].FileName != "f.bin" {
+				t.Fatalf("%s's work: %+v, want %s", x.agent, ws, x.path)
+			}
+			if raw, _ := json.Marshal(async.WorkWire(ws[0])); x.uid == bob && strings.Contains(string(raw), "alices-folder") {
+				t.Fatalf("bob's agent is given the owner's path: %s", raw)
+			}
+			j, err := f.svc.Content(f.ctx, x.uid, x.task.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := d.OpenVersion(f.ctx, nodeOf(j), j.Chunks)
+			got, err := io.ReadAll(r)
+			r.Close()
+			if err != nil || string(got) != "shared bytes" {
+				t.Fatalf("%s fetched %q, %v", x.agent, got, err)
+			}
+			if err := f.svc.Report(f.ctx, x.uid, x.agent, "", x.task.ID, true, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ws, err := f.svc.Work(f.ctx, carol, "c1", ""); err != nil || len(ws) != 0 {
+			t.Fatalf("carol's agent after she left: %+v, %v", ws, err)
+		}
+		f.tick(f.svc)
+		for _, x := range []struct {
+			uid  int64
+			task async.Task
+			want async.Status
+		}{{f.uid, a, async.Success}, {bob, b, async.Success}, {carol, c, async.Failed}} {
+			st, err := f.svc.Status(f.ctx, x.uid, x.task.ID)
+			if err != nil || st.Status != x.want {
+				t.Fatalf("task of user %d: %+v %v, want %s", x.uid, st, err, x.want)
+			}
 		}
 	})
 }

@@ -7,11 +7,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
 	"netdisk/errs"
 	"netdisk/meta"
+	"netdisk/vpath"
 )
 
 // SearchQuery is a search of a user's drive by name.
@@ -63,6 +65,17 @@ const (
 // non-UTF-8 patterns, a bad cursor (or one from another query), a limit
 // out of range and a bad folder are Invalid; a missing folder is NotFound
 // and a file given as the folder NotDir.
+//
+// The folders shared with uid are searched too, read-only ones included,
+// as a walk of their tree sees them (Tree): each of their entries in
+// scope is matched by the name it has in their tree and stands for the
+// shared node, and the shared folder's contents are searched in the
+// owner's tree and named at uid's paths. The owner's tree is searched
+// without resolving again, so an entry the owner has in there is the
+// empty folder it is in their tree: shares given back and forth do not
+// loop. A node reached by two entries (a folder shared with uid and a
+// folder inside it shared too) is one hit, at its path through the inner
+// entry.
 func (d *Drive) Search(ctx context.Context, uid int64, q SearchQuery) (SearchPage, error) {
 	const op = "drive.Search"
 	switch {
@@ -83,10 +96,14 @@ func (d *Drive) Search(ctx context.Context, uid int64, q SearchQuery) (SearchPag
 			return SearchPage{}, err
 		}
 	}
-	if under != "/" {
-		n, err := d.meta.Stat(ctx, uid, under)
+	ctx, w, err := d.resolve(ctx, op, uid, under, readAccess)
+	if err != nil {
+		return SearchPage{}, err
+	}
+	if w.path != "/" {
+		n, err := d.meta.Stat(ctx, w.uid, w.path)
 		if err != nil {
-			return SearchPage{}, err
+			return SearchPage{}, w.err(err)
 		}
 		if !n.IsDir {
 			return SearchPage{}, errs.E(op, errs.NotDir, under, nil)
@@ -109,15 +126,116 @@ func (d *Drive) Search(ctx context.Context, uid int64, q SearchQuery) (SearchPag
 		}
 		mq.After = pos
 	}
-	hits, more, err := d.meta.SearchNames(ctx, uid, mq)
+	hits, last, err := d.searchViews(ctx, w, under, mq)
 	if err != nil {
 		return SearchPage{}, err
 	}
 	page := SearchPage{Hits: hits}
-	if more && len(hits) > 0 {
-		page.Next = encodeSearchCursor(meta.PosOf(hits[len(hits)-1]), fp)
+	if last != nil {
+		page.Next = encodeSearchCursor(*last, fp)
 	}
 	return page, nil
+}
+
+// searchViews runs mq in the tree w resolved under (the asker's path)
+// into and in the shared folders below it, merges the answers in the
+// search order and returns one page of them, in the asker's terms, and the
+// position the next page continues at (nil when no more).
+func (d *Drive) searchViews(ctx context.Context, w where, under string, mq meta.NameQuery) ([]meta.Node, *meta.SearchPos, error) {
+	type source struct {
+		uid   int64
+		under string
+		w     where
+	}
+	var hits []meta.Node
+	sources := []source{{uid: w.uid, under: w.path, w: w}}
+	entry := make(map[int64]bool)
+	if w.m == nil {
+		for _, m := range w.mounts {
+			entry[m.NodeID] = true
+			if !m.Live() || !vpath.IsBelow(m.Path, under) && under != "/" {
+				continue
+			}
+			// The entry is matched by the name the asker gave it, with the
+			// shared node's time, kind and id (what a listing shows).
+			t, err := d.meta.NodeByID(ctx, m.OwnerID, m.Target)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			t.Path = m.Path
+			if mq.Matches(t) && (mq.After == meta.SearchPos{} || meta.PosOf(t).Follows(mq.After)) {
+				hits = append(hits, t)
+			}
+			if m.TargetDir {
+				sources = append(sources, source{uid: m.OwnerID, under: m.TargetAt, w: where{m: &m}})
+			}
+		}
+	}
+	// A node reached through two entries is named through the innermost
+	// one (the folder shared with the asker directly): deeper shared
+	// folders are searched first, and the first hit of a node is kept.
+	slices.SortStableFunc(sources[1:], func(a, b source) int { return len(b.under) - len(a.under) })
+	// Each tree answers a page of its own; the merged page ends where the
+	// first of them that has more stopped (what follows there may be newer
+	// than another tree's later hits). The asker's own tree is asked for
+	// as many more as there are entries, which it answers as the folder
+	// rows they are in that tree and are dropped here.
+	var cut *meta.SearchPos
+	limit := mq.Limit
+	for i, s := range sources {
+		sq := mq
+		sq.Under = s.under
+		if i == 0 {
+			sq.Limit += len(entry)
+		}
+		found, more, err := d.meta.SearchNames(ctx, s.uid, sq)
+		if errs.Is(err, errs.NotFound) && i > 0 {
+			continue // the shared folder is gone meanwhile
+		}
+		if err != nil {
+			return nil, nil, s.w.err(err)
+		}
+		if more && len(found) > 0 {
+			if p := meta.PosOf(found[len(found)-1]); cut == nil || cut.Follows(p) {
+				cut = &p
+			}
+		}
+		for _, n := range found {
+			if i == 0 && entry[n.ID] {
+				continue
+			}
+			hits = append(hits, s.w.node(n))
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b meta.Node) int {
+		pa, pb := meta.PosOf(a), meta.PosOf(b)
+		switch {
+		case pa == pb:
+			return 0
+		case pb.Follows(pa):
+			return -1
+		}
+		return 1
+	})
+	out := hits[:0]
+	for i, n := range hits {
+		if i > 0 && n.ID == hits[i-1].ID {
+			continue // the same node through a second entry
+		}
+		if cut != nil && meta.PosOf(n).Follows(*cut) {
+			break
+		}
+		out = append(out, n)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		p := meta.PosOf(out[limit-1])
+		return out, &p, nil
+	}
+	if cut != nil {
+		return out, cut, nil
+	}
+	return out, nil, nil
 }
 
 // A cursor is the last hit's place in the order (mtime, id) and a

@@ -3,6 +3,8 @@ package drive_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -313,5 +315,122 @@ func TestShareTreeWalksEntries(t *testing.T) {
 	must(t, err)
 	if len(sub) != 4 || sub[0].Path != "/docs/a.txt" {
 		t.Fatalf("bob's tree of his entry: %+v", sub)
+	}
+}
+
+// Search finds names inside the shares a user receives (read-only ones
+// included) at the user's paths, the same nodes a walk of their tree
+// reaches: their renamed entry by its name in their tree, never the
+// owner's folder name; a node reached through two entries (a folder shared
+// and a folder inside it shared too) once; a share given back into the
+// owner's folder without a loop; a shared file among files only; and the
+// pages of a small limit add up to the whole answer.
+func TestShareSearch(t *testing.T) {
+	f, _ := shareFixture(t, false)
+	ctx := context.Background()
+	a, b := f.a.ID, f.b.ID
+	for i := range 4 {
+		f.put(t, a, fmt.Sprintf("/docs/sub/more%d.txt", i), []byte("x"))
+		f.put(t, b, fmt.Sprintf("/mine%d.txt", i), []byte("y"))
+	}
+	f.put(t, a, "/note.txt", []byte("a note"))
+	_, err := f.d.ShareWithUser(ctx, a, "/note.txt", "bob", false)
+	must(t, err)
+	_, err = f.d.ShareWithUser(ctx, a, "/docs/sub", "bob", false)
+	must(t, err)
+	must(t, f.d.Move(ctx, b, "/docs", "/from-alice", false))
+	_, err = f.d.Mkdir(ctx, b, "/back")
+	must(t, err)
+	f.put(t, b, "/back/c.txt", []byte("bob's"))
+	_, err = f.d.ShareWithUser(ctx, b, "/back", "alice", true)
+	must(t, err)
+	must(t, f.d.Move(ctx, a, "/back", "/docs/back", false))
+
+	// Every page of two, in order, and the cursor of each.
+	all := func(q drive.SearchQuery) []meta.Node {
+		t.Helper()
+		var out []meta.Node
+		for {
+			page, err := f.d.Search(ctx, b, q)
+			must(t, err)
+			if len(page.Hits) > q.Limit {
+				t.Fatalf("page of %d hits over limit %d", len(page.Hits), q.Limit)
+			}
+			out = append(out, page.Hits...)
+			if page.Next == "" {
+				return out
+			}
+			q.Cursor = page.Next
+		}
+	}
+	paths := func(ns []meta.Node) string {
+		var s []string
+		for _, n := range ns {
+			s = append(s, n.Path)
+		}
+		slices.Sort(s)
+		return strings.Join(s, " ")
+	}
+
+	// The walk of bob's tree is what search reaches: every node once.
+	tree, err := f.d.Tree(ctx, b, "/", 1000)
+	must(t, err)
+	treeAt := map[string]int64{}
+	treeIDs := map[int64]bool{}
+	for _, n := range tree {
+		treeAt[n.Path], treeIDs[n.ID] = n.ID, true
+	}
+	everything := all(drive.SearchQuery{Pattern: "*", Glob: true, Limit: 2})
+	seen := map[int64]bool{}
+	for i, n := range everything {
+		if seen[n.ID] {
+			t.Fatalf("%s (node %d) found twice", n.Path, n.ID)
+		}
+		seen[n.ID] = true
+		if id, ok := treeAt[n.Path]; !ok || id != n.ID {
+			t.Fatalf("hit %s (node %d) is not where bob's tree has it", n.Path, n.ID)
+		}
+		if i > 0 && meta.PosOf(everything[i-1]).Follows(meta.PosOf(n)) {
+			t.Fatalf("hits out of order at %s", n.Path)
+		}
+	}
+	if len(seen) != len(treeIDs) {
+		t.Fatalf("search found %d nodes, bob's tree has %d: %s", len(seen), len(treeIDs), paths(everything))
+	}
+	whole, err := f.d.Search(ctx, b, drive.SearchQuery{Pattern: "*", Glob: true, Limit: 1000})
+	must(t, err)
+	if paths(whole.Hits) != paths(everything) {
+		t.Fatalf("pages of two:\n %s\none page:\n %s", paths(everything), paths(whole.Hits))
+	}
+
+	for _, c := range []struct {
+		q    drive.SearchQuery
+		want string
+	}{
+		{drive.SearchQuery{Pattern: "b.txt"}, "/sub/b.txt"},
+		{drive.SearchQuery{Pattern: "a.txt", Limit: 1}, "/from-alice/a.txt"},
+		{drive.SearchQuery{Pattern: "FROM-"}, "/from-alice"},
+		{drive.SearchQuery{Pattern: "docs"}, ""},
+		{drive.SearchQuery{Pattern: "secret"}, ""},
+		{drive.SearchQuery{Pattern: "back"}, "/back /from-alice/back"},
+		{drive.SearchQuery{Pattern: "c.txt"}, "/back/c.txt"},
+		{drive.SearchQuery{Pattern: "note", FilesOnly: true}, "/note.txt"},
+		{drive.SearchQuery{Pattern: "more?.txt", Glob: true, Limit: 3}, "/sub/more0.txt /sub/more1.txt /sub/more2.txt /sub/more3.txt"},
+		{drive.SearchQuery{Pattern: "txt", Under: "/from-alice/sub", Limit: 2}, "/from-alice/sub/b.txt /from-alice/sub/more0.txt /from-alice/sub/more1.txt /from-alice/sub/more2.txt /from-alice/sub/more3.txt"},
+		{drive.SearchQuery{Pattern: ".txt", Under: "/from-alice", Limit: 2}, "/from-alice/a.txt /from-alice/sub/b.txt /from-alice/sub/more0.txt /from-alice/sub/more1.txt /from-alice/sub/more2.txt /from-alice/sub/more3.txt"},
+		{drive.SearchQuery{Pattern: "mine", Limit: 3}, "/mine0.txt /mine1.txt /mine2.txt /mine3.txt"},
+	} {
+		if c.q.Limit == 0 {
+			c.q.Limit = 100
+		}
+		if got := paths(all(c.q)); got != c.want {
+			t.Errorf("search %+v:\n got %q\nwant %q", c.q, got, c.want)
+		}
+	}
+	if _, err := f.d.Search(ctx, b, drive.SearchQuery{Pattern: "x", Under: "/note.txt"}); !errs.Is(err, errs.NotDir) {
+		t.Errorf("search under a shared file: %v", err)
+	}
+	if _, err := f.d.Search(ctx, b, drive.SearchQuery{Pattern: "x", Under: "/from-alice/nope"}); !errs.Is(err, errs.NotFound) || strings.Contains(err.Error(), "/docs") {
+		t.Errorf("search under a missing folder in a share: %v", err)
 	}
 }

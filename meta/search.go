@@ -39,6 +39,28 @@ type SearchPos struct {
 // PosOf returns n's position in the search order.
 func PosOf(n Node) SearchPos { return SearchPos{MTime: n.ModTime.UnixNano(), ID: n.ID} }
 
+// Matches reports whether n answers q's name and node conditions (not
+// Under nor After): for a node a caller found otherwise, such as a
+// recipient's entry of a shared node, which has the entry's name in their
+// view and the shared node's time and kind.
+func (q NameQuery) Matches(n Node) bool {
+	switch {
+	case n.Path == "/" || q.Pattern == "" || !newNameMatcher(q.Pattern, q.Glob).match(n.Name()):
+		return false
+	case !q.ModifiedAfter.IsZero() && n.ModTime.UnixNano() <= q.ModifiedAfter.UnixNano():
+		return false
+	case !q.ModifiedBefore.IsZero() && n.ModTime.UnixNano() >= q.ModifiedBefore.UnixNano():
+		return false
+	}
+	return !q.FilesOnly || !n.IsDir
+}
+
+// Follows reports whether p comes after q in the search order (older, or
+// as old with a lower id): what a search continued at q returns.
+func (p SearchPos) Follows(q SearchPos) bool {
+	return p.MTime < q.MTime || p.MTime == q.MTime && p.ID < q.ID
+}
+
 // NameSearch finds nodes by name.
 type NameSearch interface {
 	// SearchNames returns up to q.Limit of uid's nodes (never the root)
