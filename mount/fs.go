@@ -170,8 +170,8 @@ func (f *FS) MountOptions(fsName string) *fs.Options {
 		MountOptions: fuse.MountOptions{
 			FsName:                   fsName,
 			Name:                     "netdisk",
-			MaxReadAhead:             1 << 20,
-			MaxWrite:                 1 << 20,
+			MaxReadAhead:             readAhead,
+			MaxWrite:                 readAhead,
 			DisableXAttrs:            true,
 			ExplicitDataCacheControl: false,
 			// Mode bits are stored numbers from the server: a setuid bit
