@@ -1,12 +1,13 @@
 package mount
 
 import (
-	"fmt"
+	"bufio"
+	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"strconv"
-
-	"golang.org/x/sys/unix"
+	"strings"
 )
 
 // readAhead is the readahead window, and so the largest read request, the
@@ -23,13 +24,55 @@ const readAhead = 1 << 20
 // the setting, and only root may write it; anyone else keeps 128 KiB, so a
 // failure is logged and the mount goes on.
 func raiseReadAhead(dir string, log *slog.Logger) {
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
-		log.Debug("mount: readahead left at the kernel's default", "err", err)
-		return
+	dev, err := mountDevice(dir)
+	if err == nil {
+		err = os.WriteFile("/sys/class/bdi/"+dev+"/read_ahead_kb", []byte(strconv.Itoa(readAhead>>10)), 0)
 	}
-	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
-	if err := os.WriteFile(p, []byte(strconv.Itoa(readAhead>>10)), 0); err != nil {
+	if err != nil {
 		log.Debug("mount: readahead left at the kernel's default", "err", err)
 	}
+}
+
+// mountDevice returns the device number ("major:minor") of the mount at
+// dir from /proc/self/mountinfo. Not from a stat of dir: that would ask
+// our own filesystem, which would list the root folder and keep the list
+// for the TTL, hiding what is added on the server meanwhile.
+func mountDevice(dir string) (string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	dev := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		// id parent major:minor root mount-point options ...
+		f := strings.Fields(sc.Text())
+		if len(f) > 4 && unescapeMountinfo(f[4]) == dir {
+			dev = f[2] // the last one listed is the one on top
+		}
+	}
+	if dev == "" {
+		return "", errors.New("mount point not in /proc/self/mountinfo: " + dir)
+	}
+	return dev, nil
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space) mountinfo
+// writes in paths.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
