@@ -2,6 +2,8 @@ package mount
 
 import (
 	"context"
+	"io"
+	"log"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -19,7 +21,7 @@ func (s *Staging) Abandon() { s.lock.Close() }
 // MountKeepRoot is Mount that also returns the root folder's node.
 func MountKeepRoot(dir string, f *FS, fsName string) (*fuse.Server, fs.InodeEmbedder, error) {
 	root := f.Root()
-	srv, err := mountRoot(dir, f, root, fsName)
+	srv, err := mountRoot(dir, f, root, f.MountOptions(fsName))
 	return srv, root, err
 }
 
@@ -38,4 +40,13 @@ func SetListPage(n int) (restore func()) {
 	old := listPage
 	listPage = n
 	return func() { listPage = old }
+}
+
+// MountLogged is Mount with go-fuse's log of every request written to w.
+func MountLogged(dir string, f *FS, fsName string, w io.Writer) (*fuse.Server, error) {
+	o := f.MountOptions(fsName)
+	o.Debug = true
+	o.Logger = log.New(w, "", 0)
+	o.MountOptions.Logger = o.Logger
+	return mountRoot(dir, f, f.Root(), o)
 }

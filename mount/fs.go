@@ -168,10 +168,14 @@ func (f *FS) MountOptions(fsName string) *fs.Options {
 		// 000, not be replaced with go-fuse's default.
 		NullPermissions: true,
 		MountOptions: fuse.MountOptions{
-			FsName:                   fsName,
-			Name:                     "netdisk",
-			MaxReadAhead:             1 << 20,
-			MaxWrite:                 1 << 20,
+			FsName:       fsName,
+			Name:         "netdisk",
+			MaxReadAhead: readAhead,
+			MaxWrite:     readAhead,
+			// Our reads answer bytes in memory, never a file descriptor
+			// to splice from, yet go-fuse tries a pipe for every answer
+			// first (and fails on a 1 MiB one: more than a pipe holds).
+			DisableSplice:            true,
 			DisableXAttrs:            true,
 			ExplicitDataCacheControl: false,
 			// Mode bits are stored numbers from the server: a setuid bit

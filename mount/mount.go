@@ -13,10 +13,10 @@ import (
 // Mount mounts the filesystem at dir and returns the running server; call
 // Unmount (or fusermount3 -u) to end it and Wait to wait for that.
 func Mount(dir string, f *FS, fsName string) (*fuse.Server, error) {
-	return mountRoot(dir, f, f.Root(), fsName)
+	return mountRoot(dir, f, f.Root(), f.MountOptions(fsName))
 }
 
-func mountRoot(dir string, f *FS, root fs.InodeEmbedder, fsName string) (*fuse.Server, error) {
+func mountRoot(dir string, f *FS, root fs.InodeEmbedder, opts *fs.Options) (*fuse.Server, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -28,10 +28,11 @@ func mountRoot(dir string, f *FS, root fs.InodeEmbedder, fsName string) (*fuse.S
 	if !st.IsDir() {
 		return nil, fmt.Errorf("mount point %s is not a directory", dir)
 	}
-	srv, err := fs.Mount(dir, root, f.MountOptions(fsName))
+	srv, err := fs.Mount(dir, root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	raiseReadAhead(dir, f.o.Logger)
 	return srv, nil
 }
 

@@ -51,7 +51,9 @@ func newMountCmd() *cobra.Command {
 		Short: "Mount your drive as a filesystem (FUSE)",
 		Long: `Mount the user's drive at MOUNTPOINT. Runs in the foreground until Ctrl-C,
 SIGTERM or 'fusermount3 -u MOUNTPOINT'; --daemon detaches once mounted.
-Reads fetch only the chunks they touch into a local content-addressed cache;
+Reads fetch only the chunks they touch into a local content-addressed cache
+(run as root, the mount raises its kernel readahead to 1 MiB, the largest
+FUSE read; otherwise the kernel sends reads of 128 KiB);
 writes are staged locally and uploaded on close/fsync (fsync returns when the
 server has committed).
 
