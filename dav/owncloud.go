@@ -94,8 +94,20 @@ func (p *propWriter) appendOwnCloud(b []byte, n meta.Node, name xml.Name) ([]byt
 	case "size":
 		size := n.Size
 		if n.IsDir {
+			uid, path := p.fs.UID, n.Path
+			if p.h.link == nil {
+				// A folder inside a share (or the user's entry of one) is
+				// summed in its owner's tree; the places are read once per
+				// request (the lock table's mapping of the user's paths).
+				ps, err := p.fs.placesOf(p.ctx)
+				if err != nil {
+					return b, false
+				}
+				pl := ps.Of(n.Path)
+				uid, path = pl.UID, pl.Path
+			}
 			var err error
-			if size, err = p.fs.D.TreeBytes(p.ctx, p.fs.UID, n.Path); err != nil {
+			if size, err = p.fs.D.TreeBytes(p.ctx, uid, path); err != nil {
 				// Gone or unreadable since listed: the property is
 				// missing rather than the listing failing.
 				return b, false

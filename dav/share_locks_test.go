@@ -110,3 +110,35 @@ func TestSharePropfindInfinity(t *testing.T) {
 		t.Fatalf("bob's depth-infinity PROPFIND: want /dav/x/f.txt and nothing of alice's else:\n%s", r.body)
 	}
 }
+
+// oc:size of a shared folder, and of a folder inside it, is the same total
+// for the recipient as for the owner (summed in the owner's tree): the sync
+// clients show it and compare it with the quota.
+func TestShareOCSize(t *testing.T) {
+	e := startLockEnv(t)
+	e.want(201, "alice", "MKCOL", "/dav/Projects", "")
+	e.want(201, "alice", "MKCOL", "/dav/Projects/sub", "")
+	e.want(201, "alice", "PUT", "/dav/Projects/a.txt", "12345")
+	e.want(201, "alice", "PUT", "/dav/Projects/sub/b.txt", "1234567")
+	if _, err := e.h.D.ShareWithUser(context.Background(), e.users["alice"].ID, "/Projects", "bob", false); err != nil {
+		t.Fatal(err)
+	}
+	const body = `<propfind xmlns="DAV:" xmlns:oc="http://owncloud.org/ns"><prop><oc:size/></prop></propfind>`
+	size := func(user, path string) string {
+		r := e.want(207, user, "PROPFIND", path, body, "Depth: 0")
+		i := strings.Index(r.body, `<size xmlns="http://owncloud.org/ns">`)
+		if i < 0 {
+			t.Fatalf("%s's PROPFIND %s: no oc:size:\n%s", user, path, r.body)
+		}
+		v, _, _ := strings.Cut(r.body[i+len(`<size xmlns="http://owncloud.org/ns">`):], "<")
+		return v
+	}
+	for _, c := range []struct{ alice, bob, want string }{
+		{"/dav/Projects/", "/dav/Projects/", "12"},
+		{"/dav/Projects/sub/", "/dav/Projects/sub/", "7"},
+	} {
+		if a, b := size("alice", c.alice), size("bob", c.bob); a != c.want || b != c.want {
+			t.Errorf("oc:size of %s: alice %q, bob %q; want %s for both", c.alice, a, b, c.want)
+		}
+	}
+}
