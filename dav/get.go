@@ -185,12 +185,13 @@ func (s *sendfileWriter) copySegment(f io.ReadSeeker, seg drive.Segment) (int64,
 	}
 	var n int64
 	var err error
-	if osf, ok := f.(*os.File); ok && s.r.TLS == nil && isReaderFrom(s.ResponseWriter) {
+	if osf, ok := f.(*os.File); ok && isReaderFrom(s.ResponseWriter) {
 		// *os.File inside an io.LimitedReader is what net.TCPConn.ReadFrom
-		// turns into sendfile(2).
+		// turns into sendfile(2), and what tlsbulk.Conn.ReadFrom (HTTPS,
+		// HTTP/1.1) reads straight into the records it seals.
 		n, err = s.ResponseWriter.(io.ReaderFrom).ReadFrom(&io.LimitedReader{R: osf, N: seg.Length})
 	} else {
-		// TLS (or a store without files) must pass the bytes through
+		// HTTP/2 (or a store without files) must pass the bytes through
 		// here. net/http's own copy takes 32 KiB at a time; each write
 		// costs a trip through the HTTP/2 framer's goroutine or a
 		// flush of HTTP/1.1's buffers and a file read, so a larger

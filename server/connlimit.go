@@ -278,11 +278,19 @@ func (c *limitedConn) CloseWrite() error {
 
 // asLimited finds the limitedConn under c (a TLS connection wraps it).
 func asLimited(c net.Conn) (*limitedConn, bool) {
-	if u, ok := c.(interface{ NetConn() net.Conn }); ok {
+	// Under TLS the limited connection is one or two wrappers down
+	// (tlsbulk.Conn, or tls.Conn over tlsbulk's guard).
+	for range 3 {
+		if lc, ok := c.(*limitedConn); ok {
+			return lc, true
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil, false
+		}
 		c = u.NetConn()
 	}
-	lc, ok := c.(*limitedConn)
-	return lc, ok
+	return nil, false
 }
 
 // SetReadDeadline shortens the deadlines the HTTP server sets while

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"netdisk/internal/tlsbulk"
 )
 
 // shutdownGrace is how long a graceful shutdown lets in-flight requests
@@ -53,12 +55,14 @@ func (l *Listening) Close() error { return l.ln.Close() }
 func (l *Listening) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	if l.TLS != nil {
-		l.hs.TLSConfig = l.TLS
 		l.hs.Handler = hsts(l.hs.Handler)
 		// The connection limits stay under TLS: the TLS connections wrap
 		// the limited ones, which the ConnState and ConnContext hooks reach
-		// through NetConn (asLimited).
-		go func() { errc <- l.hs.ServeTLS(l.ln, "", "") }()
+		// through NetConn (asLimited). tlsbulk hands net/http HTTP/1.1
+		// connections whose answers it seals itself, and the rest (HTTP/2)
+		// as crypto/tls connections; net/http sets HTTP/2 up for them
+		// (a server without a TLSConfig serving a listener of its own).
+		go func() { errc <- l.hs.Serve(tlsbulk.NewListener(l.ln, l.TLS)) }()
 	} else {
 		go func() { errc <- l.hs.Serve(l.ln) }()
 	}

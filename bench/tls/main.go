@@ -1,14 +1,19 @@
 // Command tls measures what HTTPS costs netdisk: one large file PUT and GET
-// and many 4 KiB GETs over 8 connections, against in-process daemons in the
-// same run: plain HTTP/1.1, HTTPS with HTTP/1.1 and HTTPS with HTTP/2 (a
-// self-signed certificate, pinned). The two HTTPS modes tell what TLS costs
-// apart from what HTTP/2's framing and flow control cost. Rounds are
-// interleaved (each round runs every mode once) and the table gives each
-// figure's median, so a burst of load from elsewhere on the machine skews
-// one round of every mode rather than all rounds of one.
+// and many 4 KiB GETs over 8 connections, against `netdisk serve` daemons
+// (the binary, each its own process) in the same run: plain HTTP/1.1,
+// HTTPS with HTTP/1.1 and HTTPS with HTTP/2 (a self-signed certificate,
+// pinned). The two HTTPS modes tell what TLS costs apart from what HTTP/2's
+// framing and flow control cost. Beside each speed it gives the CPU time
+// the daemon and this client spent per GiB: on one machine the client's
+// decryption counts against HTTPS's speed, where a daemon serving clients
+// elsewhere pays only its own share. Rounds are interleaved (each round
+// runs every mode once) and the table gives each figure's median, so a
+// burst of load from elsewhere on the machine skews one round of every mode
+// rather than all rounds of one.
 //
 // Run it from the repository root: go run ./bench/tls --size 1GiB --rounds 3
-// (--cpuprofile FILE profiles client and daemons, which share this process).
+// (--bin to measure another build of netdisk; --cpuprofile FILE profiles
+// the client).
 package main
 
 import (
@@ -33,11 +38,13 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"netdisk/bench/internal/benchflag"
-	"netdisk/bench/internal/inproc"
+	"netdisk/bench/internal/procstat"
 	"netdisk/client"
-	"netdisk/daemon"
 	"netdisk/internal/tlsconf"
+	"netdisk/testutil"
 )
+
+const adminPass = "bench-admin-pass"
 
 // mode is one way of reaching the daemon.
 type mode struct {
@@ -54,7 +61,8 @@ func main() {
 	conns := flag.Int("conns", 8, "connections (HTTP/1.1) or streams (HTTP/2) of the 4 KiB GETs")
 	rounds := flag.Int("rounds", 3, "rounds, each running every mode once; the table gives medians")
 	only := flag.String("modes", "", "comma-separated subset of the modes to run (http, https1, https2; default all)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and daemons) to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the client's side of the run to this file")
+	bin := flag.String("bin", "", "netdisk binary to measure (default: built from this tree)")
 	flag.Parse()
 	if *size < 1 || *conns < 1 || *small <= 0 || *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: --size, --conns, --small-for and --rounds must be positive")
@@ -85,7 +93,7 @@ func main() {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
-	if err := bench(ctx, run, int64(*size), *small, *conns, *rounds); err != nil {
+	if err := bench(ctx, *bin, run, int64(*size), *small, *conns, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -93,21 +101,33 @@ func main() {
 }
 
 type result struct {
-	put, get       float64 // MiB/s
-	putCPU, getCPU float64 // CPU seconds per GiB, client and daemon together
-	smallOps       float64 // per second
+	put, get             float64 // MiB/s
+	putDaemon, getDaemon float64 // the daemon's CPU seconds per GiB
+	putClient, getClient float64 // this client's CPU seconds per GiB
+	smallOps             float64 // per second
 }
 
-// cpuTime is the CPU time this process (client and daemon) has used: on a
-// machine shared with other work it says what a transfer costs better than
-// its wall time does.
+// cpuTime is the CPU time this process (the client) has used: on a machine
+// shared with other work it says what a transfer costs better than its
+// wall time does.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func bench(ctx context.Context, run []mode, size int64, smallFor time.Duration, conns, rounds int) error {
+// cpu reads the CPU time of the daemon and of this client.
+type cpu struct {
+	pid            int
+	daemon, client float64
+}
+
+func (c *cpu) read() {
+	c.daemon, _ = procstat.CPUSeconds(c.pid)
+	c.client = cpuTime().Seconds()
+}
+
+func bench(ctx context.Context, bin string, run []mode, size int64, smallFor time.Duration, conns, rounds int) error {
 	// A self-signed pair made beforehand, so its fingerprint is known
 	// before the daemon serves.
 	certDir, err := os.MkdirTemp("", "netdisk-bench-tls-")
@@ -119,29 +139,40 @@ func bench(ctx context.Context, run []mode, size int64, smallFor time.Duration, 
 	if err != nil {
 		return err
 	}
+	if bin == "" {
+		fmt.Fprintln(os.Stderr, "building netdisk")
+		if bin, err = testutil.BuildBinary(ctx, certDir); err != nil {
+			return err
+		}
+	}
 	res := make([][]result, len(run))
 	for r := range rounds {
 		for i, m := range run {
-			o := daemon.Options{Listen: "127.0.0.1:0"}
+			var args []string
 			if m.tls {
-				o.TLSCert, o.TLSKey = certFile, keyFile
+				args = []string{"--tls-cert", certFile, "--tls-key", keyFile}
 			}
-			d, err := inproc.Start(ctx, o)
+			data, err := os.MkdirTemp("", "netdisk-bench-tls-data-")
 			if err != nil {
+				return err
+			}
+			d, err := testutil.LaunchDaemon(ctx, testutil.DaemonConfig{Bin: bin, DataDir: data, AdminPass: adminPass, LogLevel: "warn", Output: os.Stderr, Args: args})
+			if err != nil {
+				os.RemoveAll(data)
 				return err
 			}
 			hc, err := newClient(certFile, keyFile, m, conns)
-			if err != nil {
-				d.Close()
-				return err
+			var got result
+			if err == nil {
+				got, err = measure(ctx, hc, d.URL, d.Pid(), size, smallFor, conns, m.http2)
 			}
-			got, err := measure(ctx, hc, d.URL, size, smallFor, conns, m.http2)
-			d.Close()
+			d.Stop()
+			os.RemoveAll(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d %-15s PUT %5.0f MiB/s %5.2f CPU s/GiB  GET %5.0f MiB/s %5.2f CPU s/GiB  4 KiB GET %6.0f/s\n",
-				r+1, m.name, got.put, got.putCPU, got.get, got.getCPU, got.smallOps)
+			fmt.Fprintf(os.Stderr, "round %d %-15s PUT %5.0f MiB/s (CPU s/GiB daemon %4.2f client %4.2f)  GET %5.0f MiB/s (daemon %4.2f client %4.2f)  4 KiB GET %6.0f/s\n",
+				r+1, m.name, got.put, got.putDaemon, got.putClient, got.get, got.getDaemon, got.getClient, got.smallOps)
 			res[i] = append(res[i], got)
 		}
 	}
@@ -171,8 +202,10 @@ func bench(ctx context.Context, run []mode, size int64, smallFor time.Duration, 
 	row("PUT MiB/s", func(r result) float64 { return r.put }, "%.0f")
 	row("GET MiB/s", func(r result) float64 { return r.get }, "%.0f")
 	row("4 KiB GET/s", func(r result) float64 { return r.smallOps }, "%.0f")
-	row("PUT CPU s/GiB", func(r result) float64 { return r.putCPU }, "%.2f")
-	row("GET CPU s/GiB", func(r result) float64 { return r.getCPU }, "%.2f")
+	row("PUT daemon CPU s/GiB", func(r result) float64 { return r.putDaemon }, "%.2f")
+	row("PUT client CPU s/GiB", func(r result) float64 { return r.putClient }, "%.2f")
+	row("GET daemon CPU s/GiB", func(r result) float64 { return r.getDaemon }, "%.2f")
+	row("GET client CPU s/GiB", func(r result) float64 { return r.getClient }, "%.2f")
 	return w.Flush()
 }
 
@@ -219,13 +252,19 @@ func do(ctx context.Context, hc *http.Client, method, url string, body io.Reader
 		return err
 	}
 	req.ContentLength = n
-	req.SetBasicAuth("admin", inproc.AdminPass)
+	req.SetBasicAuth("admin", adminPass)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	// 32 KiB at a time, as netdisk pull (io.Copy into the file) reads:
+	// io.Discard alone would read 8 KiB at a time, and Go's HTTP/2
+	// client sends the server a window update for every 4 KiB read.
+	bp := readBufs.Get().(*[]byte)
+	_, err = io.CopyBuffer(struct{ io.Writer }{io.Discard}, resp.Body, *bp)
+	readBufs.Put(bp)
+	if err != nil {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
@@ -237,27 +276,55 @@ func do(ctx context.Context, hc *http.Client, method, url string, body io.Reader
 	return nil
 }
 
-func measure(ctx context.Context, hc *http.Client, base string, size int64, smallFor time.Duration, conns int, http2 bool) (result, error) {
+// settle waits (up to 10 s) until the daemon has used no CPU for 200 ms:
+// what a PUT leaves to do in the background (its checksums, the database's
+// checkpoint) is not the GET's cost.
+func settle(ctx context.Context, pid int) {
+	last, _ := procstat.CPUSeconds(pid)
+	for range 50 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		now, _ := procstat.CPUSeconds(pid)
+		if now == last {
+			return
+		}
+		last = now
+	}
+}
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func measure(ctx context.Context, hc *http.Client, base string, pid int, size int64, smallFor time.Duration, conns int, http2 bool) (result, error) {
 	var r result
 	rate := func(d time.Duration) float64 { return float64(size) / d.Seconds() / (1 << 20) }
 	// Random bytes, so deduplication never shortcuts the PUT.
 	src := io.LimitReader(rand.NewChaCha8([32]byte{1}), size)
-	perGiB := func(d time.Duration) float64 { return d.Seconds() * (1 << 30) / float64(size) }
-	start, cpu := time.Now(), cpuTime()
-	if err := do(ctx, hc, "PUT", base+"/dav/big.bin", src, size, http2); err != nil {
-		return r, err
-	}
-	r.put, r.putCPU = rate(time.Since(start)), perGiB(cpuTime()-cpu)
-	start, cpu = time.Now(), cpuTime()
-	if err := do(ctx, hc, "GET", base+"/dav/big.bin", nil, 0, http2); err != nil {
-		return r, err
-	}
-	r.get, r.getCPU = rate(time.Since(start)), perGiB(cpuTime()-cpu)
-
+	perGiB := func(s float64) float64 { return s * (1 << 30) / float64(size) }
+	// The first request checks the password (bcrypt), outside the figures.
 	small := io.LimitReader(rand.NewChaCha8([32]byte{2}), 4<<10)
 	if err := do(ctx, hc, "PUT", base+"/dav/small.bin", small, 4<<10, http2); err != nil {
 		return r, err
 	}
+	before, after := cpu{pid: pid}, cpu{pid: pid}
+	start := time.Now()
+	before.read()
+	if err := do(ctx, hc, "PUT", base+"/dav/big.bin", src, size, http2); err != nil {
+		return r, err
+	}
+	after.read()
+	r.put, r.putDaemon, r.putClient = rate(time.Since(start)), perGiB(after.daemon-before.daemon), perGiB(after.client-before.client)
+	settle(ctx, pid)
+	start = time.Now()
+	before.read()
+	if err := do(ctx, hc, "GET", base+"/dav/big.bin", nil, 0, http2); err != nil {
+		return r, err
+	}
+	after.read()
+	r.get, r.getDaemon, r.getClient = rate(time.Since(start)), perGiB(after.daemon-before.daemon), perGiB(after.client-before.client)
+
 	var ops atomic.Int64
 	var firstErr error
 	var once sync.Once
