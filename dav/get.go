@@ -185,10 +185,12 @@ func (s *sendfileWriter) copySegment(f io.ReadSeeker, seg drive.Segment) (int64,
 	}
 	var n int64
 	var err error
-	if osf, ok := f.(*os.File); ok && isReaderFrom(s.ResponseWriter) {
+	if osf, ok := f.(*os.File); ok && s.r.ProtoMajor == 1 && isReaderFrom(s.ResponseWriter) {
 		// *os.File inside an io.LimitedReader is what net.TCPConn.ReadFrom
 		// turns into sendfile(2), and what tlsbulk.Conn.ReadFrom (HTTPS,
-		// HTTP/1.1) reads straight into the records it seals.
+		// HTTP/1.1) reads straight into the records it seals. HTTP/2
+		// has neither: a middleware's ReadFrom would copy 32 KiB at a
+		// time into its frames, the copy below 256 KiB.
 		n, err = s.ResponseWriter.(io.ReaderFrom).ReadFrom(&io.LimitedReader{R: osf, N: seg.Length})
 	} else {
 		// HTTP/2 (or a store without files) must pass the bytes through
