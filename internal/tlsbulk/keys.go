@@ -139,7 +139,7 @@ func (s *sealer) update() error {
 	return s.setSecret(next)
 }
 
-// seal writes one record into dst, which has room for recordOverhead
+// seal writes one record into dst, which has room for maxOverhead
 // bytes more than the plaintext: the header, then plain (copied unless it
 // already sits at dst[headerLen:]) followed by its content type, sealed.
 // plain's byte after its end is not touched.

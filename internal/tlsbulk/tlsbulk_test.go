@@ -358,11 +358,11 @@ func TestCryptoTLSCannotWriteAfterHandover(t *testing.T) {
 	}
 }
 
-// fetchRecords sends a request for path on a new connection with
-// "Connection: close" and returns the server's application records opened
-// (their content types and plaintexts): what crypto/tls's client accepted
-// and more, since it shows the KeyUpdate and alert records.
-func fetchRecords(t *testing.T, s *server, path string) (types []byte, plains [][]byte) {
+// recordedConn dials s as an HTTP/1.1 TLS client whose reads are kept, and
+// returns it with a function that opens the server's application records
+// read so far (their content types and plaintexts): what crypto/tls's
+// client accepted and more, since it shows the KeyUpdate and alert records.
+func recordedConn(t *testing.T, s *server) (*tls.Conn, func() ([]byte, [][]byte)) {
 	t.Helper()
 	tcp, err := net.Dial("tcp", s.url[len("https://"):])
 	if err != nil {
@@ -371,12 +371,22 @@ func fetchRecords(t *testing.T, s *server, path string) (types []byte, plains []
 	rec := &recorder{Conn: tcp}
 	keys := &secretCatcher{ticketless: true}
 	c := tls.Client(rec, &tls.Config{RootCAs: s.ca.Pool, NextProtos: []string{"http/1.1"}, ServerName: "127.0.0.1", KeyLogWriter: keys})
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c, func() ([]byte, [][]byte) {
+		return openAppRecords(t, rec.got.Bytes(), c.ConnectionState().CipherSuite, keys.take())
+	}
+}
+
+// fetchRecords sends a request for path with "Connection: close" and
+// returns the server's records opened.
+func fetchRecords(t *testing.T, s *server, path string) (types []byte, plains [][]byte) {
+	t.Helper()
+	c, records := recordedConn(t, s)
 	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path)
 	if _, err := io.ReadAll(c); err != nil {
 		t.Fatal(err)
 	}
-	return openAppRecords(t, rec.got.Bytes(), c.ConnectionState().CipherSuite, keys.take())
+	return records()
 }
 
 // recorder keeps what a connection reads.
@@ -440,13 +450,7 @@ func openAppRecords(t *testing.T, stream []byte, suite uint16, secret []byte) (t
 func TestCloseNotify(t *testing.T) {
 	s := startServer(t, nil)
 	for _, header := range []string{"Connection: close\r\n", ""} {
-		tcp, err := net.Dial("tcp", s.url[len("https://"):])
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := &recorder{Conn: tcp}
-		keys := &secretCatcher{ticketless: true}
-		c := tls.Client(rec, &tls.Config{RootCAs: s.ca.Pool, NextProtos: []string{"http/1.1"}, ServerName: "127.0.0.1", KeyLogWriter: keys})
+		c, records := recordedConn(t, s)
 		fmt.Fprintf(c, "GET /body?n=40000&via=readfrom HTTP/1.1\r\nHost: x\r\n%s\r\n", header)
 		if header == "" {
 			// The server closes an idle connection only when it
@@ -459,8 +463,7 @@ func TestCloseNotify(t *testing.T) {
 			s.hs.Close() // closes the idle connection
 		}
 		io.ReadAll(c)
-		c.Close()
-		types, plains := openAppRecords(t, rec.got.Bytes(), c.ConnectionState().CipherSuite, keys.take())
+		types, plains := records()
 		if len(types) < 2 || types[len(types)-1] != recordTypeAlert || !bytes.Equal(plains[len(plains)-1], []byte{1, 0}) {
 			t.Fatalf("%q: records of types %v, want the answer then the close_notify alert", header, types)
 		}
