@@ -129,7 +129,11 @@ func (p *propWriter) appendOwnCloud(b []byte, n meta.Node, name xml.Name) ([]byt
 }
 
 // setOCHeaders sets the headers by which the clients learn a written
-// node's id and ETag without listing it again.
+// node's id and ETag without listing it again. No permissions header
+// (OC-Perm): the ownCloud client reads one only from the last answer of a
+// TUS upload, which is not served here; after a PUT or a chunked upload's
+// MOVE neither client looks for it (owncloudcmd asks oc:permissions with
+// a PROPFIND instead, whatever the answer holds).
 func setOCHeaders(hd http.Header, n meta.Node) {
 	hd.Set("OC-FileId", OCFileID(n))
 	hd.Set("OC-ETag", ETag(n))
