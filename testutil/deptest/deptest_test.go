@@ -90,7 +90,7 @@ var layers = []deptest.Layer{
 	{Name: "leaf",
 		Pkgs: []string{"errs", "vpath", "apitype", "chunker",
 			"internal/atomicfile", "internal/cachefile", "internal/crashpoint", "internal/pprofserve",
-			"internal/bytesize", "internal/rediserr", "internal/redishealth", "internal/tick", "internal/tlsconf", "internal/zero", "thumb",
+			"internal/bytesize", "internal/rediserr", "internal/redishealth", "internal/tick", "internal/tlsbulk", "internal/tlsconf", "internal/zero", "thumb",
 			"testutil", "testutil/deptest", "web/browsertest"},
 		Rigs: []string{"testutil", "testutil/deptest", "web/browsertest"}},
 	{Name: "store", May: []string{"leaf"},
