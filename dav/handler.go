@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 
 	"golang.org/x/net/webdav"
@@ -66,7 +67,7 @@ func (h *Handler) At(prefix string) *Handler {
 // never removed, moved or replaced, nothing outside is reachable). Writes
 // are the owner's. On top of that the handler answers only the methods of
 // files and folders (no LOCK, UNLOCK or SEARCH: the owner's lock table and
-// search reach beyond the link), shows no locks and no quota (the owner's,
+// search reach beyond the link; linkRefusal, which OPTIONS's Allow follows), shows no locks and no quota (the owner's,
 // not the visitor's), serves every file as an attachment and counts a
 // whole GET as one download, and answers errors by their status's text
 // alone. Serve is then called with the link's owner.
@@ -76,10 +77,40 @@ func (h *Handler) ForLink(prefix string, pl drive.PublicLink) *Handler {
 	return c
 }
 
-// linkMethods are the methods a link's handler answers.
-var linkMethods = map[string]bool{
-	http.MethodGet: true, http.MethodHead: true, http.MethodOptions: true, "PROPFIND": true,
-	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "MOVE": true, "COPY": true, "PROPPATCH": true,
+// linkReads are the methods a link answers whatever its permission;
+// linkWrites are those only a read-write link answers. Nothing else (LOCK,
+// UNLOCK, SEARCH, POST) is answered through a link.
+var (
+	linkReads  = map[string]bool{http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, "PROPFIND": true}
+	linkWrites = map[string]bool{http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "MOVE": true, "COPY": true, "PROPPATCH": true}
+)
+
+// rootRefused are the methods a link's root refuses whatever the link's
+// permission: they would remove, move, replace or write the root
+// (drive.WithLink refuses that too), or, for COPY, copy it into itself
+// (every destination through the link lies inside its root).
+var rootRefused = map[string]bool{http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "MOVE": true, "COPY": true, "PROPPATCH": true}
+
+// linkRefusal is why a link of permission perm refuses method on view path
+// name, or "" when it answers it. It is the one rule: Serve refuses by it
+// and OPTIONS lists only what it lets through, so Allow cannot promise what
+// is refused.
+func linkRefusal(perm meta.LinkPerm, method, name string) string {
+	switch {
+	case perm != meta.LinkRead && perm != meta.LinkReadWrite:
+		// A WebDAV client cannot work without listing, and a file drop
+		// must never list.
+		return "an upload-only link is not served over WebDAV"
+	case linkReads[method]:
+		return ""
+	case !linkWrites[method]:
+		return method + " is not served through a link"
+	case perm == meta.LinkRead:
+		return "this link is read-only"
+	case rootRefused[method] && path.Clean(name) == "/":
+		return "the link's root cannot be changed through it"
+	}
+	return ""
 }
 
 // lockName is the name of view path name in the lock table: through a
@@ -126,8 +157,8 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, u meta.User) {
 		name = "/"
 	}
 	if h.link != nil {
-		if !linkMethods[r.Method] {
-			http.Error(w, r.Method+" is not served through a link", http.StatusForbidden)
+		if why := linkRefusal(h.link.Perm, r.Method, name); why != "" {
+			http.Error(w, why, http.StatusForbidden)
 			return
 		}
 		r = r.WithContext(drive.WithLink(r.Context(), *h.link))

@@ -376,22 +376,29 @@ func sortHits(hits []meta.Node, order []searchOrder) {
 
 // options answers OPTIONS as x/net/webdav would, plus SEARCH and the DASL
 // header that tells clients (the Nextcloud apps look for SEARCH in Allow)
-// which grammar it speaks, and without POST, which Serve refuses.
+// which grammar it speaks, and without POST, which Serve refuses. Through a
+// link, Allow keeps only what the link answers there (linkRefusal), and neither locking (DAV class 2) nor
+// SEARCH is offered.
 func (h *Handler) options(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
-	allow := "OPTIONS, LOCK, PUT, MKCOL, SEARCH"
+	allow := []string{"OPTIONS", "LOCK", "PUT", "MKCOL", "SEARCH"}
 	n, err := fs.D.Stat(r.Context(), fs.UID, name)
 	switch {
 	case err == nil && n.IsDir:
-		allow = "OPTIONS, LOCK, DELETE, PROPPATCH, COPY, MOVE, UNLOCK, PROPFIND, SEARCH"
+		allow = []string{"OPTIONS", "LOCK", "DELETE", "PROPPATCH", "COPY", "MOVE", "UNLOCK", "PROPFIND", "SEARCH"}
 	case err == nil:
-		allow = "OPTIONS, LOCK, GET, HEAD, DELETE, PROPPATCH, COPY, MOVE, UNLOCK, PROPFIND, PUT, SEARCH"
+		allow = []string{"OPTIONS", "LOCK", "GET", "HEAD", "DELETE", "PROPPATCH", "COPY", "MOVE", "UNLOCK", "PROPFIND", "PUT", "SEARCH"}
 	case errs.Is(err, errs.Invalid):
 		return 0, err
 	}
 	hd := w.Header()
-	hd.Set("Allow", allow)
-	hd.Set("DAV", "1, 2")
+	if h.link != nil {
+		allow = slices.DeleteFunc(allow, func(m string) bool { return linkRefusal(h.link.Perm, m, name) != "" })
+		hd.Set("DAV", "1")
+	} else {
+		hd.Set("DAV", "1, 2")
+		hd.Set("DASL", "<DAV:basicsearch>")
+	}
+	hd.Set("Allow", strings.Join(allow, ", "))
 	hd.Set("MS-Author-Via", "DAV")
-	hd.Set("DASL", "<DAV:basicsearch>")
 	return http.StatusOK, nil
 }

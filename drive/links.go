@@ -61,11 +61,19 @@ func ValidLinkToken(token string) bool {
 }
 
 // CreateLink makes a public link to user uid's node at p and returns its
-// token, which exists nowhere else: it cannot be shown again. Upload-only
+// token, which exists nowhere else: it cannot be shown again. Only the
+// owner links a node (Permission inside a share uid received). Upload-only
 // and read-write links are for folders (Invalid for a file); an expiry
 // not in the future and a negative download bound are Invalid.
 func (d *Drive) CreateLink(ctx context.Context, uid int64, p string, o LinkOptions) (string, meta.Link, error) {
 	const op = "drive.CreateLink"
+	p, err := clean(op, p)
+	if err != nil {
+		return "", meta.Link{}, err
+	}
+	if _, err := d.ownerOnly(ctx, op, uid, p); err != nil {
+		return "", meta.Link{}, err
+	}
 	n, err := d.Stat(ctx, uid, p)
 	if err != nil {
 		return "", meta.Link{}, err

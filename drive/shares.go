@@ -243,6 +243,20 @@ func (d *Drive) ShareWithGroup(ctx context.Context, owner int64, p, g string, wr
 	return d.share(ctx, owner, p, meta.Share{ToGroup: grp.ID, Write: write}, uids)
 }
 
+// ownerOnly resolves user uid's clean path p for what only its owner may do
+// with it (share it with users, make a link to it): Permission when p is,
+// or lies inside, a share uid received.
+func (d *Drive) ownerOnly(ctx context.Context, op string, uid int64, p string) (where, error) {
+	_, w, err := d.resolve(ctx, op, uid, p, readAccess)
+	if err != nil {
+		return where{}, err
+	}
+	if w.m != nil {
+		return where{}, errs.E(op, errs.Permission, p, errors.New("only the owner shares a file or folder"))
+	}
+	return w, nil
+}
+
 func (d *Drive) share(ctx context.Context, owner int64, p string, s meta.Share, to []int64) (meta.Share, error) {
 	const op = "drive.Share"
 	p, err := clean(op, p)
@@ -252,12 +266,9 @@ func (d *Drive) share(ctx context.Context, owner int64, p string, s meta.Share, 
 	if p == "/" {
 		return meta.Share{}, errs.E(op, errs.Invalid, p, errors.New("share a folder or a file, not the whole drive"))
 	}
-	_, w, err := d.resolve(ctx, op, owner, p, readAccess)
+	w, err := d.ownerOnly(ctx, op, owner, p)
 	if err != nil {
 		return meta.Share{}, err
-	}
-	if w.m != nil {
-		return meta.Share{}, errs.E(op, errs.Permission, p, errors.New("only the owner shares a file or folder"))
 	}
 	for _, m := range w.mounts {
 		if m.Path == p || vpath.IsBelow(m.Path, p) {

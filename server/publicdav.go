@@ -7,7 +7,6 @@ import (
 	"netdisk/dav"
 	"netdisk/drive"
 	"netdisk/errs"
-	"netdisk/meta"
 )
 
 // A public link over WebDAV, for rclone, davfs2 and the Nextcloud clients:
@@ -49,23 +48,8 @@ func (s *Server) publicDAV(w http.ResponseWriter, r *http.Request) {
 	if pl.PassHash != "" && !s.davLinkPassword(w, r, pl, token, pass, hasAuth) {
 		return
 	}
-	switch pl.Perm {
-	case meta.LinkRead:
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions, "PROPFIND":
-		default:
-			http.Error(w, "this link is read-only", http.StatusForbidden)
-			return
-		}
-	case meta.LinkReadWrite:
-		if r.Method == "LOCK" || r.Method == "UNLOCK" {
-			http.Error(w, "locks are not taken through a link", http.StatusForbidden)
-			return
-		}
-	default:
-		http.Error(w, "an upload-only link is not served over WebDAV", http.StatusForbidden)
-		return
-	}
+	// What the link's permission answers is the handler's to decide (the
+	// same rule its OPTIONS lists).
 	s.dav.ForLink(publicDAVPrefix+token, pl).Serve(w, r, pl.Owner)
 }
 
