@@ -377,8 +377,8 @@ func sortHits(hits []meta.Node, order []searchOrder) {
 // options answers OPTIONS as x/net/webdav would, plus SEARCH and the DASL
 // header that tells clients (the Nextcloud apps look for SEARCH in Allow)
 // which grammar it speaks, and without POST, which Serve refuses. Through a
-// link, Allow keeps only what the link answers there (linkRefusal), and neither locking (DAV class 2) nor
-// SEARCH is offered.
+// link, Allow keeps only what the link answers there (linkRefusal), and
+// neither locking (DAV class 2) nor SEARCH is offered.
 func (h *Handler) options(w http.ResponseWriter, r *http.Request, fs *FS, name string) (int, error) {
 	allow := []string{"OPTIONS", "LOCK", "PUT", "MKCOL", "SEARCH"}
 	n, err := fs.D.Stat(r.Context(), fs.UID, name)
