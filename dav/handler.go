@@ -69,9 +69,9 @@ func (h *Handler) At(prefix string) *Handler {
 // files and folders (no LOCK, UNLOCK or SEARCH: the owner's lock table and
 // search reach beyond the link; linkRefusal, which OPTIONS's Allow
 // follows), shows no locks and no quota (the owner's, not the visitor's),
-// serves every file as an attachment and counts a
-// whole GET as one download, and answers errors by their status's text
-// alone. Serve is then called with the link's owner.
+// serves every file as an attachment and counts a whole GET as one
+// download, and answers errors by their status's text alone. Serve is then
+// called with the link's owner.
 func (h *Handler) ForLink(prefix string, pl drive.PublicLink) *Handler {
 	c := h.At(prefix)
 	c.link = &pl
