@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -28,17 +29,10 @@ func TestLinkOfReceivedShare(t *testing.T) {
 	put(t, d, "/docs/a.txt", "alice", "alice-pw", []byte("alpha"))
 	mustCLIEnv(t, d, as, "share", "user", "/docs", "bob", "--write")
 
-	hc := &http.Client{}
 	call := func(method, path, ctype, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, d.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.SetBasicAuth("bob", "bob-pw")
-		req.Header.Set("Content-Type", ctype)
-		req.Header.Set("OCS-APIRequest", "true")
-		resp, err := hc.Do(req)
+		resp, err := d.Do(context.Background(), method, path, "bob", "bob-pw", []byte(body),
+			map[string]string{"Content-Type": ctype, "OCS-APIRequest": "true"})
 		if err != nil {
 			t.Fatal(err)
 		}
