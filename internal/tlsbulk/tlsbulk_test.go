@@ -500,7 +500,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 // disconnected after the handshake's timeout, and others are served while
 // it waits.
 func TestHandshakeTimeout(t *testing.T) {
-	const timeout = 3 * time.Second
+	const timeout = 4 * time.Second
 	s := startServer(t, nil, func(l *Listener) { l.Timeout = timeout })
 	silent, err := net.Dial("tcp", s.url[len("https://"):])
 	if err != nil {
@@ -510,8 +510,10 @@ func TestHandshakeTimeout(t *testing.T) {
 	waitFor(t, "the silent connection's handshake", func() bool { return s.ln.handshaking.Load() == 1 })
 	start := time.Now()
 	get(t, goClient(s, false, 0), s.url+"/who")
-	if d := time.Since(start); d >= timeout {
-		t.Fatalf("the GET took %v, the silent handshake's whole timeout", d)
+	// Milliseconds when handshakes run side by side; behind the silent
+	// one it would wait out most of the timeout.
+	if d := time.Since(start); d >= timeout/2 {
+		t.Fatalf("the GET took %v: it waited for the silent handshake (timeout %v)", d, timeout)
 	}
 	silent.SetReadDeadline(time.Now().Add(10 * timeout))
 	if _, err := silent.Read(make([]byte, 1)); err != io.EOF {
